@@ -1,0 +1,73 @@
+"""``python -m kafkalab.broker --port P --log-dir D [--broker-id N] [--config key=value ...]``
+
+Runs one mini broker as its own process (what the cluster launcher starts,
+and what a test kills with SIGKILL). Prints one line once it accepts
+connections::
+
+    kafkalab broker 0 ready on 127.0.0.1:9092 log.dirs=/tmp/x
+
+SIGTERM and SIGINT shut it down cleanly (logs flushed, checkpoints written).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+from .config import BrokerConfig
+from .kafka_server import KafkaServer
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(prog="python -m kafkalab.broker", description=__doc__.split("\n\n")[0])
+    p.add_argument("--port", type=int, default=9092, help="port to listen on (0: pick a free one)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--log-dir", required=True, help="log.dirs: where partition directories live")
+    p.add_argument("--broker-id", type=int, default=0)
+    p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                   help="any broker config by its Kafka name, e.g. num.partitions=3 (repeatable)")
+    p.add_argument("--log-level", default="WARNING")
+    return p.parse_args(argv)
+
+
+async def run(config: BrokerConfig) -> None:
+    server = KafkaServer(config)
+    await server.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    print(f"kafkalab broker {server.broker_id} ready on {server.advertised_host}:{server.port} "
+          f"log.dirs={server.log_dir}", flush=True)
+    await stop.wait()
+    await server.stop()
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    overrides = {"broker.id": args.broker_id, "log.dirs": args.log_dir,
+                 "listeners": f"PLAINTEXT://{args.host}:{args.port}"}
+    for item in args.config:
+        key, sep, value = item.partition("=")
+        if not sep:
+            print(f"--config expects key=value, got {item!r}", file=sys.stderr)
+            return 2
+        overrides[key.strip()] = value.strip()
+    try:
+        config = BrokerConfig(overrides)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        asyncio.run(run(config))
+    except OSError as exc:
+        print(f"error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""Metadata (key 3), versions 0-12: brokers, topics, partitions, leaders and ISRs.
+
+v1   topics=null means "all topics"; + rack, controller id, is_internal
+v2   + cluster id
+v3   + throttle_time_ms
+v4   + allow_auto_topic_creation
+v5   + offline replicas
+v7   + leader epoch per partition
+v8   + authorized operations (answered with "not requested")
+v9   flexible
+v10  + topic ids (KIP-516)
+v11  cluster authorized operations dropped
+v12  topics may be asked for by id (answered by name lookup)
+Not implemented: v13 (top-level error code), authorized operations (no ACLs here).
+
+Asking for an unknown topic creates it when ``auto.create.topics.enable`` is
+on and the request allows it; otherwise UNKNOWN_TOPIC_OR_PARTITION. An
+illegal name gets INVALID_TOPIC_EXCEPTION and is never created.
+"""
+import uuid
+
+from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
+
+from ..errors import ErrorCode, KafkaError
+from . import api
+
+NULL_UUID = uuid.UUID(int=0)
+
+
+def topic_entry(broker, topic) -> dict:
+    partitions = []
+    for index in range(topic.num_partitions):
+        p = broker.replica_manager.partitions.get((topic.name, index))
+        if p is None:
+            partitions.append({"error_code": ErrorCode.LEADER_NOT_AVAILABLE, "partition_index": index,
+                               "leader_id": -1, "replica_nodes": [], "isr_nodes": []})
+            continue
+        partitions.append({"error_code": 0, "partition_index": index, "leader_id": p.leader_id,
+                           "leader_epoch": p.leader_epoch, "replica_nodes": list(p.replicas),
+                           "isr_nodes": list(p.isr), "offline_replicas": []})
+    return {"error_code": 0, "name": topic.name, "topic_id": topic.topic_id, "is_internal": topic.is_internal,
+            "partitions": partitions}
+
+
+def error_entry(name, code, topic_id=NULL_UUID) -> dict:
+    return {"error_code": code, "name": name, "topic_id": topic_id, "is_internal": False, "partitions": []}
+
+
+@api(MetadataRequest, MetadataResponse, versions=(0, 12))
+async def handle_metadata(ctx, request):
+    broker = ctx.broker
+    cache = broker.metadata_cache
+    wanted = request.topics
+    if wanted is None or (ctx.api_version == 0 and not wanted):
+        topics = [topic_entry(broker, t) for t in cache.topics.values()]
+    else:
+        allow_auto = request.allow_auto_topic_creation if ctx.api_version >= 4 else True
+        topics = []
+        for t in wanted:
+            if t.name is None and t.topic_id not in (None, NULL_UUID):
+                found = cache.by_id(t.topic_id)
+                topics.append(topic_entry(broker, found) if found else
+                              error_entry(None, ErrorCode.UNKNOWN_TOPIC_ID, t.topic_id))
+                continue
+            try:
+                found = broker.admin_manager.maybe_auto_create(t.name) if allow_auto else cache.get(t.name)
+            except KafkaError as exc:
+                if exc.code == ErrorCode.TOPIC_ALREADY_EXISTS:
+                    found = cache.get(t.name)
+                else:
+                    topics.append(error_entry(t.name, exc.code))
+                    continue
+            topics.append(topic_entry(broker, found) if found else
+                          error_entry(t.name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+    return {
+        "throttle_time_ms": 0,
+        "brokers": [{"node_id": i, "host": h, "port": p, "rack": None} for i, h, p in broker.live_brokers],
+        "cluster_id": broker.cluster_id,
+        "controller_id": broker.controller_id,
+        "topics": topics,
+    }

@@ -1,0 +1,271 @@
+"""Broker and topic configuration, under Kafka's own names and defaults.
+
+Kafka has two layers (see the "Broker Configs" and "Topic Configs" pages of
+the Kafka documentation):
+
+* **broker configs** (``server.properties``): ``num.partitions``,
+  ``auto.create.topics.enable``, ``log.segment.bytes``, ...
+* **topic configs**: ``segment.bytes``, ``retention.ms``, ``cleanup.policy``, ...
+  Each topic config has a broker-wide default, usually the same name with a
+  ``log.`` prefix (``retention.ms`` <- ``log.retention.ms``). A topic override
+  set with CreateTopics or (Incremental)AlterConfigs wins over the default.
+
+Values are kept as Python values (int, bool, str); :func:`parse` turns the
+strings a client or a command line sends into them and raises ``ValueError``
+with a message naming the config when a value does not fit.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ConfigDef:
+    name: str
+    type: str  # "int", "long", "bool", "string", "list", "double"
+    default: Any
+    doc: str
+    validator: Callable[[Any], bool] | None = None
+    valid_values: tuple[str, ...] | None = None
+
+
+def _d(name, type_, default, doc, validator=None, valid_values=None):
+    return ConfigDef(name, type_, default, doc, validator, valid_values)
+
+
+_nonneg = lambda v: v >= 0  # noqa: E731
+_positive = lambda v: v > 0  # noqa: E731
+_ms_or_unlimited = lambda v: v >= -1  # noqa: E731
+
+#: Topic-level configs (Kafka's LogConfig / TopicConfig). Default values equal
+#: the broker-level default named in ``TOPIC_TO_BROKER``.
+TOPIC_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in [
+    _d("cleanup.policy", "list", "delete", "delete, compact, or both (comma separated)",
+       valid_values=("delete", "compact")),
+    _d("compression.type", "string", "producer",
+       "Final compression of the topic's batches; 'producer' keeps what the producer sent",
+       valid_values=("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")),
+    _d("delete.retention.ms", "long", 86_400_000, "How long tombstones stay after compaction", _nonneg),
+    _d("file.delete.delay.ms", "long", 60_000, "Delay before a deleted segment's files are removed", _nonneg),
+    _d("flush.messages", "long", 2**63 - 1, "fsync the log after this many messages", _positive),
+    _d("flush.ms", "long", 2**63 - 1, "fsync the log after this many ms", _nonneg),
+    _d("index.interval.bytes", "int", 4096, "Bytes between two offset index entries", _nonneg),
+    _d("max.compaction.lag.ms", "long", 2**63 - 1, "Longest a record stays uncompacted", _positive),
+    _d("max.message.bytes", "int", 1_048_588, "Largest record batch the topic accepts", _nonneg),
+    _d("message.timestamp.type", "string", "CreateTime",
+       "CreateTime keeps the producer's timestamp, LogAppendTime stamps the broker's clock",
+       valid_values=("CreateTime", "LogAppendTime")),
+    _d("min.cleanable.dirty.ratio", "double", 0.5, "Dirty share of the log that makes it cleanable",
+       lambda v: 0 <= v <= 1),
+    _d("min.compaction.lag.ms", "long", 0, "Shortest time a record stays uncompacted", _nonneg),
+    _d("min.insync.replicas", "int", 1, "Replicas that must have a write for acks=all", _positive),
+    _d("retention.bytes", "long", -1, "Maximum size of a partition's log before old segments go (-1: none)"),
+    _d("retention.ms", "long", 604_800_000, "Age after which a segment is deleted (-1: forever)", _ms_or_unlimited),
+    _d("segment.bytes", "int", 1_073_741_824, "Size at which the active segment rolls", lambda v: v >= 14),
+    _d("segment.index.bytes", "int", 10 * MB, "Maximum size of a segment's offset index", lambda v: v >= 8),
+    _d("segment.jitter.ms", "long", 0, "Random jitter subtracted from segment.ms", _nonneg),
+    _d("segment.ms", "long", 604_800_000, "Age at which the active segment rolls", _positive),
+    _d("unclean.leader.election.enable", "bool", False, "Allow an out-of-sync replica to become leader"),
+]}
+
+#: Broker-level name of each topic config's default.
+TOPIC_TO_BROKER: dict[str, str] = {
+    "cleanup.policy": "log.cleanup.policy",
+    "compression.type": "compression.type",
+    "delete.retention.ms": "log.cleaner.delete.retention.ms",
+    "file.delete.delay.ms": "log.segment.delete.delay.ms",
+    "flush.messages": "log.flush.interval.messages",
+    "flush.ms": "log.flush.interval.ms",
+    "index.interval.bytes": "log.index.interval.bytes",
+    "max.compaction.lag.ms": "log.cleaner.max.compaction.lag.ms",
+    "max.message.bytes": "message.max.bytes",
+    "message.timestamp.type": "log.message.timestamp.type",
+    "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio",
+    "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms",
+    "min.insync.replicas": "min.insync.replicas",
+    "retention.bytes": "log.retention.bytes",
+    "retention.ms": "log.retention.ms",
+    "segment.bytes": "log.segment.bytes",
+    "segment.index.bytes": "log.index.size.max.bytes",
+    "segment.jitter.ms": "log.roll.jitter.ms",
+    "segment.ms": "log.roll.ms",
+    "unclean.leader.election.enable": "unclean.leader.election.enable",
+}
+
+_BROKER_ONLY: list[ConfigDef] = [
+    _d("broker.id", "int", 0, "This broker's id", _nonneg),
+    _d("listeners", "string", "PLAINTEXT://127.0.0.1:0", "Where the broker listens (port 0: pick a free one)"),
+    _d("advertised.listeners", "string", "", "Address given to clients in Metadata (default: the listener)"),
+    _d("log.dirs", "string", "", "Directory holding the partition directories"),
+    _d("num.partitions", "int", 1, "Partitions of an auto-created topic", _positive),
+    _d("default.replication.factor", "int", 1, "Replication factor of an auto-created topic", _positive),
+    _d("auto.create.topics.enable", "bool", True, "Create a topic when a client asks for an unknown one"),
+    _d("delete.topic.enable", "bool", True, "Allow DeleteTopics"),
+    _d("offsets.topic.num.partitions", "int", 50, "Partitions of __consumer_offsets", _positive),
+    _d("offsets.topic.replication.factor", "int", 1, "Replication factor of __consumer_offsets", _positive),
+    _d("offsets.retention.minutes", "int", 10080, "How long committed offsets of an empty group are kept", _positive),
+    _d("group.initial.rebalance.delay.ms", "int", 3000, "Wait for more members before the first rebalance", _nonneg),
+    _d("group.min.session.timeout.ms", "int", 6000, "Smallest session.timeout.ms a consumer may ask for", _nonneg),
+    _d("group.max.session.timeout.ms", "int", 1_800_000, "Largest session.timeout.ms a consumer may ask for", _nonneg),
+    _d("group.max.size", "int", 2**31 - 1, "Most members a group may have", _positive),
+    _d("log.retention.check.interval.ms", "long", 300_000, "How often retention is checked", _positive),
+    _d("log.retention.hours", "int", 168, "retention.ms default in hours (log.retention.ms wins)"),
+    _d("log.roll.hours", "int", 168, "segment.ms default in hours (log.roll.ms wins)", _positive),
+    _d("log.cleaner.enable", "bool", True, "Run the log cleaner for compacted topics"),
+    _d("log.cleaner.backoff.ms", "long", 15_000, "Sleep between cleaner runs when nothing is cleanable", _nonneg),
+    _d("log.flush.offset.checkpoint.interval.ms", "int", 60_000, "How often the recovery point is checkpointed",
+       _nonneg),
+    _d("log.flush.scheduler.interval.ms", "long", 2**63 - 1, "How often the flusher checks flush.ms", _nonneg),
+    _d("socket.request.max.bytes", "int", 104_857_600, "Largest request frame; larger closes the connection",
+       _positive),
+    _d("replica.lag.time.max.ms", "long", 30_000, "A follower behind for longer leaves the ISR", _positive),
+    _d("transactional.id.expiration.ms", "int", 604_800_000, "Idle time before producer state expires", _positive),
+    _d("producer.id.expiration.ms", "int", 86_400_000, "Idle time before an idempotent producer's state goes",
+       _positive),
+    _d("cluster.id", "string", "", "Cluster id reported in Metadata (default: derived from log dir)"),
+    _d("zookeeper.connect", "string", "", "ZooKeeper connection string (cluster mode)"),
+]
+
+#: Broker configs (server.properties), including the broker-wide topic defaults.
+BROKER_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in _BROKER_ONLY}
+for _topic_name, _broker_name in TOPIC_TO_BROKER.items():
+    _t = TOPIC_CONFIGS[_topic_name]
+    BROKER_CONFIGS.setdefault(_broker_name, ConfigDef(_broker_name, _t.type, _t.default, _t.doc,
+                                                      _t.validator, _t.valid_values))
+BROKER_CONFIGS["log.retention.ms"] = ConfigDef("log.retention.ms", "long", None,
+                                               "retention.ms default; unset means log.retention.hours")
+BROKER_CONFIGS["log.roll.ms"] = ConfigDef("log.roll.ms", "long", None,
+                                          "segment.ms default; unset means log.roll.hours")
+
+_TRUE = {"true", "1", "yes"}
+_FALSE = {"false", "0", "no"}
+
+
+def parse(defn: ConfigDef, value: Any) -> Any:
+    """Turn ``value`` (a string or Python value) into the config's type, or raise ValueError."""
+    if value is None:
+        return None
+    try:
+        if defn.type in ("int", "long"):
+            out = int(value)
+        elif defn.type == "double":
+            out = float(value)
+        elif defn.type == "bool":
+            if isinstance(value, bool):
+                out = value
+            elif str(value).strip().lower() in _TRUE:
+                out = True
+            elif str(value).strip().lower() in _FALSE:
+                out = False
+            else:
+                raise ValueError
+        elif defn.type == "list":
+            out = ",".join(v.strip() for v in str(value).split(",") if v.strip())
+        else:
+            out = str(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"Invalid value {value!r} for configuration {defn.name}: expected a {defn.type}") from None
+    if defn.valid_values is not None:
+        items = out.split(",") if defn.type == "list" else [out]
+        bad = [v for v in items if v not in defn.valid_values]
+        if bad:
+            raise ValueError(f"Invalid value {value!r} for configuration {defn.name}: "
+                             f"must be one of {', '.join(defn.valid_values)}")
+    if defn.validator is not None and not defn.validator(out):
+        raise ValueError(f"Invalid value {value!r} for configuration {defn.name}")
+    return out
+
+
+def to_string(value: Any) -> str | None:
+    """How Kafka prints a config value (DescribeConfigs): booleans lower case."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+class BrokerConfig:
+    """A broker's configs: Kafka defaults overridden by what was given.
+
+    ``BrokerConfig({"num.partitions": "3"})["num.partitions"] == 3``. Unknown
+    names raise ``ValueError`` naming the config, so a typo is caught early.
+    """
+
+    def __init__(self, overrides: dict[str, Any] | None = None):
+        self._values = {name: d.default for name, d in BROKER_CONFIGS.items()}
+        self.overrides: dict[str, Any] = {}
+        for name, value in (overrides or {}).items():
+            self.set(name, value)
+
+    def set(self, name: str, value: Any) -> None:
+        defn = BROKER_CONFIGS.get(name)
+        if defn is None:
+            raise ValueError(f"Unknown broker configuration {name!r}")
+        self._values[name] = self.overrides[name] = parse(defn, value)
+
+    def __getitem__(self, name: str) -> Any:
+        return self._values[name]
+
+    def topic_default(self, topic_config: str) -> Any:
+        """The broker-wide default of a topic config (``retention.ms`` <- ``log.retention.ms``)."""
+        if topic_config == "retention.ms":
+            ms = self._values["log.retention.ms"]
+            return ms if ms is not None else self._values["log.retention.hours"] * 3_600_000
+        if topic_config == "segment.ms":
+            ms = self._values["log.roll.ms"]
+            return ms if ms is not None else self._values["log.roll.hours"] * 3_600_000
+        return self._values[TOPIC_TO_BROKER[topic_config]]
+
+    def items(self):
+        return self._values.items()
+
+
+class LogConfig:
+    """One topic's effective configs: its overrides over the broker defaults.
+
+    ``overrides`` can change at runtime (AlterConfigs); readers always ask
+    ``config["segment.bytes"]``, so a change takes effect at the next use.
+    """
+
+    def __init__(self, broker: BrokerConfig, overrides: dict[str, Any] | None = None):
+        self.broker = broker
+        self.overrides: dict[str, Any] = {}
+        for name, value in (overrides or {}).items():
+            self.set(name, value)
+
+    @staticmethod
+    def validate(name: str, value: Any) -> Any:
+        defn = TOPIC_CONFIGS.get(name)
+        if defn is None:
+            raise ValueError(f"Unknown topic configuration {name!r}")
+        return parse(defn, value)
+
+    def set(self, name: str, value: Any) -> None:
+        self.overrides[name] = self.validate(name, value)
+
+    def delete(self, name: str) -> None:
+        self.validate(name, TOPIC_CONFIGS[name].default if name in TOPIC_CONFIGS else None)
+        self.overrides.pop(name, None)
+
+    def __getitem__(self, name: str) -> Any:
+        if name in self.overrides:
+            return self.overrides[name]
+        return self.broker.topic_default(name)
+
+    def is_default(self, name: str) -> bool:
+        return name not in self.overrides
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self["cleanup.policy"].split(",")
+
+    @property
+    def delete_enabled(self) -> bool:
+        return "delete" in self["cleanup.policy"].split(",")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: self[name] for name in TOPIC_CONFIGS}

@@ -1,0 +1,49 @@
+"""Kafka's error codes, by the names Kafka gives them.
+
+The table comes from kafka-python's ``kafka.errors`` (which mirrors Kafka's
+``org.apache.kafka.common.protocol.Errors``), so it is never retyped here::
+
+    >>> ErrorCode.NOT_ENOUGH_REPLICAS
+    <ErrorCode.NOT_ENOUGH_REPLICAS: 19>
+
+``KafkaError`` is what broker code raises when a request must be answered
+with an error code; API handlers turn it into the response's ``error_code``.
+"""
+from __future__ import annotations
+
+import enum
+
+import kafka.errors as _kerrors
+
+
+# Where kafka-python's name differs from Errors.java, Kafka's name comes first
+# (the canonical one); kafka-python's stays as an alias.
+_KAFKA_NAMES = {
+    "UNKNOWN_SERVER_ERROR": -1,
+    "NOT_LEADER_OR_FOLLOWER": 6,
+    "MESSAGE_TOO_LARGE": 10,
+    "INVALID_TOPIC_EXCEPTION": 17,
+    "RECORD_LIST_TOO_LARGE": 18,
+}
+
+
+def _error_table() -> dict[str, int]:
+    table = {"NONE": 0, **_KAFKA_NAMES}
+    for cls in vars(_kerrors).values():
+        if (isinstance(cls, type) and issubclass(cls, _kerrors.BrokerResponseError)
+                and getattr(cls, "errno", None) is not None and cls.errno != 0):
+            table.setdefault(cls.message, cls.errno)
+    return table
+
+
+ErrorCode = enum.IntEnum("ErrorCode", _error_table())
+ErrorCode.__doc__ = "Kafka protocol error codes (Errors.java), e.g. ErrorCode.OFFSET_OUT_OF_RANGE == 1."
+
+
+class KafkaError(Exception):
+    """An error the broker reports to a client as a protocol error code."""
+
+    def __init__(self, code: ErrorCode, message: str | None = None):
+        self.code = ErrorCode(code)
+        self.message = message or self.code.name
+        super().__init__(f"{self.code.name}: {self.message}")

@@ -1,0 +1,44 @@
+"""``Partition``: one topic-partition on this broker — its log and its replica state.
+
+Kafka's ``kafka.cluster.Partition`` holds the leader epoch, the assigned
+replicas, the in-sync replica set (ISR) and the local ``UnifiedLog``. On the
+leader, ``append_records_to_leader`` enforces ``min.insync.replicas`` for
+``acks=all`` (NOT_ENOUGH_REPLICAS) before writing.
+
+A standalone mini broker is the only replica of every partition, so its ISR
+is itself and its high watermark follows its log end offset; the cluster
+mode adds followers and moves the high watermark as they catch up.
+"""
+from __future__ import annotations
+
+from .errors import ErrorCode, KafkaError
+from .log.log import LogAppendInfo, UnifiedLog
+
+
+class Partition:
+    def __init__(self, topic: str, index: int, log: UnifiedLog, broker_id: int):
+        self.topic = topic
+        self.index = index
+        self.log = log
+        self.leader_id = broker_id
+        self.leader_epoch = 0
+        self.replicas = [broker_id]
+        self.isr = [broker_id]
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.index}"
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log.high_watermark
+
+    def append_records_to_leader(self, records: bytes, required_acks: int) -> LogAppendInfo:
+        min_isr = self.log.config["min.insync.replicas"]
+        if required_acks == -1 and len(self.isr) < min_isr:
+            raise KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS,
+                             f"{self.name}: ISR {self.isr} is smaller than min.insync.replicas={min_isr}")
+        info = self.log.append_as_leader(records, self.leader_epoch)
+        if self.isr == [self.leader_id]:
+            self.log.high_watermark = self.log.log_end_offset
+        return info

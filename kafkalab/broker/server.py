@@ -1,0 +1,131 @@
+"""``SocketServer``: Kafka's wire protocol framing, one request at a time per connection.
+
+Every request and response is a *frame*: a 4-byte big-endian size, then that
+many bytes. A request frame starts with the request header::
+
+    api_key: int16, api_version: int16, correlation_id: int32,
+    client_id: nullable string (int16 length), [tagged fields if flexible]
+
+Like Kafka, the server handles a connection's requests strictly in order
+(Kafka "mutes" a channel until its response is sent), so a client that
+pipelines requests gets its responses in the order it sent them.
+
+Bad input never takes the broker down. A frame size that is negative or over
+``socket.request.max.bytes`` closes that connection before anything is
+allocated; so does a frame that cannot be parsed or names an unknown API or
+version (Kafka closes with InvalidRequestException). ApiVersions is the
+exception: an unsupported version gets an UNSUPPORTED_VERSION answer in v0,
+so the client can pick a version it shares with the broker.
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import struct
+
+from .apis import REGISTRY, RequestContext, load_all
+from .errors import ErrorCode, KafkaError
+
+log = logging.getLogger("kafkalab.broker.server")
+_SIZE = struct.Struct(">i")
+_HEADER_PREFIX = struct.Struct(">hhi")
+API_VERSIONS_KEY = 18
+
+
+class InvalidRequest(Exception):
+    """The connection sent something that is not a Kafka request; Kafka closes it."""
+
+
+class SocketServer:
+    def __init__(self, broker, host: str, port: int, max_request_size: int):
+        self.broker = broker
+        self.host = host
+        self.port = port
+        self.max_request_size = max_request_size
+        self._server: asyncio.base_events.Server | None = None
+        self._connections: set[asyncio.StreamWriter] = set()
+        self._ids = itertools.count()
+        self.closed_for_bad_input = 0
+        load_all()
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._serve, self.host, self.port, limit=2**20)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for writer in list(self._connections):
+            writer.close()
+        if self._server is not None:
+            await self._server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn_id = next(self._ids)
+        peer = writer.get_extra_info("peername") or ("?", 0)
+        self._connections.add(writer)
+        try:
+            while True:
+                try:
+                    head = await reader.readexactly(4)
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return
+                (size,) = _SIZE.unpack(head)
+                if size < _HEADER_PREFIX.size + 2 or size > self.max_request_size:
+                    raise InvalidRequest(f"frame size {size} outside [10, socket.request.max.bytes="
+                                         f"{self.max_request_size}]")
+                try:
+                    frame = await reader.readexactly(size)
+                except asyncio.IncompleteReadError:
+                    raise InvalidRequest(f"connection closed {size} bytes into a frame") from None
+                response = await self._handle(frame, peer[0], conn_id)
+                if response is not None:
+                    writer.write(response)
+                    await writer.drain()
+        except InvalidRequest as exc:
+            self.closed_for_bad_input += 1
+            log.warning("closing connection %d from %s: %s", conn_id, peer[0], exc)
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        except Exception:  # a bug in a handler: log it, drop this connection, keep serving others
+            log.exception("closing connection %d from %s after an unexpected error", conn_id, peer[0])
+        finally:
+            self._connections.discard(writer)
+            writer.close()
+
+    async def _handle(self, frame: bytes, client_host: str, conn_id: int) -> bytes | None:
+        api_key, api_version, correlation_id = _HEADER_PREFIX.unpack_from(frame)
+        spec = REGISTRY.get(api_key)
+        if spec is None:
+            raise InvalidRequest(f"unknown API key {api_key}")
+        if not spec.min_version <= api_version <= spec.max_version:
+            if api_key == API_VERSIONS_KEY:
+                return self._unsupported_api_versions(correlation_id)
+            raise InvalidRequest(f"{spec.name} v{api_version} is not supported "
+                                 f"(v{spec.min_version}-v{spec.max_version})")
+        try:
+            request = spec.request.decode(frame, version=api_version, header=True)
+        except Exception as exc:
+            raise InvalidRequest(f"cannot parse {spec.name} v{api_version}: {exc!r}") from None
+        ctx = RequestContext(self.broker, api_key, api_version, correlation_id, request.header.client_id,
+                             client_host, conn_id)
+        result = await spec.handler(ctx, request)
+        if result is None:
+            return None
+        response = ctx.response(spec, result)
+        response.with_header(correlation_id=correlation_id)
+        return bytes(response.encode(header=True, framed=True))
+
+    def _unsupported_api_versions(self, correlation_id: int) -> bytes:
+        spec = REGISTRY[API_VERSIONS_KEY]
+        ctx_version = 0
+        response = RequestContext(self.broker, API_VERSIONS_KEY, ctx_version, correlation_id, None, "", -1).response(
+            spec, {"error_code": ErrorCode.UNSUPPORTED_VERSION,
+                   "api_keys": [{"api_key": s.key, "min_version": s.min_version, "max_version": s.max_version}
+                                for s in sorted(REGISTRY.values(), key=lambda s: s.key)]})
+        response.with_header(correlation_id=correlation_id)
+        return bytes(response.encode(header=True, framed=True))
+
+
+__all__ = ["SocketServer", "InvalidRequest", "KafkaError"]

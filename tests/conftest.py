@@ -1,0 +1,102 @@
+"""Shared fixtures: in-process brokers and broker processes, always cleaned up."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+import kafkalab
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture
+def broker(tmp_path):
+    """A fresh in-process mini broker (3 partitions per auto-created topic)."""
+    with kafkalab.mini(log_dir=str(tmp_path / "broker"), **{"num.partitions": 3}) as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def shared_broker(tmp_path_factory):
+    """One broker for a whole test module (tests must use their own topic names)."""
+    with kafkalab.mini(log_dir=str(tmp_path_factory.mktemp("shared")), **{"num.partitions": 3}) as b:
+        yield b
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class BrokerProcess:
+    """``python -m kafkalab.broker`` as a child process, for tests that SIGKILL a broker."""
+
+    def __init__(self, log_dir: str, port: int | None = None, broker_id: int = 0, configs: dict | None = None):
+        self.log_dir = log_dir
+        self.port = port or free_port()
+        self.broker_id = broker_id
+        self.configs = dict(configs or {})
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30) -> "BrokerProcess":
+        cmd = [sys.executable, "-m", "kafkalab.broker", "--port", str(self.port), "--log-dir", self.log_dir,
+               "--broker-id", str(self.broker_id)]
+        for k, v in self.configs.items():
+            cmd += ["--config", f"{k}={v}"]
+        env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        deadline = time.time() + timeout
+        line = self.proc.stdout.readline()
+        if "ready" not in line:
+            self.proc.kill()
+            err = self.proc.stderr.read()
+            raise RuntimeError(f"broker did not start: {line!r} {err}")
+        if time.time() > deadline:
+            raise RuntimeError("broker start timed out")
+        return self
+
+    def kill(self) -> None:
+        """SIGKILL: no flush, no checkpoint — a crash."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        """SIGTERM: clean shutdown."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        if self.proc:
+            for stream in (self.proc.stdout, self.proc.stderr):
+                if stream:
+                    stream.close()
+
+
+@pytest.fixture
+def broker_process(tmp_path):
+    """Factory for broker processes; every one started is killed at teardown."""
+    started: list[BrokerProcess] = []
+
+    def make(log_dir: str | None = None, **kwargs) -> BrokerProcess:
+        bp = BrokerProcess(log_dir or str(tmp_path / f"proc{len(started)}"), **kwargs)
+        started.append(bp)
+        return bp
+
+    yield make
+    for bp in started:
+        bp.stop()
