@@ -16,6 +16,7 @@ with a message naming the config when a value does not fit.
 """
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -31,14 +32,49 @@ class ConfigDef:
     validator: Callable[[Any], bool] | None = None
     valid_values: tuple[str, ...] | None = None
 
+    @property
+    def type_id(self) -> int:
+        """Kafka's ``ConfigType`` id, sent in DescribeConfigs v3+."""
+        return CONFIG_TYPE_IDS.get(self.type, 0)
+
+
+#: DescribeConfigsResponse ``ConfigType``: BOOLEAN=1 STRING=2 INT=3 SHORT=4 LONG=5 DOUBLE=6 LIST=7 CLASS=8 PASSWORD=9
+CONFIG_TYPE_IDS = {"bool": 1, "string": 2, "int": 3, "long": 5, "double": 6, "list": 7}
+
+
+class ConfigSource(enum.IntEnum):
+    """Where a config's value comes from (DescribeConfigs v1+, KIP-226), by Kafka's names."""
+    UNKNOWN = 0
+    DYNAMIC_TOPIC_CONFIG = 1            # a topic override (CreateTopics / AlterConfigs)
+    DYNAMIC_BROKER_CONFIG = 2           # a dynamic per-broker config (not supported here)
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3   # a dynamic cluster-wide default (not supported here)
+    STATIC_BROKER_CONFIG = 4            # set when the broker started (server.properties, --config)
+    DEFAULT_CONFIG = 5                  # Kafka's built-in default
+
 
 def _d(name, type_, default, doc, validator=None, valid_values=None):
     return ConfigDef(name, type_, default, doc, validator, valid_values)
 
 
-_nonneg = lambda v: v >= 0  # noqa: E731
-_positive = lambda v: v > 0  # noqa: E731
-_ms_or_unlimited = lambda v: v >= -1  # noqa: E731
+def _rule(text: str, check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    """A validator that can say what it wants (Kafka's "Value must be at least 0")."""
+    check.rule = text
+    return check
+
+
+def _at_least(n):
+    return _rule(f"Value must be at least {n}", lambda v: v >= n)
+
+
+def _between(lo, hi):
+    return _rule(f"Value must be between {lo} and {hi}", lambda v: lo <= v <= hi)
+
+
+_nonneg = _at_least(0)
+_positive = _at_least(1)
+_ms_or_unlimited = _at_least(-1)
+_not_supported = _rule("tiered storage (KIP-405) is not supported by the mini broker", lambda v: v is False)
+LONG_MAX = 2**63 - 1
 
 #: Topic-level configs (Kafka's LogConfig / TopicConfig). Default values equal
 #: the broker-level default named in ``TOPIC_TO_BROKER``.
@@ -59,16 +95,37 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in [
        "CreateTime keeps the producer's timestamp, LogAppendTime stamps the broker's clock",
        valid_values=("CreateTime", "LogAppendTime")),
     _d("min.cleanable.dirty.ratio", "double", 0.5, "Dirty share of the log that makes it cleanable",
-       lambda v: 0 <= v <= 1),
+       _between(0, 1)),
     _d("min.compaction.lag.ms", "long", 0, "Shortest time a record stays uncompacted", _nonneg),
     _d("min.insync.replicas", "int", 1, "Replicas that must have a write for acks=all", _positive),
     _d("retention.bytes", "long", -1, "Maximum size of a partition's log before old segments go (-1: none)"),
     _d("retention.ms", "long", 604_800_000, "Age after which a segment is deleted (-1: forever)", _ms_or_unlimited),
-    _d("segment.bytes", "int", 1_073_741_824, "Size at which the active segment rolls", lambda v: v >= 14),
-    _d("segment.index.bytes", "int", 10 * MB, "Maximum size of a segment's offset index", lambda v: v >= 8),
+    _d("segment.bytes", "int", 1_073_741_824, "Size at which the active segment rolls", _at_least(14)),
+    _d("segment.index.bytes", "int", 10 * MB, "Maximum size of a segment's offset index", _at_least(8)),
     _d("segment.jitter.ms", "long", 0, "Random jitter subtracted from segment.ms", _nonneg),
     _d("segment.ms", "long", 604_800_000, "Age at which the active segment rolls", _positive),
     _d("unclean.leader.election.enable", "bool", False, "Allow an out-of-sync replica to become leader"),
+    # Accepted and described like Kafka's, but they change nothing in the mini broker
+    # (see docs/differences.md, "Admin and configs").
+    _d("compression.gzip.level", "int", -1, "gzip level when the broker compresses (KIP-390; -1: codec default)",
+       _rule("Value must be -1 or between 1 and 9", lambda v: v == -1 or 1 <= v <= 9)),
+    _d("compression.lz4.level", "int", 9, "lz4 level when the broker compresses (KIP-390)", _between(1, 17)),
+    _d("compression.zstd.level", "int", 3, "zstd level when the broker compresses (KIP-390)",
+       _between(-131072, 22)),
+    _d("follower.replication.throttled.replicas", "list", "",
+       "Replicas whose follower fetches are throttled (partition:broker,...)"),
+    _d("leader.replication.throttled.replicas", "list", "",
+       "Replicas whose leader side is throttled (partition:broker,...)"),
+    _d("local.retention.bytes", "long", -2, "Local share of retention.bytes with tiered storage (-2: same)",
+       _at_least(-2)),
+    _d("local.retention.ms", "long", -2, "Local share of retention.ms with tiered storage (-2: same)",
+       _at_least(-2)),
+    _d("message.timestamp.after.max.ms", "long", LONG_MAX,
+       "How far in the future a CreateTime timestamp may be", _nonneg),
+    _d("message.timestamp.before.max.ms", "long", LONG_MAX,
+       "How far in the past a CreateTime timestamp may be", _nonneg),
+    _d("preallocate", "bool", False, "Preallocate the file of a new segment"),
+    _d("remote.storage.enable", "bool", False, "Tiered storage for this topic (KIP-405)", _not_supported),
 ]}
 
 #: Broker-level name of each topic config's default.
@@ -93,7 +150,27 @@ TOPIC_TO_BROKER: dict[str, str] = {
     "segment.jitter.ms": "log.roll.jitter.ms",
     "segment.ms": "log.roll.ms",
     "unclean.leader.election.enable": "unclean.leader.election.enable",
+    "compression.gzip.level": "compression.gzip.level",
+    "compression.lz4.level": "compression.lz4.level",
+    "compression.zstd.level": "compression.zstd.level",
+    "local.retention.bytes": "log.local.retention.bytes",
+    "local.retention.ms": "log.local.retention.ms",
+    "message.timestamp.after.max.ms": "log.message.timestamp.after.max.ms",
+    "message.timestamp.before.max.ms": "log.message.timestamp.before.max.ms",
+    "preallocate": "log.preallocate",
 }
+
+#: Every broker config that can supply a topic config's default, most specific first, with
+#: the factor that turns its unit into the topic config's (Kafka's ``TopicConfigSynonyms``):
+#: ``retention.ms`` <- ``log.retention.ms``, else ``log.retention.minutes``, else ``log.retention.hours``.
+#: Topic configs without a broker synonym (the throttled-replica lists, ``remote.storage.enable``)
+#: always take their built-in default.
+TOPIC_CONFIG_SYNONYMS: dict[str, list[tuple[str, int]]] = {
+    name: [(broker_name, 1)] for name, broker_name in TOPIC_TO_BROKER.items()}
+TOPIC_CONFIG_SYNONYMS["retention.ms"] = [("log.retention.ms", 1), ("log.retention.minutes", 60_000),
+                                         ("log.retention.hours", 3_600_000)]
+TOPIC_CONFIG_SYNONYMS["segment.ms"] = [("log.roll.ms", 1), ("log.roll.hours", 3_600_000)]
+TOPIC_CONFIG_SYNONYMS["segment.jitter.ms"] = [("log.roll.jitter.ms", 1), ("log.roll.jitter.hours", 3_600_000)]
 
 _BROKER_ONLY: list[ConfigDef] = [
     _d("broker.id", "int", 0, "This broker's id", _nonneg),
@@ -113,7 +190,10 @@ _BROKER_ONLY: list[ConfigDef] = [
     _d("group.max.size", "int", 2**31 - 1, "Most members a group may have", _positive),
     _d("log.retention.check.interval.ms", "long", 300_000, "How often retention is checked", _positive),
     _d("log.retention.hours", "int", 168, "retention.ms default in hours (log.retention.ms wins)"),
+    _d("log.retention.minutes", "int", None, "retention.ms default in minutes (log.retention.ms wins)"),
     _d("log.roll.hours", "int", 168, "segment.ms default in hours (log.roll.ms wins)", _positive),
+    _d("log.roll.jitter.hours", "int", 0, "segment.jitter.ms default in hours (log.roll.jitter.ms wins)",
+       _nonneg),
     _d("log.cleaner.enable", "bool", True, "Run the log cleaner for compacted topics"),
     _d("log.cleaner.backoff.ms", "long", 15_000, "Sleep between cleaner runs when nothing is cleanable", _nonneg),
     _d("log.flush.offset.checkpoint.interval.ms", "int", 60_000, "How often the recovery point is checkpointed",
@@ -139,6 +219,8 @@ BROKER_CONFIGS["log.retention.ms"] = ConfigDef("log.retention.ms", "long", None,
                                                "retention.ms default; unset means log.retention.hours")
 BROKER_CONFIGS["log.roll.ms"] = ConfigDef("log.roll.ms", "long", None,
                                           "segment.ms default; unset means log.roll.hours")
+BROKER_CONFIGS["log.roll.jitter.ms"] = ConfigDef("log.roll.jitter.ms", "long", None,
+                                                 "segment.jitter.ms default; unset means log.roll.jitter.hours")
 
 _TRUE = {"true", "1", "yes"}
 _FALSE = {"false", "0", "no"}
@@ -175,7 +257,8 @@ def parse(defn: ConfigDef, value: Any) -> Any:
             raise ValueError(f"Invalid value {value!r} for configuration {defn.name}: "
                              f"must be one of {', '.join(defn.valid_values)}")
     if defn.validator is not None and not defn.validator(out):
-        raise ValueError(f"Invalid value {value!r} for configuration {defn.name}")
+        rule = getattr(defn.validator, "rule", None)
+        raise ValueError(f"Invalid value {value!r} for configuration {defn.name}" + (f": {rule}" if rule else ""))
     return out
 
 
@@ -186,6 +269,36 @@ def to_string(value: Any) -> str | None:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+@dataclass
+class ConfigSynonym:
+    """One place a config's value could come from, most specific first (DescribeConfigs v1+)."""
+    name: str
+    value: str | None
+    source: ConfigSource
+
+
+@dataclass
+class ConfigDescription:
+    """What DescribeConfigs (and ``kafka-configs --describe``) says about one config."""
+    name: str
+    value: str | None
+    source: ConfigSource
+    synonyms: list[ConfigSynonym]
+    read_only: bool
+    definition: ConfigDef
+
+    @property
+    def is_default(self) -> bool:
+        return self.source == ConfigSource.DEFAULT_CONFIG
+
+
+#: Broker configs that stand for one another, most specific first (Kafka's
+#: ``DynamicBrokerConfig.brokerConfigSynonyms``): ``log.retention.ms`` wins over
+#: ``log.retention.minutes``, which wins over ``log.retention.hours``.
+BROKER_SYNONYM_GROUPS: list[list[str]] = [
+    [b for b, _ in TOPIC_CONFIG_SYNONYMS[t]] for t in ("retention.ms", "segment.ms", "segment.jitter.ms")]
 
 
 class BrokerConfig:
@@ -212,16 +325,31 @@ class BrokerConfig:
 
     def topic_default(self, topic_config: str) -> Any:
         """The broker-wide default of a topic config (``retention.ms`` <- ``log.retention.ms``)."""
-        if topic_config == "retention.ms":
-            ms = self._values["log.retention.ms"]
-            return ms if ms is not None else self._values["log.retention.hours"] * 3_600_000
-        if topic_config == "segment.ms":
-            ms = self._values["log.roll.ms"]
-            return ms if ms is not None else self._values["log.roll.hours"] * 3_600_000
-        return self._values[TOPIC_TO_BROKER[topic_config]]
+        for broker_name, factor in TOPIC_CONFIG_SYNONYMS.get(topic_config, ()):
+            value = self._values[broker_name]
+            if value is not None:
+                return value * factor if factor != 1 else value
+        return TOPIC_CONFIGS[topic_config].default
 
     def items(self):
         return self._values.items()
+
+    def synonyms(self, names) -> list[ConfigSynonym]:
+        """Where the broker configs ``names`` get their values: static ones (set at start-up) first,
+        then Kafka's built-in defaults, as Kafka lists them."""
+        static = [ConfigSynonym(n, to_string(self.overrides[n]), ConfigSource.STATIC_BROKER_CONFIG)
+                  for n in names if n in self.overrides and self.overrides[n] is not None]
+        default = [ConfigSynonym(n, to_string(BROKER_CONFIGS[n].default), ConfigSource.DEFAULT_CONFIG)
+                   for n in names if BROKER_CONFIGS[n].default is not None]
+        return static + default
+
+    def describe(self, name: str) -> ConfigDescription:
+        """A broker config as DescribeConfigs shows it. All are read-only: the mini broker has no
+        dynamic broker configs (KIP-226), they are set when it starts."""
+        group = next((g for g in BROKER_SYNONYM_GROUPS if name in g), [name])
+        synonyms = self.synonyms(group[group.index(name):])
+        source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
+        return ConfigDescription(name, to_string(self._values[name]), source, synonyms, True, BROKER_CONFIGS[name])
 
 
 class LogConfig:
@@ -243,6 +371,39 @@ class LogConfig:
         if defn is None:
             raise ValueError(f"Unknown topic configuration {name!r}")
         return parse(defn, value)
+
+    @staticmethod
+    def validate_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
+        """Parse a whole set of topic overrides; ValueError names the first bad config.
+
+        Besides each value on its own, Kafka checks that the set makes sense together
+        (``LogConfig.validate``): ``min.compaction.lag.ms`` may not exceed ``max.compaction.lag.ms``.
+        """
+        parsed = {name: LogConfig.validate(name, value) for name, value in overrides.items()}
+        lo = parsed.get("min.compaction.lag.ms", TOPIC_CONFIGS["min.compaction.lag.ms"].default)
+        hi = parsed.get("max.compaction.lag.ms", TOPIC_CONFIGS["max.compaction.lag.ms"].default)
+        if lo > hi:
+            raise ValueError(f"conflict topic config setting min.compaction.lag.ms ({lo}) > "
+                             f"max.compaction.lag.ms ({hi})")
+        return parsed
+
+    def replace(self, overrides: dict[str, Any]) -> None:
+        """Swap in a new set of overrides, in place: every holder of this object
+        (the topic's ``UnifiedLog`` s) sees the change at its next read."""
+        parsed = self.validate_overrides(overrides)
+        self.overrides.clear()
+        self.overrides.update(parsed)
+
+    def describe(self, name: str) -> ConfigDescription:
+        """A topic config as DescribeConfigs shows it: the topic's override if it has one
+        (DYNAMIC_TOPIC_CONFIG), else the broker's static setting of a synonym
+        (STATIC_BROKER_CONFIG), else Kafka's default (DEFAULT_CONFIG)."""
+        synonyms = []
+        if name in self.overrides:
+            synonyms.append(ConfigSynonym(name, to_string(self.overrides[name]), ConfigSource.DYNAMIC_TOPIC_CONFIG))
+        synonyms += self.broker.synonyms([b for b, _ in TOPIC_CONFIG_SYNONYMS.get(name, ())])
+        source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
+        return ConfigDescription(name, to_string(self[name]), source, synonyms, False, TOPIC_CONFIGS[name])
 
     def set(self, name: str, value: Any) -> None:
         self.overrides[name] = self.validate(name, value)

@@ -73,6 +73,7 @@ class KafkaServer:
             for index in range(topic.num_partitions):
                 self.make_partition(topic, index)
         self.group_coordinator, self.producer_id_manager = make_coordinators(self)
+        self.log_manager.start(self)  # retention, cleaner, flusher, checkpoints
         await self.socket_server.start()
         if hasattr(self.group_coordinator, "start"):
             await self.group_coordinator.start()

@@ -24,6 +24,8 @@ class Partition:
         self.leader_epoch = 0
         self.replicas = [broker_id]
         self.isr = [broker_id]
+        # becoming leader: the new epoch starts at the log end offset (Kafka's makeLeader)
+        log.leader_epoch_cache.assign(self.leader_epoch, log.log_end_offset)
 
     @property
     def name(self) -> str:

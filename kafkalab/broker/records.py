@@ -129,6 +129,8 @@ def _snappy_decompress(data: bytes) -> bytes:
         out, pos = bytearray(), 16
         while pos < len(data):
             (n,) = struct.unpack_from(">i", data, pos)
+            if n < 0 or pos + 4 + n > len(data):
+                raise ValueError(f"xerial snappy block of {n} bytes does not fit the data")
             out += bytes(cramjam.snappy.decompress_raw(data[pos + 4:pos + 4 + n]))
             pos += 4 + n
         return bytes(out)
@@ -270,7 +272,7 @@ def _encode_bytes(out: bytearray, data: bytes | None) -> None:
 def build_batch(records: list[Record], *, base_offset: int | None = None, compression: int = 0,
                 producer_id: int = NO_PRODUCER_ID, producer_epoch: int = -1, base_sequence: int = -1,
                 partition_leader_epoch: int = 0, attributes_extra: int = 0,
-                last_offset_delta: int | None = None) -> bytes:
+                last_offset_delta: int | None = None, base_timestamp: int | None = None) -> bytes:
     """Encode ``records`` as one batch; offsets are relative to the first record's.
 
     Used where the broker itself writes records: the log cleaner's output,
@@ -279,7 +281,8 @@ def build_batch(records: list[Record], *, base_offset: int | None = None, compre
     if not records:
         raise ValueError("a record batch holds at least one record")
     base = records[0].offset if base_offset is None else base_offset
-    base_ts = min(r.timestamp for r in records)
+    # baseTimestamp is the first timestamp, unless the log cleaner stores a delete horizon there (KIP-534)
+    base_ts = min(r.timestamp for r in records) if base_timestamp is None else base_timestamp
     body = bytearray()
     for r in records:
         rec = bytearray(b"\x00")

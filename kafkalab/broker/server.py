@@ -15,11 +15,18 @@ Bad input never takes the broker down. A frame size that is negative or over
 allocated; so does a frame that cannot be parsed or names an unknown API or
 version (Kafka closes with InvalidRequestException). ApiVersions is the
 exception: an unsupported version gets an UNSUPPORTED_VERSION answer in v0,
-so the client can pick a version it shares with the broker.
+so the client can pick a version it shares with the broker. A handler that
+asks for it (``CloseConnection``, e.g. a failed ``acks=0`` Produce) closes
+the connection the way Kafka does; an unexpected error in a handler is
+logged and closes only that connection.
+
+``request_counts`` counts the requests served per (client id, API, version):
+a quick way to see which protocol versions a client really uses.
 """
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import logging
 import struct
@@ -31,10 +38,15 @@ log = logging.getLogger("kafkalab.broker.server")
 _SIZE = struct.Struct(">i")
 _HEADER_PREFIX = struct.Struct(">hhi")
 API_VERSIONS_KEY = 18
+MAX_COUNTED_KEYS = 10_000  # request_counts stays small whatever client ids a client makes up
 
 
 class InvalidRequest(Exception):
     """The connection sent something that is not a Kafka request; Kafka closes it."""
+
+
+class CloseConnection(Exception):
+    """A handler's way to say "answer nothing and close this connection" (Kafka's closeConnection)."""
 
 
 class SocketServer:
@@ -47,6 +59,8 @@ class SocketServer:
         self._connections: set[asyncio.StreamWriter] = set()
         self._ids = itertools.count()
         self.closed_for_bad_input = 0
+        #: (client_id, api name, api version) -> requests served
+        self.request_counts: collections.Counter = collections.Counter()
         load_all()
 
     async def start(self) -> None:
@@ -86,6 +100,8 @@ class SocketServer:
         except InvalidRequest as exc:
             self.closed_for_bad_input += 1
             log.warning("closing connection %d from %s: %s", conn_id, peer[0], exc)
+        except CloseConnection as exc:
+            log.info("closing connection %d from %s: %s", conn_id, peer[0], exc)
         except (ConnectionError, asyncio.CancelledError):
             pass
         except Exception:  # a bug in a handler: log it, drop this connection, keep serving others
@@ -110,12 +126,16 @@ class SocketServer:
             raise InvalidRequest(f"cannot parse {spec.name} v{api_version}: {exc!r}") from None
         ctx = RequestContext(self.broker, api_key, api_version, correlation_id, request.header.client_id,
                              client_host, conn_id)
+        key = (ctx.client_id, spec.name, api_version)
+        if key in self.request_counts or len(self.request_counts) < MAX_COUNTED_KEYS:
+            self.request_counts[key] += 1
         result = await spec.handler(ctx, request)
         if result is None:
             return None
         response = ctx.response(spec, result)
         response.with_header(correlation_id=correlation_id)
-        return bytes(response.encode(header=True, framed=True))
+        # encode() already returns a fresh bytearray; bytes() would copy every Fetch response again
+        return response.encode(header=True, framed=True)
 
     def _unsupported_api_versions(self, correlation_id: int) -> bytes:
         spec = REGISTRY[API_VERSIONS_KEY]
@@ -128,4 +148,4 @@ class SocketServer:
         return bytes(response.encode(header=True, framed=True))
 
 
-__all__ = ["SocketServer", "InvalidRequest", "KafkaError"]
+__all__ = ["SocketServer", "InvalidRequest", "CloseConnection", "KafkaError"]

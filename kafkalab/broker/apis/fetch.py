@@ -2,9 +2,11 @@
 
 v4   isolation level, last stable offset, aborted transactions (message format v2)
 v5   + log_start_offset
-v7   fetch sessions (KIP-227): the broker answers session_id 0, "no session",
-     so clients send full fetch requests
-v9   + current leader epoch (KIP-320)
+v7   fetch sessions (KIP-227): the broker answers session_id 0, "no session"
+     (as Kafka does when its session cache is full), so clients keep sending
+     full fetch requests; an incremental one gets FETCH_SESSION_ID_NOT_FOUND
+v9   + current leader epoch (KIP-320): an older one gets FENCED_LEADER_EPOCH,
+     a newer one UNKNOWN_LEADER_EPOCH
 v11  + rack id / preferred read replica (KIP-392), answered with -1
 v12  flexible; + last fetched epoch, diverging epoch
 v13  topics by id instead of name (KIP-516)
@@ -18,7 +20,12 @@ the request waits in the fetch purgatory until enough data arrives or
 ``partition_max_bytes`` each partition, except that the first batch of the
 first non-empty partition is always returned whole (KIP-74), so a batch
 larger than the limits can never block a consumer. Consumers read up to the
-high watermark only.
+high watermark only; a fetch at the log end offset waits and returns empty,
+one outside [log start offset, log end offset] gets OFFSET_OUT_OF_RANGE and
+the consumer's ``auto.offset.reset`` decides where to go.
+Not implemented: transactions (the last stable offset is the high watermark,
+no aborted transactions), fetch from follower (preferred read replica is -1),
+diverging epochs for followers of a truncated leader.
 """
 import time
 import uuid
@@ -29,11 +36,31 @@ from ..errors import ErrorCode, KafkaError
 from . import api
 
 NULL_UUID = uuid.UUID(int=0)
+#: FetchMetadata.INITIAL_EPOCH / FINAL_EPOCH: the two epochs of a full (sessionless) fetch
+INITIAL_EPOCH, FINAL_EPOCH = 0, -1
 
 
-def _read_partition(broker, topic_name, pdata, budget, min_one, from_follower):
+def check_current_leader_epoch(partition, requested: int) -> None:
+    """Kafka's ``Partition.checkCurrentLeaderEpoch`` (KIP-320); -1 means "don't check"."""
+    if requested == -1:
+        return
+    if requested < partition.leader_epoch:
+        raise KafkaError(ErrorCode.FENCED_LEADER_EPOCH,
+                         f"{partition.name}: leader epoch {requested} is older than {partition.leader_epoch}")
+    if requested > partition.leader_epoch:
+        raise KafkaError(ErrorCode.UNKNOWN_LEADER_EPOCH,
+                         f"{partition.name}: leader epoch {requested} is newer than {partition.leader_epoch}")
+
+
+def _read_partition(ctx, topic_name, pdata, budget, min_one, from_follower):
     try:
+        broker = ctx.broker
         partition = broker.replica_manager.get_partition(topic_name, pdata.partition)
+        if not from_follower and partition.leader_id != broker.broker_id:
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                             f"broker {broker.broker_id} is not the leader of {partition.name}")
+        if ctx.api_version >= 9:
+            check_current_leader_epoch(partition, pdata.current_leader_epoch)
         log = partition.log
         max_offset = None if from_follower else log.high_watermark
         limit = min(pdata.partition_max_bytes, budget)
@@ -59,7 +86,7 @@ def _replica_id(ctx, request) -> int:
 
 
 def _read_all(ctx, request, topics):
-    budget = request.max_bytes if ctx.api_version >= 3 else 2**31 - 1
+    budget = request.max_bytes
     from_follower = _replica_id(ctx, request) >= 0
     responses, total, errors = [], 0, False
     for name, topic_id, partitions in topics:
@@ -69,7 +96,8 @@ def _read_all(ctx, request, topics):
                 parts.append(_error(pdata.partition, ErrorCode.UNKNOWN_TOPIC_ID))
                 errors = True
                 continue
-            result = _read_partition(ctx.broker, name, pdata, max(budget - total, 0), total == 0, from_follower)
+            # KIP-74: until some partition returned data, the first batch is returned even if too large
+            result = _read_partition(ctx, name, pdata, max(budget - total, 0), total == 0, from_follower)
             errors = errors or result["error_code"] != 0
             total += len(result["records"])
             parts.append(result)
@@ -79,6 +107,10 @@ def _read_all(ctx, request, topics):
 
 @api(FetchRequest, FetchResponse, versions=(4, 17))
 async def handle_fetch(ctx, request):
+    if ctx.api_version >= 7 and request.session_epoch not in (INITIAL_EPOCH, FINAL_EPOCH):
+        # an incremental fetch names a session; this broker never hands one out
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
+                "session_id": 0, "responses": []}
     cache = ctx.broker.metadata_cache
     topics = []
     for t in request.topics:
@@ -94,5 +126,6 @@ async def handle_fetch(ctx, request):
         remaining = deadline - time.monotonic()
         if total >= request.min_bytes or errors or remaining <= 0 or not topics:
             break
+        # the fetch purgatory (DelayedFetch): any append wakes us to read again
         await ctx.broker.replica_manager.wait_for_data(remaining)
     return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}

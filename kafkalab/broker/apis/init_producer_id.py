@@ -8,18 +8,22 @@ v5   same as v4 (KIP-890)
 Not implemented: transactional ids (no transaction coordinator here; a
 request with one gets TRANSACTIONAL_ID_NOT_FOUND), v6 (two-phase commit).
 
-An idempotent producer (``enable.idempotence=true``, the default of both
-clients) calls this once, then stamps every batch with its producer id, epoch
-and per-partition sequence numbers; the partition logs use them to drop
-retried duplicates (see ``kafkalab.broker.log.producer_state``). A producer
-that re-initialises with its current id and epoch gets the epoch bumped.
+An idempotent producer (``enable.idempotence=true``: the default of
+kafka-python 3 and the Java client, opt-in for confluent-kafka/librdkafka)
+calls this once, then stamps every batch with its producer id, epoch and
+per-partition sequence numbers; the partition logs use them to drop retried
+duplicates (see ``kafkalab.broker.log.producer_state``). As in Kafka, a
+request without a transactional id always gets a *new* producer id with
+epoch 0, also when it names its current id and epoch to ask for an epoch bump
+(KIP-360; only transactional producers keep their id and get epoch + 1).
+Giving an id without an epoch or the reverse is INVALID_REQUEST.
 """
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
 
 from ..errors import ErrorCode
 from . import api
 
-MAX_EPOCH = 32767
+NO_PRODUCER_ID, NO_PRODUCER_EPOCH = -1, -1
 
 
 @api(InitProducerIdRequest, InitProducerIdResponse, versions=(0, 5))
@@ -27,10 +31,11 @@ async def handle_init_producer_id(ctx, request):
     if request.transactional_id is not None:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_NOT_FOUND,
                 "producer_id": -1, "producer_epoch": -1}
-    manager = ctx.broker.producer_id_manager
-    pid = request.producer_id if ctx.api_version >= 3 else -1
-    epoch = request.producer_epoch if ctx.api_version >= 3 else -1
-    if pid >= 0 and 0 <= epoch < MAX_EPOCH - 1:
-        return {"throttle_time_ms": 0, "error_code": 0, "producer_id": pid, "producer_epoch": epoch + 1}
-    return {"throttle_time_ms": 0, "error_code": 0, "producer_id": manager.generate_producer_id(),
-            "producer_epoch": 0}
+    if ctx.api_version >= 3:
+        pid, epoch = request.producer_id, request.producer_epoch
+        if (pid == NO_PRODUCER_ID) != (epoch == NO_PRODUCER_EPOCH):  # one set without the other
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REQUEST,
+                    "producer_id": -1, "producer_epoch": -1}
+    # Kafka's TransactionCoordinator: without a transactional id, always a fresh producer id, epoch 0
+    return {"throttle_time_ms": 0, "error_code": 0,
+            "producer_id": ctx.broker.producer_id_manager.generate_producer_id(), "producer_epoch": 0}

@@ -6,7 +6,10 @@ The timestamp is a real time in ms, or a special value:
   -3 MAX_TIMESTAMP (v7, KIP-734) the offset of the record with the largest timestamp
   -4 EARLIEST_LOCAL (v8, KIP-405) the log start offset (no tiered storage here)
 For a real timestamp the answer is the first offset whose timestamp is at or
-after it (how a consumer seeks "to 10:00"), or -1 if there is none.
+after it (how a consumer seeks "to 10:00", ``offsets_for_times``), or -1 if
+there is none. A special timestamp the request's version does not know gets
+UNSUPPORTED_VERSION; a stale or future ``current_leader_epoch`` (v4+) gets
+FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH, as in Fetch.
 
 v1   one offset per partition (v0 is not served)
 v2   + isolation level, throttle time
@@ -14,21 +17,44 @@ v4   + current leader epoch / leader epoch (KIP-320)
 v6   flexible
 v7   MAX_TIMESTAMP
 v8   EARLIEST_LOCAL
+Not implemented: v9+ (EARLIEST_PENDING_UPLOAD, timeout), tiered storage.
+Isolation level is accepted, but without transactions READ_COMMITTED's last
+stable offset is the high watermark.
 """
+import collections
+
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
 
 from ..errors import ErrorCode, KafkaError
-from ..log.log import EARLIEST_TIMESTAMP
+from ..log.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from . import api
+from .fetch import check_current_leader_epoch
 
 EARLIEST_LOCAL_TIMESTAMP = -4
+MAX_TIMESTAMP = -3
+#: the special timestamps each version may use
+SPECIAL_SINCE = {LATEST_TIMESTAMP: 1, EARLIEST_TIMESTAMP: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL_TIMESTAMP: 8}
 
 
-def _lookup(broker, topic, pdata):
+def _lookup(ctx, topic, pdata, from_follower):
+    broker = ctx.broker
     try:
+        ts = pdata.timestamp
+        if ts < 0 and SPECIAL_SINCE.get(ts, 99) > ctx.api_version:
+            raise KafkaError(ErrorCode.UNSUPPORTED_VERSION,
+                             f"timestamp {ts} is not a special timestamp of ListOffsets v{ctx.api_version}")
         partition = broker.replica_manager.get_partition(topic, pdata.partition_index)
-        ts = EARLIEST_TIMESTAMP if pdata.timestamp == EARLIEST_LOCAL_TIMESTAMP else pdata.timestamp
-        found = partition.log.fetch_offset_by_timestamp(ts)
+        if not from_follower and partition.leader_id != broker.broker_id:
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                             f"broker {broker.broker_id} is not the leader of {partition.name}")
+        if ctx.api_version >= 4:
+            check_current_leader_epoch(partition, pdata.current_leader_epoch)
+        if ts == EARLIEST_LOCAL_TIMESTAMP:
+            ts = EARLIEST_TIMESTAMP
+        if ts == LATEST_TIMESTAMP and from_follower:
+            found = partition.log.log_end_offset, -1
+        else:
+            found = partition.log.fetch_offset_by_timestamp(ts)
         offset, timestamp = found if found is not None else (-1, -1)
         return {"partition_index": pdata.partition_index, "error_code": 0, "timestamp": timestamp,
                 "offset": offset, "leader_epoch": partition.leader_epoch}
@@ -38,6 +64,15 @@ def _lookup(broker, topic, pdata):
 
 @api(ListOffsetsRequest, ListOffsetsResponse, versions=(1, 8))
 async def handle_list_offsets(ctx, request):
-    topics = [{"name": t.name, "partitions": [_lookup(ctx.broker, t.name, p) for p in t.partitions]}
-              for t in request.topics]
+    from_follower = request.replica_id >= 0
+    seen = collections.Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
+    topics = []
+    for t in request.topics:
+        parts = []
+        for p in t.partitions:
+            if seen[(t.name, p.partition_index)] > 1:  # Kafka answers duplicates with INVALID_REQUEST
+                parts.append({"partition_index": p.partition_index, "error_code": ErrorCode.INVALID_REQUEST})
+            else:
+                parts.append(_lookup(ctx, t.name, p, from_follower))
+        topics.append({"name": t.name, "partitions": parts})
     return {"throttle_time_ms": 0, "topics": topics}

@@ -13,15 +13,20 @@ v11  cluster authorized operations dropped
 v12  topics may be asked for by id (answered by name lookup)
 Not implemented: v13 (top-level error code), authorized operations (no ACLs here).
 
+v0 asks for all topics with an empty list; v1+ with null (an empty list means none).
 Asking for an unknown topic creates it when ``auto.create.topics.enable`` is
-on and the request allows it; otherwise UNKNOWN_TOPIC_OR_PARTITION. An
-illegal name gets INVALID_TOPIC_EXCEPTION and is never created.
+on and the request allows it (always for v0-v3); otherwise
+UNKNOWN_TOPIC_OR_PARTITION. An illegal name gets INVALID_TOPIC_EXCEPTION and
+is never created (as Kafka, whether or not auto-creation is on). A topic
+named twice is answered once.
 """
 import uuid
 
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
 from ..errors import ErrorCode, KafkaError
+from ..metadata import validate_topic_name
+from ..server import InvalidRequest
 from . import api
 
 NULL_UUID = uuid.UUID(int=0)
@@ -46,6 +51,22 @@ def error_entry(name, code, topic_id=NULL_UUID) -> dict:
     return {"error_code": code, "name": name, "topic_id": topic_id, "is_internal": False, "partitions": []}
 
 
+def _named_topic(broker, name, allow_auto) -> dict:
+    """Kafka's getTopicMetadata for one name: existing, auto-created, or an error entry."""
+    found = broker.metadata_cache.get(name)
+    if found is not None:
+        return topic_entry(broker, found)
+    try:
+        validate_topic_name(name)  # Kafka: INVALID_TOPIC_EXCEPTION, with or without auto-creation
+        if allow_auto and broker.config["auto.create.topics.enable"]:
+            found = broker.admin_manager.maybe_auto_create(name)
+    except KafkaError as exc:
+        if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+            return error_entry(name, exc.code)
+        found = broker.metadata_cache.get(name)
+    return topic_entry(broker, found) if found else error_entry(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
+
 @api(MetadataRequest, MetadataResponse, versions=(0, 12))
 async def handle_metadata(ctx, request):
     broker = ctx.broker
@@ -55,23 +76,21 @@ async def handle_metadata(ctx, request):
         topics = [topic_entry(broker, t) for t in cache.topics.values()]
     else:
         allow_auto = request.allow_auto_topic_creation if ctx.api_version >= 4 else True
-        topics = []
+        topics, seen = [], set()
         for t in wanted:
-            if t.name is None and t.topic_id not in (None, NULL_UUID):
-                found = cache.by_id(t.topic_id)
+            topic_id = getattr(t, "topic_id", None)
+            if t.name is None:
+                if ctx.api_version < 12 or topic_id in (None, NULL_UUID):
+                    raise InvalidRequest(f"Metadata v{ctx.api_version}: a topic needs a name"
+                                         + (" or an id" if ctx.api_version >= 12 else ""))
+                found = cache.by_id(topic_id)
                 topics.append(topic_entry(broker, found) if found else
-                              error_entry(None, ErrorCode.UNKNOWN_TOPIC_ID, t.topic_id))
+                              error_entry(None, ErrorCode.UNKNOWN_TOPIC_ID, topic_id))
                 continue
-            try:
-                found = broker.admin_manager.maybe_auto_create(t.name) if allow_auto else cache.get(t.name)
-            except KafkaError as exc:
-                if exc.code == ErrorCode.TOPIC_ALREADY_EXISTS:
-                    found = cache.get(t.name)
-                else:
-                    topics.append(error_entry(t.name, exc.code))
-                    continue
-            topics.append(topic_entry(broker, found) if found else
-                          error_entry(t.name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            if t.name in seen:  # Kafka answers each topic once
+                continue
+            seen.add(t.name)
+            topics.append(_named_topic(broker, t.name, allow_auto))
     return {
         "throttle_time_ms": 0,
         "brokers": [{"node_id": i, "host": h, "port": p, "rack": None} for i, h, p in broker.live_brokers],

@@ -15,17 +15,27 @@ TRANSACTIONAL_ID_NOT_FOUND.
 ``acks`` is 0 (no response at all), 1 (the leader wrote it) or -1/all (every
 in-sync replica has it, and at least ``min.insync.replicas`` are in sync).
 Each partition succeeds or fails alone, with Kafka's error code:
-CORRUPT_MESSAGE for a bad CRC, MESSAGE_TOO_LARGE over ``max.message.bytes``,
+INVALID_RECORD unless the partition's data is exactly one magic-2 batch
+(Kafka's ``ProduceRequest.validateRecords``), CORRUPT_MESSAGE for a bad CRC,
+MESSAGE_TOO_LARGE over ``max.message.bytes``, UNKNOWN_TOPIC_OR_PARTITION for
+a topic that does not exist, INVALID_TOPIC_EXCEPTION for an internal topic,
 OUT_OF_ORDER_SEQUENCE_NUMBER for an idempotent producer's gap, ...
+With ``acks=0`` nothing is answered; if a partition failed, the connection is
+closed (as Kafka does), which is the only way such a producer can notice.
 """
 import logging
 
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 
 from ..errors import ErrorCode, KafkaError
+from ..records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
+from ..server import CloseConnection
 from . import api
 
 log = logging.getLogger("kafkalab.broker.produce")
+
+ZSTD = 4
+MIN_ZSTD_VERSION = 7  # KIP-110
 
 
 def _partition_error(index, code, message=None):
@@ -33,35 +43,83 @@ def _partition_error(index, code, message=None):
             "log_start_offset": -1, "error_message": message}
 
 
+def validate_records(api_version: int, records) -> None:
+    """Kafka's ``ProduceRequest.validateRecords``: exactly one magic-2 batch per partition.
+
+    (The batch itself, CRC included, is checked by the log before it is appended.)
+    """
+    if not records or len(records) < HEADER_SIZE:
+        raise KafkaError(ErrorCode.INVALID_RECORD,
+                         f"Produce v{api_version} must carry exactly one record batch, got {len(records or b'')} bytes")
+    header = BatchHeader.parse(records)
+    if header.batch_length < HEADER_SIZE - LOG_OVERHEAD:
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE,
+                         f"record batch length {header.batch_length} is less than the batch header")
+    if header.size > len(records):
+        raise KafkaError(ErrorCode.INVALID_RECORD,
+                         f"truncated record batch: its header says {header.size} bytes, the request has "
+                         f"{len(records)}")
+    if header.magic != 2:
+        raise KafkaError(ErrorCode.INVALID_RECORD,
+                         f"Produce v{api_version} only allows record batches with magic 2, got magic {header.magic}")
+    if header.size < len(records):
+        raise KafkaError(ErrorCode.INVALID_RECORD,
+                         f"Produce v{api_version} must carry exactly one record batch per partition")
+    if header.is_control:
+        raise KafkaError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
+    if header.is_transactional:
+        raise KafkaError(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND,
+                         "transactional batches: transactions are not implemented by the mini broker")
+    if header.producer_id >= 0 and header.base_sequence < 0:
+        raise KafkaError(ErrorCode.INVALID_RECORD,
+                         f"producer id {header.producer_id} with invalid sequence number {header.base_sequence}")
+    if (header.attributes & 0x07) == ZSTD and api_version < MIN_ZSTD_VERSION:
+        raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+                         f"zstd needs Produce v{MIN_ZSTD_VERSION} or later, the request is v{api_version}")
+
+
 @api(ProduceRequest, ProduceResponse, versions=(3, 11))
 async def handle_produce(ctx, request):
     broker = ctx.broker
     acks = request.acks
     responses = []
+    failed = []
     for topic_data in request.topic_data:
         name = topic_data.name
         parts = []
         topic = broker.metadata_cache.get(name)
         for pdata in topic_data.partition_data:
-            if acks not in (0, 1, -1):
-                parts.append(_partition_error(pdata.index, ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks}"))
-                continue
-            if topic is None or not 0 <= pdata.index < topic.num_partitions:
-                parts.append(_partition_error(pdata.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                              f"unknown topic-partition {name}-{pdata.index}"))
-                continue
-            if request.transactional_id is not None:
-                parts.append(_partition_error(pdata.index, ErrorCode.TRANSACTIONAL_ID_NOT_FOUND,
-                                              "transactions are not implemented by the mini broker"))
-                continue
-            try:
-                info = broker.replica_manager.append_records(name, pdata.index, bytes(pdata.records or b""), acks)
-            except KafkaError as exc:
-                parts.append(_partition_error(pdata.index, exc.code, exc.message))
-                continue
-            parts.append({"index": pdata.index, "error_code": 0, "base_offset": info.first_offset,
-                          "log_append_time_ms": info.log_append_time, "log_start_offset": info.log_start_offset})
+            result = _append(ctx, request, topic, name, pdata)
+            if result["error_code"]:
+                failed.append(f"{name}-{pdata.index}: {ErrorCode(result['error_code']).name}")
+            parts.append(result)
         responses.append({"name": name, "partition_responses": parts})
     if acks == 0:
+        if failed:  # Kafka closes the connection so that the producer refreshes its metadata
+            raise CloseConnection(f"acks=0 Produce failed ({', '.join(failed)})")
         return None
     return {"responses": responses, "throttle_time_ms": 0}
+
+
+def _append(ctx, request, topic, name, pdata) -> dict:
+    acks = request.acks
+    if acks not in (0, 1, -1):
+        return _partition_error(pdata.index, ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks}")
+    if topic is None or not 0 <= pdata.index < topic.num_partitions:
+        return _partition_error(pdata.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                f"This server does not host this topic-partition: {name}-{pdata.index}")
+    if topic.is_internal:
+        return _partition_error(pdata.index, ErrorCode.INVALID_TOPIC_EXCEPTION,
+                                f"Cannot append to internal topic {name}")
+    if request.transactional_id is not None:
+        return _partition_error(pdata.index, ErrorCode.TRANSACTIONAL_ID_NOT_FOUND,
+                                "transactions are not implemented by the mini broker")
+    try:
+        records = bytes(pdata.records or b"")
+        validate_records(ctx.api_version, records)
+        info = ctx.broker.replica_manager.append_records(name, pdata.index, records, acks)
+    except KafkaError as exc:
+        log.debug("produce to %s-%d failed: %s", name, pdata.index, exc)
+        return _partition_error(pdata.index, exc.code, exc.message)
+    return {"index": pdata.index, "error_code": 0, "base_offset": info.first_offset,
+            "log_append_time_ms": info.log_append_time, "log_start_offset": info.log_start_offset}

@@ -11,10 +11,26 @@ Kafka's layouts (storage/.../OffsetIndex.java, TimeIndex.java), big-endian:
   an entry is added only when the timestamp grows, so timestamps in the file
   are increasing and a lookup by time is a binary search.
 
-Kafka preallocates index files to ``segment.index.bytes`` and memory-maps
-them; these classes keep the entries in a Python list and append them to the
-file, which keeps the on-disk bytes identical once Kafka trims its files.
-A segment whose index reaches ``segment.index.bytes`` rolls (``is_full``).
+Which entries get written (LogSegment.append, per batch): when more than
+``index.interval.bytes`` were appended since the last entry, the offset index
+gets ``(last offset of the batch, position of the batch)`` and the time index
+gets ``(largest timestamp so far, offset of that batch)`` if the timestamp
+grew. When a segment rolls (or the broker closes it) the time index gets one
+final entry for the segment's largest timestamp, which retention reads.
+
+Kafka preallocates index files to ``segment.index.bytes``, memory-maps them,
+and trims them to their real length when the segment rolls or closes. These
+classes keep the entries in a Python list and append them to the file, so
+the files always look like Kafka's trimmed ones. Reading a file written by a
+Kafka broker that was killed, the zero-filled preallocated tail is ignored.
+A segment whose offset index reaches ``segment.index.bytes`` rolls
+(``is_full``); a time index is full one entry earlier, as in Kafka, keeping
+a slot for the entry written at roll.
+
+``_load`` raises :class:`CorruptIndexException` for a file that cannot be
+right (a size that is not a whole number of entries, entries that do not
+increase, offsets below the base offset); the log then rebuilds the index
+from the ``.log`` file (see :mod:`kafkalab.broker.log.recovery`).
 """
 from __future__ import annotations
 
@@ -49,16 +65,35 @@ class _Index:
         if len(data) % self.entry.size:
             raise CorruptIndexException(
                 f"{self.path}: size {len(data)} is not a multiple of the {self.entry.size}-byte entry")
-        for fields in self.entry.iter_unpack(data):
+        entries = list(self.entry.iter_unpack(data))
+        zero = (0, 0)
+        n = len(entries)
+        while n > 1 and entries[n - 1] == zero:  # Kafka's preallocated, never written slots
+            n -= 1
+        if n == 1 and entries[0] == zero and self._zero_entry_is_padding:
+            n = 0
+        if n < len(entries):
+            os.truncate(self.path, n * self.entry.size)
+        for fields in entries[:n]:
             self._add(*fields)
         self.sanity_check()
+
+    #: whether a lone all-zero first entry is unwritten space rather than a real entry
+    _zero_entry_is_padding = True
 
     def _add(self, a: int, b: int) -> None:
         raise NotImplementedError
 
     def sanity_check(self) -> None:
-        if any(k2 <= k1 for k1, k2 in zip(self._keys, self._keys[1:])):
+        """Kafka's checks (OffsetIndex/TimeIndex.sanityCheck), plus: every entry increases."""
+        keys, values = self._keys, self._values
+        if any(k2 <= k1 for k1, k2 in zip(keys, keys[1:])):
             raise CorruptIndexException(f"{self.path}: entries are not increasing")
+        offsets = values if isinstance(self, TimeIndex) else keys
+        if offsets and min(offsets) < self.base_offset:
+            raise CorruptIndexException(f"{self.path}: an entry's offset is below the base offset {self.base_offset}")
+        if any(o2 < o1 for o1, o2 in zip(offsets, offsets[1:])):
+            raise CorruptIndexException(f"{self.path}: offsets of the entries decrease")
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -115,9 +150,18 @@ class OffsetIndex(_Index):
         self._keys.append(self.base_offset + relative_offset)
         self._values.append(position)
 
+    def sanity_check(self) -> None:
+        super().sanity_check()
+        if any(p2 <= p1 for p1, p2 in zip(self._values, self._values[1:])):
+            raise CorruptIndexException(f"{self.path}: positions of the entries do not increase")
+
     @property
     def last_offset(self) -> int:
         return self._keys[-1] if self._keys else self.base_offset
+
+    @property
+    def last_position(self) -> int:
+        return self._values[-1] if self._values else 0
 
     def append(self, offset: int, position: int) -> None:
         if self._keys and offset <= self._keys[-1]:
@@ -148,6 +192,11 @@ class TimeIndex(_Index):
     def _add(self, timestamp: int, relative_offset: int) -> None:
         self._keys.append(timestamp)
         self._values.append(self.base_offset + relative_offset)
+
+    @property
+    def is_full(self) -> bool:
+        """One slot is kept for the final entry written when the segment rolls (as Kafka does)."""
+        return len(self._keys) >= self.max_entries - 1
 
     @property
     def last_entry(self) -> tuple[int, int]:

@@ -13,19 +13,36 @@ owns the partition directory ``<log.dirs>/<topic>-<partition>/`` and keeps:
 ``append_as_leader`` validates each batch, gives it offsets, and writes it to
 the active segment, rolling a new segment first when ``segment.bytes``,
 ``segment.ms`` or a full index says so.
+
+Durability (``flush.messages``, ``flush.ms``): like Kafka, by default the log
+is *not* fsynced on append; a write sits in the OS page cache, which survives
+the broker process being killed (SIGKILL) but not a power cut. Durability
+comes from replication. A rolled segment is fsynced in the background
+(``flush_rolled_segments``) and the *recovery point* then moves past it; after
+a crash only the segments from the recovery point on are re-checked
+(:mod:`kafkalab.broker.log.recovery`).
+
+Deleting old data (:mod:`kafkalab.broker.log.retention`) and compaction
+(:mod:`kafkalab.broker.log.log_cleaner`) work on whole inactive segments; the
+active segment is never deleted or cleaned.
 """
 from __future__ import annotations
 
 import bisect
+import logging
 import os
+import random
 import time
 from dataclasses import dataclass
 
 from ..config import LogConfig
 from ..errors import ErrorCode, KafkaError
 from ..records import BatchHeader, assign_offsets, iter_batches, iter_records, validate_batch
+from .leader_epoch_cache import LeaderEpochFileCache
 from .producer_state import ProducerStateManager
-from .segment import LOG_SUFFIX, LogSegment
+from .segment import CLEANED_FILE_SUFFIX, DELETED_FILE_SUFFIX, SWAP_FILE_SUFFIX, LogSegment
+
+log = logging.getLogger("kafkalab.broker.log")
 
 #: ListOffsets' special timestamps
 LATEST_TIMESTAMP, EARLIEST_TIMESTAMP, MAX_TIMESTAMP = -1, -2, -3
@@ -59,7 +76,7 @@ def parse_partition_dir(name: str) -> tuple[str, int] | None:
 
 class UnifiedLog:
     def __init__(self, directory: str, topic: str, partition: int, config: LogConfig,
-                 log_start_offset: int = 0, recovery_point: int = 0):
+                 log_start_offset: int = 0, recovery_point: int = 0, had_clean_shutdown: bool = False):
         self.dir = directory
         self.topic = topic
         self.partition = partition
@@ -69,42 +86,32 @@ class UnifiedLog:
         self.producer_state = ProducerStateManager()
         self.log_start_offset = log_start_offset
         self.recovery_point = recovery_point
+        #: offset up to which rolled segments wait for their background fsync
+        self.pending_flush_offset = 0
+        self.last_flush_ms = int(time.time() * 1000)
+        #: what loading found and repaired (for the broker log, tests and notebooks)
+        self.recovery_report: list[str] = []
         os.makedirs(directory, exist_ok=True)
-        self._load()
+        self._load(had_clean_shutdown)
         self.high_watermark = self.log_end_offset
+        self.leader_epoch_cache = LeaderEpochFileCache.for_log(self)  # leader-epoch-checkpoint (KIP-101)
 
     # -- loading ----------------------------------------------------------------
 
-    def _new_segment(self, base_offset: int) -> LogSegment:
+    def _new_segment(self, base_offset: int, file_suffix: str = "") -> LogSegment:
+        """A segment with the configs as they are now (segment.index.bytes, index.interval.bytes,
+        and a random share of segment.jitter.ms, as Kafka's LogConfig.randomSegmentJitter)."""
+        jitter = self.config["segment.jitter.ms"]
+        roll_jitter = random.randrange(min(jitter, self.config["segment.ms"])) if jitter > 0 else 0
         return LogSegment(self.dir, base_offset,
                           index_interval_bytes=self.config["index.interval.bytes"],
-                          max_index_size=self.config["segment.index.bytes"])
+                          max_index_size=self.config["segment.index.bytes"],
+                          roll_jitter_ms=roll_jitter, file_suffix=file_suffix)
 
-    def _load(self) -> None:
-        """Open the segments on disk; truncate a torn tail; rebuild producer state.
-
-        The full recovery (from the recovery point, with CRC checks and index
-        rebuilds) lives in ``recovery.py``; this is the part every load does.
-        """
-        bases = sorted(int(f[:-len(LOG_SUFFIX)]) for f in os.listdir(self.dir)
-                       if f.endswith(LOG_SUFFIX) and f[:-len(LOG_SUFFIX)].isdigit())
-        for base in bases:
-            self._add_segment(self._new_segment(base))
-        if not self.segments:
-            self._add_segment(self._new_segment(self.log_start_offset))
-        for seg in self.segments:
-            end = 0
-            for pos, header in seg.batches_from(0):
-                self.producer_state.update(header)
-                seg.next_offset = header.next_offset
-                if header.max_timestamp > seg.max_timestamp_so_far:
-                    seg.max_timestamp_so_far = header.max_timestamp
-                    seg.offset_of_max_timestamp_so_far = header.last_offset
-                end = pos + header.size
-            if end < seg.size:  # a torn write at the tail
-                os.ftruncate(seg._fd, end)
-                seg.size = end
-        self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+    def _load(self, had_clean_shutdown: bool) -> None:
+        """Open the segments on disk, recovering what a crash may have left (see recovery.py)."""
+        from .recovery import load_log
+        load_log(self, had_clean_shutdown)
 
     def _add_segment(self, seg: LogSegment) -> None:
         i = bisect.bisect_left(self._bases, seg.base_offset)
@@ -175,33 +182,47 @@ class UnifiedLog:
             struct_epoch = leader_epoch  # partitionLeaderEpoch is outside the CRC
             buf[pos + 12:pos + 16] = struct_epoch.to_bytes(4, "big", signed=True)
             offset = header.next_offset
-        self._maybe_roll(len(buf), first)
-        self.active_segment.append(buf, batches)
+        self._maybe_roll(len(buf), first, offset - 1, max(h.max_timestamp for _, h in batches))
+        active = self.active_segment
+        active.index_interval_bytes = self.config["index.interval.bytes"]  # runtime changes apply
+        active.append(buf, batches)
+        self.leader_epoch_cache.assign(leader_epoch, first)  # a new epoch starts here (no-op if known)
         for _, header in batches:
             self.producer_state.update(header)
         count = offset - first
+        if offset - self.recovery_point >= self.config["flush.messages"]:
+            self.flush()  # flush.messages (default: never; the page cache keeps the data)
         return LogAppendInfo(first, offset - 1, log_append_time if log_append_time is not None else -1,
                              self.log_start_offset, records_count=count)
 
-    def _maybe_roll(self, incoming: int, next_offset: int) -> None:
+    def _maybe_roll(self, incoming: int, next_offset: int, max_offset: int | None = None,
+                    max_timestamp: int = -1) -> None:
         seg = self.active_segment
-        now = int(time.time() * 1000)
-        if seg.size == 0:
-            return
-        if (seg.size + incoming > self.config["segment.bytes"]
-                or now - seg.created_ms > self.config["segment.ms"] - self.config["segment.jitter.ms"]
-                or seg.offset_index.is_full or seg.time_index.is_full
-                or next_offset - seg.base_offset > 2**31 - 1):
+        if seg.should_roll(segment_bytes=self.config["segment.bytes"], segment_ms=self.config["segment.ms"],
+                           messages_size=incoming, max_timestamp_in_messages=max_timestamp,
+                           max_offset_in_messages=next_offset if max_offset is None else max_offset,
+                           now_ms=int(time.time() * 1000)):
             self.roll(next_offset)
 
     def roll(self, next_offset: int | None = None) -> LogSegment:
-        """Close the active segment to writes and start a new one at the log end offset."""
+        """Close the active segment to writes and start a new one at the log end offset.
+
+        The old segment gets its final time index entry now and its fsync
+        later, in the background (Kafka schedules ``flushUptoOffsetExclusive``).
+        """
         base = self.log_end_offset if next_offset is None else next_offset
         if self.active_segment.size == 0 and self.active_segment.base_offset == base:
             return self.active_segment
-        self.active_segment.on_become_inactive()
+        old = self.active_segment
+        old.on_become_inactive()
+        if old.size == 0:  # an empty active segment is replaced, not kept (Kafka deletes it too)
+            self.segments.pop()
+            self._bases.pop()
+            old.delete()
         seg = self._new_segment(base)
         self._add_segment(seg)
+        self.pending_flush_offset = max(self.pending_flush_offset, base)
+        log.debug("%s: rolled new segment at offset %d", self.name, base)
         return seg
 
     # -- reading ----------------------------------------------------------------
@@ -227,28 +248,74 @@ class UnifiedLog:
             return self.log_start_offset, -1
         if timestamp == LATEST_TIMESTAMP:
             return self.high_watermark, -1
-        if timestamp == MAX_TIMESTAMP:
+        if timestamp == MAX_TIMESTAMP:  # KIP-734: the first record carrying the largest timestamp
             best = max(self.segments, key=lambda s: s.max_timestamp_so_far)
-            if best.max_timestamp_so_far < 0:
-                return None
-            return best.offset_of_max_timestamp_so_far, best.max_timestamp_so_far
+            return best.find_record_with_max_timestamp()
         for seg in self.segments:
-            if seg.max_timestamp_so_far >= timestamp:
-                found = seg.find_offset_by_timestamp(timestamp)
+            if seg.max_timestamp_so_far >= timestamp and seg.next_offset > self.log_start_offset:
+                found = seg.find_offset_by_timestamp(timestamp, self.log_start_offset)
                 if found is not None:
-                    offset, ts = found
-                    return max(offset, self.log_start_offset), ts
+                    return found
         return None
 
     # -- maintenance ------------------------------------------------------------
 
-    def maybe_increment_log_start_offset(self, new_start: int) -> None:
-        """DeleteRecords and retention move the log start offset forward, never back."""
+    def maybe_increment_log_start_offset(self, new_start: int, reason: str = "DeleteRecords") -> bool:
+        """DeleteRecords and retention move the log start offset forward, never back.
+
+        Segments wholly below the new start are deleted by the next retention
+        run (Kafka's ``deleteLogStartOffsetBreachedSegments``).
+        """
         if new_start > self.high_watermark:
             raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
                              f"cannot delete records up to {new_start}: high watermark is {self.high_watermark}")
         if new_start > self.log_start_offset:
+            log.info("%s: log start offset %d -> %d (%s)", self.name, self.log_start_offset, new_start, reason)
             self.log_start_offset = new_start
+            self.leader_epoch_cache.truncate_from_start(new_start)
+            return True
+        return False
+
+    def delete_old_segments(self, now_ms: int | None = None) -> int:
+        """Retention (Kafka's ``UnifiedLog.deleteOldSegments``); returns the number of segments deleted."""
+        from .retention import delete_old_segments
+        return delete_old_segments(self, int(time.time() * 1000) if now_ms is None else now_ms)
+
+    def delete_segments(self, doomed: list[LogSegment], reason: str) -> None:
+        """Remove inactive segments from the log (and their files), moving the log start offset."""
+        if not doomed:
+            return
+        assert self.active_segment not in doomed, "the active segment is never deleted"
+        gone = set(id(s) for s in doomed)
+        self.segments = [s for s in self.segments if id(s) not in gone]
+        self._bases = [s.base_offset for s in self.segments]
+        for seg in doomed:
+            log.info("%s: deleting segment %d (%d bytes, offsets %d..%d): %s", self.name, seg.base_offset,
+                     seg.size, seg.base_offset, seg.next_offset - 1, reason)
+            _delete_segment_files(seg)
+        if self.segments[0].base_offset > self.log_start_offset:
+            self.maybe_increment_log_start_offset(self.segments[0].base_offset, "segment deletion")
+
+    def replace_segments(self, new_segment: LogSegment, old_segments: list[LogSegment]) -> None:
+        """Swap a ``.cleaned`` segment in for the segments it replaces, crash-safely (Kafka's replaceSegments).
+
+        1. ``.cleaned`` -> ``.swap``: from here on a restart completes the swap;
+        2. the old segments' files are renamed ``.deleted`` and removed;
+        3. ``.swap`` -> the final names.
+        A crash before 1 leaves ``.cleaned`` files (deleted at load, nothing lost);
+        after 1 the loader finishes steps 2 and 3 (see recovery.py).
+        """
+        new_segment.flush()
+        new_segment.change_file_suffixes(CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)
+        _fsync_dir(self.dir)
+        gone = set(id(s) for s in old_segments)
+        self.segments = [s for s in self.segments if id(s) not in gone]
+        self._bases = [s.base_offset for s in self.segments]
+        self._add_segment(new_segment)
+        for seg in old_segments:
+            _delete_segment_files(seg)
+        new_segment.change_file_suffixes(SWAP_FILE_SUFFIX, "")
+        _fsync_dir(self.dir)
 
     def truncate_to(self, offset: int) -> None:
         """Drop everything at or after ``offset`` (a follower fencing off a diverged tail)."""
@@ -256,16 +323,43 @@ class UnifiedLog:
             self.segments.pop().delete()
             self._bases.pop()
         self.active_segment.truncate_to(offset)
+        self.leader_epoch_cache.truncate_from_end(offset)
         self.producer_state.truncate()
         for seg in self.segments:
             for _, header in seg.batches_from(0):
                 self.producer_state.update(header)
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
+        self.recovery_point = min(self.recovery_point, self.log_end_offset)
 
     def flush(self) -> None:
-        for seg in self.segments:
+        """fsync every segment not yet known flushed; the recovery point becomes the log end offset."""
+        for seg in self.segments[self.segment_for(self.recovery_point):]:
             seg.flush()
         self.recovery_point = self.log_end_offset
+        self.last_flush_ms = int(time.time() * 1000)
+
+    def flush_rolled_segments(self) -> None:
+        """fsync segments that rolled since the last flush and move the recovery point past them."""
+        target = min(self.pending_flush_offset, self.active_segment.base_offset)
+        if target <= self.recovery_point:
+            return
+        for seg in self.segments[self.segment_for(self.recovery_point):]:
+            if seg.base_offset >= target:
+                break
+            seg.flush()
+        self.recovery_point = target
+
+    def maybe_flush_by_time(self, now_ms: int) -> None:
+        """``flush.ms``: fsync the log when the last flush is that old and there is something new."""
+        if self.log_end_offset > self.recovery_point and now_ms - self.last_flush_ms >= self.config["flush.ms"]:
+            self.flush()
+
+    def describe_segments(self) -> list[dict]:
+        """One dict per segment (for notebooks): base offset, size, offsets, largest timestamp, active."""
+        return [{"base_offset": s.base_offset, "size": s.size, "next_offset": s.next_offset,
+                 "largest_timestamp": s.max_timestamp_so_far, "index_entries": len(s.offset_index),
+                 "time_index_entries": len(s.time_index), "active": s is self.active_segment,
+                 "file": os.path.basename(s.path)} for s in self.segments]
 
     def close(self) -> None:
         for seg in self.segments:
@@ -279,3 +373,23 @@ class UnifiedLog:
         for f in os.listdir(self.dir):
             os.remove(os.path.join(self.dir, f))
         os.rmdir(self.dir)
+
+
+def _delete_segment_files(seg: LogSegment) -> None:
+    """Kafka renames a deleted segment's files ``.deleted`` and removes them later
+    (``file.delete.delay.ms``); reads here run on the broker loop, never alongside, so they go now."""
+    seg.close_handlers()
+    for path in seg.files:
+        if os.path.exists(path):
+            os.replace(path, path + DELETED_FILE_SUFFIX)
+    for path in seg.files:
+        if os.path.exists(path + DELETED_FILE_SUFFIX):
+            os.remove(path + DELETED_FILE_SUFFIX)
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

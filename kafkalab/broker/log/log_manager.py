@@ -1,20 +1,46 @@
-"""``LogManager``: every partition log under ``log.dirs``, and their checkpoint files.
+"""``LogManager``: every partition log under ``log.dirs``, their checkpoints and background jobs.
 
 Kafka's LogManager loads the partition directories at start-up, creates and
-deletes logs, and periodically writes two checkpoint files in the log dir::
+deletes logs, and keeps these files in the log dir::
 
     recovery-point-offset-checkpoint   up to where each log is known flushed
     log-start-offset-checkpoint        each log's log start offset
+    cleaner-offset-checkpoint          each compacted log's first dirty offset
+    .kafka_cleanshutdown               written last by a clean shutdown
 
-Both use Kafka's checkpoint text format: a version line (0), a count line,
-then one ``<topic> <partition> <offset>`` line per log.
+The checkpoints use Kafka's text format: a version line (0), a count line,
+then one ``<topic> <partition> <offset>`` line per log. They are written
+every ``log.flush.offset.checkpoint.interval.ms`` and at clean shutdown.
+
+At start-up the clean shutdown marker is read and removed: if it was there,
+the logs are trusted as they are; if not (the broker crashed or was killed),
+every log is recovered from its recovery point (see ``recovery.py``).
+
+Background jobs on the broker's loop (``start(broker)``), as Kafka's scheduler:
+
+* ``kafka-log-retention``    every ``log.retention.check.interval.ms``: ``cleanup_logs()``
+* ``kafka-log-cleaner``      every ``log.cleaner.backoff.ms`` if ``log.cleaner.enable``: ``run_cleaner()``
+* ``kafka-recovery-point-checkpoint`` every ``log.flush.offset.checkpoint.interval.ms``
+* ``kafka-log-flusher``      fsyncs rolled segments (moving the recovery point) and applies ``flush.ms``
+
+``cleanup_logs(now_ms)`` and ``run_cleaner(now_ms)`` can also be called
+directly with a clock of your choosing (tests and notebooks use
+``broker.call(broker.server.log_manager.cleanup_logs, now_ms)``).
 """
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
+import time
 
 from ..config import BrokerConfig, LogConfig
 from .log import UnifiedLog, parse_partition_dir
+from .log_cleaner import CleanerStats, LogCleaner
+
+log = logging.getLogger("kafkalab.broker.log")
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
@@ -56,6 +82,16 @@ class LogManager:
         self.config = config
         self.logs: dict[tuple[str, int], UnifiedLog] = {}
         os.makedirs(log_dir, exist_ok=True)
+        marker = os.path.join(log_dir, CLEAN_SHUTDOWN_FILE)
+        #: whether the previous broker on this log dir shut down cleanly (then no recovery is needed)
+        self.had_clean_shutdown = os.path.exists(marker)
+        if self.had_clean_shutdown:
+            os.remove(marker)  # from now on, a crash must lead to recovery
+        elif any(parse_partition_dir(n) for n in os.listdir(log_dir)):
+            log.warning("%s: no clean shutdown marker; logs will be recovered from their recovery points", log_dir)
+        self._recovery_points = read_checkpoint(os.path.join(log_dir, RECOVERY_POINT_CHECKPOINT))
+        self._log_start_offsets = read_checkpoint(os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT))
+        self.cleaner = LogCleaner(log_dir)
 
     def existing_partition_dirs(self) -> list[tuple[str, int]]:
         out = []
@@ -67,31 +103,83 @@ class LogManager:
 
     def get_or_create_log(self, topic: str, partition: int, log_config: LogConfig) -> UnifiedLog:
         key = (topic, partition)
-        log = self.logs.get(key)
-        if log is None:
-            recovery = read_checkpoint(os.path.join(self.log_dir, RECOVERY_POINT_CHECKPOINT)).get(key, 0)
-            start = read_checkpoint(os.path.join(self.log_dir, LOG_START_OFFSET_CHECKPOINT)).get(key, 0)
-            log = UnifiedLog(os.path.join(self.log_dir, f"{topic}-{partition}"), topic, partition, log_config,
-                             log_start_offset=start, recovery_point=recovery)
-            self.logs[key] = log
-        return log
+        log_ = self.logs.get(key)
+        if log_ is None:
+            log_ = UnifiedLog(os.path.join(self.log_dir, f"{topic}-{partition}"), topic, partition, log_config,
+                              log_start_offset=self._log_start_offsets.get(key, 0),
+                              recovery_point=self._recovery_points.get(key, 0),
+                              had_clean_shutdown=self.had_clean_shutdown)
+            self.logs[key] = log_
+        return log_
+
+    def get_log(self, topic: str, partition: int) -> UnifiedLog | None:
+        return self.logs.get((topic, partition))
 
     def delete_log(self, topic: str, partition: int) -> None:
-        log = self.logs.pop((topic, partition), None)
-        if log is not None:
-            log.delete()
+        log_ = self.logs.pop((topic, partition), None)
+        self._recovery_points.pop((topic, partition), None)
+        self._log_start_offsets.pop((topic, partition), None)
+        self.cleaner.forget(topic, partition)
+        if log_ is not None:
+            log_.delete()
+
+    # -- retention, compaction, flushing ---------------------------------------------
+
+    def cleanup_logs(self, now_ms: int | None = None) -> int:
+        """Retention for every log (Kafka's LogManager.cleanupLogs); returns the segments deleted."""
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        return sum(log_.delete_old_segments(now_ms) for log_ in list(self.logs.values()))
+
+    def run_cleaner(self, now_ms: int | None = None, force: bool = False) -> list[CleanerStats]:
+        """Compact every cleanable log now (``force``: also below min.cleanable.dirty.ratio)."""
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        return self.cleaner.clean_logs(list(self.logs.values()), now_ms, force=force)
+
+    def flush_dirty_logs(self, now_ms: int | None = None) -> None:
+        """fsync rolled segments (moving recovery points) and logs due by ``flush.ms``."""
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        for log_ in list(self.logs.values()):
+            log_.flush_rolled_segments()
+            log_.maybe_flush_by_time(now_ms)
 
     def checkpoint(self) -> None:
-        """Write both checkpoint files (Kafka does it every log.flush.offset.checkpoint.interval.ms)."""
-        write_checkpoint(os.path.join(self.log_dir, RECOVERY_POINT_CHECKPOINT),
-                         {k: log.recovery_point for k, log in self.logs.items()})
-        write_checkpoint(os.path.join(self.log_dir, LOG_START_OFFSET_CHECKPOINT),
-                         {k: log.log_start_offset for k, log in self.logs.items()})
+        """Write the checkpoint files (Kafka does it every log.flush.offset.checkpoint.interval.ms)."""
+        self._recovery_points = {k: log_.recovery_point for k, log_ in self.logs.items()}
+        self._log_start_offsets = {k: log_.log_start_offset for k, log_ in self.logs.items()}
+        write_checkpoint(os.path.join(self.log_dir, RECOVERY_POINT_CHECKPOINT), self._recovery_points)
+        write_checkpoint(os.path.join(self.log_dir, LOG_START_OFFSET_CHECKPOINT), self._log_start_offsets)
+        self.cleaner.checkpoint()
+
+    # -- background jobs -------------------------------------------------------------
+
+    def start(self, broker) -> None:
+        """Schedule the background jobs on the broker's loop (``broker.spawn``)."""
+        cfg = self.config
+        broker.spawn(self._every("kafka-log-retention", cfg["log.retention.check.interval.ms"], self.cleanup_logs))
+        if cfg["log.cleaner.enable"]:
+            broker.spawn(self._every("kafka-log-cleaner", max(cfg["log.cleaner.backoff.ms"], 100), self.run_cleaner))
+        interval = cfg["log.flush.offset.checkpoint.interval.ms"]
+        if interval > 0:
+            broker.spawn(self._every("kafka-recovery-point-checkpoint", interval, self.checkpoint))
+        flush_interval = min(1000, cfg["log.flush.scheduler.interval.ms"])
+        broker.spawn(self._every("kafka-log-flusher", flush_interval, self.flush_dirty_logs))
+
+    @staticmethod
+    async def _every(name: str, interval_ms: int, job) -> None:
+        while True:
+            await asyncio.sleep(interval_ms / 1000)
+            try:
+                job()
+            except Exception:  # a failing job is logged and retried, it never stops the broker
+                log.exception("background job %s failed", name)
 
     def close(self) -> None:
-        """Clean shutdown: flush every log, so its recovery point is its end, and checkpoint."""
-        for log in self.logs.values():
-            log.flush()
+        """Clean shutdown: flush every log, checkpoint, close, then write ``.kafka_cleanshutdown``."""
+        for log_ in self.logs.values():
+            log_.flush()
         self.checkpoint()
-        for log in self.logs.values():
-            log.close()
+        for log_ in self.logs.values():
+            log_.close()
+        with open(os.path.join(self.log_dir, CLEAN_SHUTDOWN_FILE), "w") as f:
+            f.flush()
+            os.fsync(f.fileno())

@@ -9,50 +9,101 @@ A partition's log is a sequence of segments named by their *base offset*
 
 Only the last segment (the *active* one) is written to; the others are
 immutable until retention deletes them or the cleaner rewrites them.
+
+Rolling (Kafka's ``LogSegment.shouldRoll``): the active segment is closed to
+writes when the next append would take it past ``segment.bytes``, when
+``segment.ms`` (minus this segment's random share of ``segment.jitter.ms``)
+has passed since its first batch's timestamp (wall clock time since it was
+created if the batches carry no timestamp), when an index is full
+(``segment.index.bytes``), or when an offset would not fit the indexes'
+32-bit relative offsets.
+
+``recover()`` is Kafka's ``LogSegment.recover``: it re-reads the whole file,
+checks every batch (length, magic, CRC-32C, offsets), rebuilds both indexes
+and cuts the file at the first batch that is not valid.
 """
 from __future__ import annotations
 
+import logging
 import os
 import time
 
-from ..records import HEADER_SIZE, BatchHeader, iter_batches
-from .index import OffsetIndex, TimeIndex
+import crc32c
+
+from ..records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, iter_batches, iter_records
+from .index import CorruptIndexException, OffsetIndex, TimeIndex
 
 LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX = ".log", ".index", ".timeindex"
+#: Kafka's suffixes for files in transit: the cleaner writes ``.cleaned`` files, renames
+#: them ``.swap`` once complete, then swaps them in; deleted segments become ``.deleted``.
+CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX, DELETED_FILE_SUFFIX = ".cleaned", ".swap", ".deleted"
 _READ_CHUNK = 64 * 1024
+_RECOVER_CHUNK = 1024 * 1024
+_MAX_RELATIVE_OFFSET = 2**31 - 1
+
+log = logging.getLogger("kafkalab.broker.log")
 
 
 def filename_prefix(base_offset: int) -> str:
     return f"{base_offset:020d}"
 
 
+class InvalidBatch(Exception):
+    """Why recovery stopped at a batch (the text goes to the broker log)."""
+
+
 class LogSegment:
     def __init__(self, directory: str, base_offset: int, *, index_interval_bytes: int = 4096,
-                 max_index_size: int = 10 * 1024 * 1024, created_ms: int | None = None):
+                 max_index_size: int = 10 * 1024 * 1024, created_ms: int | None = None,
+                 roll_jitter_ms: int = 0, file_suffix: str = ""):
         self.directory = directory
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
+        self.roll_jitter_ms = roll_jitter_ms
         prefix = os.path.join(directory, filename_prefix(base_offset))
-        self.path = prefix + LOG_SUFFIX
+        self.path = prefix + LOG_SUFFIX + file_suffix
+        index_path = prefix + INDEX_SUFFIX + file_suffix
+        time_index_path = prefix + TIME_INDEX_SUFFIX + file_suffix
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         self.size = os.fstat(self._fd).st_size
-        self.offset_index = OffsetIndex(prefix + INDEX_SUFFIX, base_offset, max_index_size)
-        self.time_index = TimeIndex(prefix + TIME_INDEX_SUFFIX, base_offset, max_index_size)
+        #: why the indexes cannot be trusted and must be rebuilt (None: they look fine)
+        self.index_problem: str | None = None
+        if self.size > 0 and not (os.path.exists(index_path) and os.path.exists(time_index_path)):
+            self.index_problem = "an index file is missing"
+        self.offset_index = self._open_index(OffsetIndex, index_path, max_index_size)
+        self.time_index = self._open_index(TimeIndex, time_index_path, max_index_size)
         self.bytes_since_last_index_entry = 0
-        self.max_timestamp_so_far = -1
-        self.offset_of_max_timestamp_so_far = base_offset
+        self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = self.time_index.last_entry
         self.next_offset = base_offset
-        #: when the segment got its first batch (Kafka's rollingBasedTimestamp), for segment.ms
+        #: when the segment was created (Kafka's ``created``), for segment.ms without timestamps
         self.created_ms = created_ms if created_ms is not None else int(time.time() * 1000)
+        #: the first batch's max timestamp (Kafka's rollingBasedTimestamp), for segment.ms
+        self.rolling_based_timestamp: int | None = None
+
+    def _open_index(self, cls, path: str, max_index_size: int):
+        try:
+            return cls(path, self.base_offset, max_index_size)
+        except CorruptIndexException as exc:
+            log.warning("Found a corrupt index file %s (%s); it will be rebuilt from the log", path, exc)
+            self.index_problem = str(exc)
+            os.remove(path)
+            return cls(path, self.base_offset, max_index_size)
 
     # -- writing --------------------------------------------------------------
 
     def append(self, batches: bytes | bytearray, headers: list[tuple[int, BatchHeader]]) -> None:
-        """Append already offset-stamped batches; ``headers`` are (position in ``batches``, header)."""
-        if self.size == 0:
-            self.created_ms = int(time.time() * 1000)
+        """Append already offset-stamped batches; ``headers`` are (position in ``batches``, header).
+
+        Per batch, as Kafka's LogSegment.append: once more than
+        ``index_interval_bytes`` were written since the last index entry, the
+        offset index gets (batch last offset, batch position) and the time
+        index (largest timestamp so far, its offset) if the timestamp grew.
+        """
         start = self.size
+        if start == 0:
+            self.rolling_based_timestamp = max(h.max_timestamp for _, h in headers)
         os.pwrite(self._fd, batches, start)
+        indexed = False
         for pos, h in headers:
             if h.max_timestamp > self.max_timestamp_so_far:
                 self.max_timestamp_so_far = h.max_timestamp
@@ -61,7 +112,11 @@ class LogSegment:
                 self.offset_index.append(h.last_offset, start + pos)
                 self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
                 self.bytes_since_last_index_entry = 0
+                indexed = True
             self.bytes_since_last_index_entry += h.size
+        if indexed:  # Kafka's mmap'd indexes are visible to readers (a dumper) at once; so are ours
+            self.offset_index.flush()
+            self.time_index.flush()
         self.size = start + len(batches)
         self.next_offset = headers[-1][1].next_offset
 
@@ -76,6 +131,29 @@ class LogSegment:
             self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
         self.offset_index.flush()
         self.time_index.flush()
+
+    # -- rolling --------------------------------------------------------------
+
+    def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
+        """Kafka's timeWaitedForRoll: record time since the first batch, else wall time since creation."""
+        if self.rolling_based_timestamp is None and self.size > 0:
+            first = next(self.batches_from(0), None)
+            self.rolling_based_timestamp = first[1].max_timestamp if first else None
+        ts = self.rolling_based_timestamp
+        if ts is not None and ts >= 0:
+            return message_timestamp - ts
+        return now_ms - self.created_ms
+
+    def should_roll(self, *, segment_bytes: int, segment_ms: int, messages_size: int,
+                    max_timestamp_in_messages: int, max_offset_in_messages: int, now_ms: int) -> bool:
+        """Kafka's LogSegment.shouldRoll."""
+        if self.size > segment_bytes - messages_size:
+            return True
+        if self.size > 0 and (self.time_waited_for_roll(now_ms, max_timestamp_in_messages)
+                              > segment_ms - self.roll_jitter_ms):
+            return True
+        return (self.offset_index.is_full or self.time_index.is_full
+                or max_offset_in_messages - self.base_offset > _MAX_RELATIVE_OFFSET)
 
     # -- reading --------------------------------------------------------------
 
@@ -96,7 +174,7 @@ class LogSegment:
                 if len(chunk) < HEADER_SIZE:
                     return
                 header = BatchHeader.parse(chunk)  # one batch larger than the chunk
-                if header.batch_length <= 0 or pos + header.size > self.size:
+                if header.batch_length < HEADER_SIZE - LOG_OVERHEAD or pos + header.size > self.size:
                     return
                 yield pos, header
                 pos += header.size
@@ -133,14 +211,111 @@ class LogSegment:
             end = pos + header.size
         return self.read_at(start, end - start), start
 
-    def find_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first batch with max timestamp >= ``timestamp``."""
+    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int = 0) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first *record* with timestamp >= ``timestamp`` (Kafka's
+        findOffsetByTimestamp: time index, then offset index, then scan batches and records)."""
         _, offset = self.time_index.lookup(timestamp)
-        _, pos = self.offset_index.lookup(offset)
-        for _, header in self.batches_from(pos):
-            if header.max_timestamp >= timestamp:
-                return header.base_offset, header.max_timestamp
+        _, pos = self.offset_index.lookup(max(offset, starting_offset))
+        for position, header in self.batches_from(pos):
+            if header.max_timestamp >= timestamp and header.last_offset >= starting_offset:
+                for record in iter_records(self.read_at(position, header.size)):
+                    if record.timestamp >= timestamp and record.offset >= starting_offset:
+                        return record.offset, record.timestamp
         return None
+
+    def find_record_with_max_timestamp(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record carrying this segment's largest timestamp (KIP-734)."""
+        if self.max_timestamp_so_far < 0:
+            return None
+        found = self.translate_offset(self.offset_of_max_timestamp_so_far)
+        if found is not None:
+            position, header = found
+            for record in iter_records(self.read_at(position, header.size)):
+                if record.timestamp == self.max_timestamp_so_far:
+                    return record.offset, record.timestamp
+        return self.offset_of_max_timestamp_so_far, self.max_timestamp_so_far
+
+    # -- recovery -------------------------------------------------------------
+
+    def _valid_batches(self, min_offset: int = 0):
+        """Yield (position, header) of each valid batch from the start; raise InvalidBatch at the first bad one."""
+        pos, expected_offset = 0, max(self.base_offset, min_offset)
+        while pos < self.size:
+            chunk = os.pread(self._fd, min(_RECOVER_CHUNK, self.size - pos), pos)
+            view = memoryview(chunk)
+            rel = 0
+            while rel < len(chunk):
+                if self.size - (pos + rel) < HEADER_SIZE:
+                    raise InvalidBatch(f"{self.size - pos - rel} bytes at the end are too few for a batch header")
+                if len(chunk) - rel < HEADER_SIZE:
+                    break  # the header straddles the chunk: read the next chunk from here
+                header = BatchHeader.parse(chunk, rel)
+                if header.batch_length < HEADER_SIZE - LOG_OVERHEAD:
+                    raise InvalidBatch(f"batch length {header.batch_length} is too small")
+                if pos + rel + header.size > self.size:
+                    raise InvalidBatch(f"batch of {header.size} bytes runs past the end of the file (torn write)")
+                if header.magic != 2:
+                    raise InvalidBatch(f"magic byte {header.magic} (expected 2)")
+                if header.base_offset < expected_offset or header.last_offset_delta < 0:
+                    raise InvalidBatch(f"offsets {header.base_offset}..{header.last_offset} do not follow "
+                                       f"offset {expected_offset - 1}")
+                if header.last_offset - self.base_offset > _MAX_RELATIVE_OFFSET:
+                    raise InvalidBatch(f"offset {header.last_offset} does not fit this segment's index")
+                if len(chunk) - rel < header.size:
+                    if rel == 0:  # one batch larger than the chunk
+                        batch = os.pread(self._fd, header.size, pos)
+                        view_batch = memoryview(batch)
+                    else:
+                        break
+                else:
+                    view_batch = view[rel:rel + header.size]
+                if crc32c.crc32c(view_batch[21:]) != header.crc:
+                    raise InvalidBatch("CRC-32C does not match the batch's contents")
+                yield pos + rel, header
+                expected_offset = header.next_offset
+                rel += header.size
+            pos += rel
+
+    def recover(self, min_offset: int = 0) -> tuple[int, str | None]:
+        """Rebuild the indexes from the log, cutting it at the first invalid batch.
+
+        Returns (bytes truncated, why). Like Kafka, every batch's CRC is
+        checked; the final time index entry is written as at a roll. Offsets
+        must increase from ``min_offset`` (the previous segment's end) on.
+        """
+        self.offset_index.reset()
+        self.time_index.reset()
+        self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = -1, self.base_offset
+        self.next_offset = self.base_offset
+        self.rolling_based_timestamp = None
+        valid = last_index_entry = 0
+        problem = None
+        try:
+            for pos, header in self._valid_batches(min_offset):
+                if self.rolling_based_timestamp is None:
+                    self.rolling_based_timestamp = header.max_timestamp
+                if header.max_timestamp > self.max_timestamp_so_far:
+                    self.max_timestamp_so_far = header.max_timestamp
+                    self.offset_of_max_timestamp_so_far = header.last_offset
+                if valid - last_index_entry > self.index_interval_bytes:
+                    self.offset_index.append(header.last_offset, pos)
+                    self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
+                    last_index_entry = valid
+                valid = pos + header.size
+                self.next_offset = header.next_offset
+        except InvalidBatch as exc:
+            problem = f"invalid batch at byte {valid}: {exc}"
+        truncated = self.size - valid
+        if truncated:
+            os.ftruncate(self._fd, valid)
+            self.size = valid
+        self.bytes_since_last_index_entry = valid - last_index_entry
+        if self.max_timestamp_so_far >= 0:
+            self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
+        self.offset_index.flush()
+        self.time_index.flush()
+        self.index_problem = None
+        return truncated, problem
 
     # -- maintenance ----------------------------------------------------------
 
@@ -157,11 +332,44 @@ class LogSegment:
         self.time_index.truncate_to(offset)
         self.next_offset = max(self.base_offset, offset)
         self.bytes_since_last_index_entry = 0
+        self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = -1, self.base_offset
+        for _, header in self.batches_from(0):
+            if header.max_timestamp > self.max_timestamp_so_far:
+                self.max_timestamp_so_far = header.max_timestamp
+                self.offset_of_max_timestamp_so_far = header.last_offset
+        if self.size == 0:
+            self.created_ms = int(time.time() * 1000)
+            self.rolling_based_timestamp = None
         return removed
 
     @property
     def largest_timestamp(self) -> int:
-        return self.max_timestamp_so_far
+        """The largest record timestamp (Kafka's largestTimestamp: else the file's mtime), for retention.ms."""
+        if self.max_timestamp_so_far >= 0:
+            return self.max_timestamp_so_far
+        return self.last_modified_ms
+
+    @property
+    def last_modified_ms(self) -> int:
+        return int(os.stat(self.path).st_mtime * 1000)
+
+    @property
+    def files(self) -> list[str]:
+        return [self.path, self.offset_index.path, self.time_index.path]
+
+    def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
+        """Rename the three files, e.g. ``.log.cleaned`` -> ``.log.swap`` (open handles stay valid)."""
+        def renamed(path: str) -> str:
+            assert path.endswith(old_suffix), (path, old_suffix)
+            return path[:len(path) - len(old_suffix)] + new_suffix
+        new_log = renamed(self.path)
+        os.replace(self.path, new_log)
+        self.path = new_log
+        for index in (self.offset_index, self.time_index):
+            new_path = renamed(index.path)
+            index.flush()
+            os.replace(index.path, new_path)
+            index.path = new_path
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -171,11 +379,20 @@ class LogSegment:
             self.offset_index.close()
             self.time_index.close()
 
+    def close_handlers(self) -> None:
+        """Close the files without writing anything (the segment is about to be deleted)."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+            self.offset_index.close()
+            self.time_index.close()
+
     def delete(self) -> None:
-        self.close()
-        for path in (self.path, self.offset_index.path, self.time_index.path):
+        self.close_handlers()
+        for path in self.files:
             if os.path.exists(path):
                 os.remove(path)
 
     def __repr__(self) -> str:
-        return f"LogSegment(base_offset={self.base_offset}, size={self.size}, next_offset={self.next_offset})"
+        return (f"LogSegment(base_offset={self.base_offset}, size={self.size}, next_offset={self.next_offset}, "
+                f"largest_timestamp={self.max_timestamp_so_far})")

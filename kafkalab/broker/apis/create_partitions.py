@@ -1,0 +1,39 @@
+"""CreatePartitions (key 37), versions 0-3: add partitions to existing topics (KIP-195).
+
+A topic's partition count can only grow: asking for the same or fewer partitions
+is INVALID_PARTITIONS. Optional ``assignments`` give the replicas of each new
+partition (on a standalone broker: ``[[0], [0], ...]``). ``validate_only``
+checks and changes nothing. Keys are hashed modulo the partition count, so after
+adding partitions the same key may land elsewhere: records of one key are no
+longer all in one partition.
+
+v0   topics with a new count and optional assignments, validate_only
+v1   same as v0 (KIP-320 follow-up)
+v2   flexible
+v3   same as v2 (quota violation errors, KIP-599: no quotas here)
+``timeout_ms`` is ignored: the partitions exist before the answer.
+"""
+from collections import Counter
+
+from kafka.protocol.admin.topics import CreatePartitionsRequest, CreatePartitionsResponse
+
+from ..errors import ErrorCode, KafkaError
+from . import api
+
+
+@api(CreatePartitionsRequest, CreatePartitionsResponse, versions=(0, 3))
+async def handle_create_partitions(ctx, request):
+    admin = ctx.broker.admin_manager
+    counts = Counter(t.name for t in request.topics)
+    results = []
+    for t in request.topics:
+        entry = {"name": t.name, "error_code": 0, "error_message": None}
+        try:
+            if counts[t.name] > 1:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, f"Duplicate topic in request: {t.name}")
+            assignments = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
+            admin.create_partitions(t.name, t.count, bool(request.validate_only), assignments)
+        except KafkaError as exc:
+            entry.update(error_code=exc.code, error_message=exc.message)
+        results.append(entry)
+    return {"throttle_time_ms": 0, "results": results}

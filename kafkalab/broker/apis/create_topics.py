@@ -1,0 +1,76 @@
+"""CreateTopics (key 19), versions 2-7: create topics, with partitions, replicas and configs.
+
+Per topic: ``num_partitions`` and ``replication_factor`` (-1: the broker's
+``num.partitions`` / ``default.replication.factor``, KIP-464), or explicit
+replica ``assignments`` (partition -> broker ids) instead of both; config
+overrides (``configs``), checked like Kafka: an unknown name or a bad value is
+INVALID_CONFIG naming the config. ``validate_only`` checks everything and
+creates nothing. Errors per topic: TOPIC_ALREADY_EXISTS, INVALID_TOPIC_EXCEPTION
+(illegal name, or a name that collides with an existing one once '.' and '_'
+are treated alike), INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR (more
+replicas than live brokers), INVALID_REPLICA_ASSIGNMENT, INVALID_REQUEST
+(a topic twice in one request; counts and assignments both given).
+
+v0-v1 not served (Kafka 4 dropped them too)
+v2   + throttle_time_ms (v1 added validate_only and error messages)
+v3   same as v2
+v4   num_partitions/replication_factor may be -1 (KIP-464)
+v5   flexible; the result carries the created topic's partition count,
+     replication factor and every config with its source (KIP-525)
+v6   same as v5 (quota violation errors, KIP-599: no quotas here)
+v7   + topic id in the result (KIP-516)
+``timeout_ms`` is ignored: a standalone broker creates the topic before it answers.
+"""
+import uuid
+from collections import Counter
+
+from kafka.protocol.admin.topics import CreateTopicsRequest, CreateTopicsResponse
+
+from ..config import LogConfig
+from ..errors import ErrorCode, KafkaError
+from . import api
+from .describe_configs import topic_config_descriptions
+
+NULL_UUID = uuid.UUID(int=0)
+
+
+def _created(ctx, topic) -> dict:
+    entry = {"name": topic.name, "topic_id": topic.topic_id, "error_code": 0, "error_message": None}
+    if ctx.api_version >= 5:
+        registered = ctx.broker.metadata_cache.get(topic.name) is topic
+        log_config = (ctx.broker.admin_manager.log_config(topic) if registered
+                      else LogConfig(ctx.broker.config, topic.configs))
+        entry.update(num_partitions=topic.num_partitions, replication_factor=topic.replication_factor,
+                     configs=[{"name": d.name, "value": d.value, "read_only": d.read_only,
+                               "config_source": int(d.source), "is_sensitive": False}
+                              for d in topic_config_descriptions(log_config)])
+    return entry
+
+
+def _failed(name, exc: KafkaError) -> dict:
+    return {"name": name, "topic_id": NULL_UUID, "error_code": exc.code, "error_message": exc.message}
+
+
+@api(CreateTopicsRequest, CreateTopicsResponse, versions=(2, 7))
+async def handle_create_topics(ctx, request):
+    admin = ctx.broker.admin_manager
+    counts = Counter(t.name for t in request.topics)
+    results = []
+    for t in request.topics:
+        if counts[t.name] > 1:
+            results.append(_failed(t.name, KafkaError(
+                ErrorCode.INVALID_REQUEST,
+                f"Create topics request from client `{ctx.client_id}` contains multiple entries for the "
+                f"following topics: {t.name}")))
+            continue
+        try:
+            assignments = {a.partition_index: list(a.broker_ids) for a in t.assignments or []}
+            if len(assignments) != len(t.assignments or []):
+                raise KafkaError(ErrorCode.INVALID_REQUEST, "Duplicate partition index in replica assignments.")
+            topic = admin.create_topic(t.name, t.num_partitions, t.replication_factor,
+                                       {c.name: c.value for c in t.configs or []},
+                                       validate_only=bool(request.validate_only), assignments=assignments)
+            results.append(_created(ctx, topic))
+        except KafkaError as exc:
+            results.append(_failed(t.name, exc))
+    return {"throttle_time_ms": 0, "topics": results}

@@ -1,0 +1,39 @@
+"""DescribeCluster (key 60), versions 0-2: the brokers, the controller and the cluster id (KIP-700).
+
+What ``AdminClient.describe_cluster()`` shows. A standalone mini broker is
+the whole cluster and its own controller.
+
+v0   brokers (id, host, port, rack), controller id, cluster id, cluster authorized operations
+v1   + endpoint_type (KIP-919): 1 = brokers; 2 = controllers gets UNSUPPORTED_ENDPOINT_TYPE
+     from a broker, as in Kafka
+v2   + include_fenced_brokers / is_fenced (KIP-1073): no broker is ever fenced here
+Not implemented: authorized operations (no ACLs): always -2147483648, "not provided".
+"""
+from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeClusterResponse
+
+from ..errors import ErrorCode
+from . import api
+
+BROKERS_ENDPOINT, CONTROLLERS_ENDPOINT = 1, 2
+
+
+@api(DescribeClusterRequest, DescribeClusterResponse, versions=(0, 2))
+async def handle_describe_cluster(ctx, request):
+    broker = ctx.broker
+    endpoint_type = request.endpoint_type if ctx.api_version >= 1 else BROKERS_ENDPOINT
+    if endpoint_type != BROKERS_ENDPOINT:
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+                "error_message": f"The mini broker only serves endpoint type {BROKERS_ENDPOINT} (brokers), "
+                                 f"not {endpoint_type}",
+                "endpoint_type": endpoint_type, "cluster_id": broker.cluster_id, "controller_id": -1, "brokers": []}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "error_message": None,
+        "endpoint_type": BROKERS_ENDPOINT,
+        "cluster_id": broker.cluster_id,
+        "controller_id": broker.controller_id,
+        "brokers": [{"broker_id": i, "host": h, "port": p, "rack": None, "is_fenced": False}
+                    for i, h, p in broker.live_brokers],
+        "authorized_operations": None,  # the codec writes None as -2147483648 (bit 31: "omitted")
+    }

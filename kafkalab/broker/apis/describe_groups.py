@@ -1,0 +1,44 @@
+"""DescribeGroups (key 15), versions 0-6: a group's state, protocol and members.
+
+v1   + throttle_time_ms
+v2   same as v1
+v3   + include_authorized_operations (answered with "not requested": no ACLs here)
+v4   + group_instance_id per member (KIP-345)
+v5   flexible
+v6   + error_message; an unknown group gets GROUP_ID_NOT_FOUND (before v6: state "Dead", no error)
+Not implemented: authorized operations.
+
+As in Kafka's GroupMetadata.summary, members' subscriptions
+(``member_metadata``) and assignments are shown only while the group is
+Stable; ``protocol_data`` is the chosen assignor (e.g. ``range``,
+``cooperative-sticky``).
+"""
+from kafka.protocol.admin.groups import DescribeGroupsRequest, DescribeGroupsResponse
+
+from ..errors import ErrorCode
+from . import api
+
+
+@api(DescribeGroupsRequest, DescribeGroupsResponse, versions=(0, 6))
+async def handle_describe_groups(ctx, request):
+    coordinator = ctx.broker.group_coordinator
+    v = ctx.api_version
+    groups = []
+    for group_id in request.groups or []:
+        entry = {"error_code": ErrorCode.NONE, "error_message": None, "group_id": group_id, "group_state": "Dead",
+                 "protocol_type": "", "protocol_data": "", "members": []}
+        if coordinator is None:
+            entry["error_code"] = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        elif not group_id:
+            entry["error_code"] = ErrorCode.INVALID_GROUP_ID
+        else:
+            summary = coordinator.describe_group(group_id)
+            if summary is None:
+                if v >= 6:
+                    entry.update(error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                                 error_message=f"Group {group_id} not found.")
+            else:
+                summary.pop("generation_id", None)
+                entry.update(summary)
+        groups.append(entry)
+    return {"throttle_time_ms": 0, "groups": groups}

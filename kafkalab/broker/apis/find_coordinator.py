@@ -1,0 +1,68 @@
+"""FindCoordinator (key 10), versions 0-6: which broker coordinates a group.
+
+v1   + key_type (0 group, 1 transaction), throttle_time_ms, error_message
+v2   same as v1
+v3   flexible
+v4   batched: coordinator_keys in, one entry per key out (KIP-699)
+v5   same as v4 (TRANSACTION_ABORTABLE may be returned)
+v6   key_type 2 (share groups, KIP-932)
+Not implemented: transaction and share-group coordinators (no transactions
+or share groups here): those keys get COORDINATOR_NOT_AVAILABLE with a
+message saying so.
+
+A group's coordinator is the leader of partition
+``abs(groupId.hashCode()) % offsets.topic.num.partitions`` of
+``__consumer_offsets``; the topic is created here on first use, as in Kafka.
+A standalone broker leads every partition, so it is every group's
+coordinator.
+"""
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+
+from ..errors import ErrorCode, KafkaError
+from . import api
+
+GROUP, TRANSACTION, SHARE = 0, 1, 2
+
+
+def _coordinator_for(broker, key: str | None, key_type: int) -> dict:
+    out = {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": ErrorCode.NONE, "error_message": None}
+    if key_type != GROUP:
+        kind = {TRANSACTION: "transaction", SHARE: "share group"}.get(key_type)
+        if kind is None:
+            out.update(error_code=ErrorCode.INVALID_REQUEST, error_message=f"unknown key_type {key_type}")
+        else:
+            out.update(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                       error_message=f"the mini broker has no {kind} coordinator")
+        return out
+    coordinator = broker.group_coordinator
+    if not key:
+        out.update(error_code=ErrorCode.INVALID_REQUEST, error_message="group id must not be empty")
+        return out
+    if coordinator is None:
+        out.update(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, error_message="no group coordinator")
+        return out
+    try:
+        coordinator.manager.ensure_offsets_topic()
+    except KafkaError as exc:
+        out.update(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, error_message=exc.message)
+        return out
+    partition = coordinator.manager.partition_for(key)
+    leader = broker.replica_manager.partitions.get(("__consumer_offsets", partition))
+    node = next((b for b in broker.live_brokers if leader is not None and b[0] == leader.leader_id), None)
+    if node is None:
+        out.update(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                   error_message=f"__consumer_offsets-{partition} has no leader")
+        return out
+    out.update(node_id=node[0], host=node[1], port=node[2])
+    return out
+
+
+@api(FindCoordinatorRequest, FindCoordinatorResponse, versions=(0, 6))
+async def handle_find_coordinator(ctx, request):
+    key_type = request.key_type if ctx.api_version >= 1 else GROUP
+    if ctx.api_version >= 4:
+        return {"throttle_time_ms": 0,
+                "coordinators": [_coordinator_for(ctx.broker, k, key_type) for k in request.coordinator_keys or []]}
+    c = _coordinator_for(ctx.broker, request.key, key_type)
+    return {"throttle_time_ms": 0, "error_code": c["error_code"], "error_message": c["error_message"],
+            "node_id": c["node_id"], "host": c["host"], "port": c["port"]}

@@ -1,0 +1,27 @@
+"""ListGroups (key 16), versions 0-5: every group this coordinator knows.
+
+v1   + throttle_time_ms
+v2   same as v1
+v3   flexible
+v4   + states_filter, group_state per group (KIP-518)
+v5   + types_filter, group_type per group (KIP-848: every group here is "classic")
+Not implemented: nothing (consumer/share group types do not exist here).
+
+Groups with only committed offsets (``assign()`` + commit) are listed with
+an empty protocol type, as in Kafka. Filters compare case-insensitively.
+"""
+from kafka.protocol.admin.groups import ListGroupsRequest, ListGroupsResponse
+
+from ..errors import ErrorCode
+from . import api
+
+
+@api(ListGroupsRequest, ListGroupsResponse, versions=(0, 5))
+async def handle_list_groups(ctx, request):
+    coordinator = ctx.broker.group_coordinator
+    v = ctx.api_version
+    if coordinator is None:
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "groups": []}
+    groups = coordinator.list_groups(states=request.states_filter if v >= 4 else None,
+                                     types=request.types_filter if v >= 5 else None)
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "groups": groups}

@@ -1,0 +1,90 @@
+"""OffsetFetch (key 9), versions 1-10: read a group's committed offsets.
+
+v1   offsets from Kafka (not ZooKeeper)
+v2   topics=null means every partition the group has committed; + top-level error_code
+v3   + throttle_time_ms
+v4   same as v3
+v5   + committed_leader_epoch (KIP-320)
+v6   flexible
+v7   + require_stable (KIP-447; no transactions here, so offsets are always stable)
+v8   batched: several groups per request (KIP-709)
+v9   + member_id/member_epoch (for KIP-848 groups; ignored for classic groups)
+v10  topics by topic_id
+Not implemented: v0 (ZooKeeper offsets).
+
+A partition without a committed offset answers offset -1, empty metadata and
+no error — also for a group that does not exist.
+"""
+import uuid
+
+from kafka.protocol.consumer.group import OffsetFetchRequest, OffsetFetchResponse
+
+from ..errors import ErrorCode
+from . import api
+
+NULL_UUID = uuid.UUID(int=0)
+
+
+def _partition(index, om, error=ErrorCode.NONE):
+    if om is None:
+        return {"partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
+                "error_code": error}
+    return {"partition_index": index, "committed_offset": om.offset, "committed_leader_epoch": om.leader_epoch,
+            "metadata": om.metadata, "error_code": error}
+
+
+def _fetch_group(broker, group_id, topics, by_id: bool) -> tuple[ErrorCode, list[dict]]:
+    """(group error, topics) where each topic is {name or topic_id, partitions}."""
+    coordinator = broker.group_coordinator
+    field = "topic_id" if by_id else "name"
+    if coordinator is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
+    if topics is None:  # everything the group committed
+        by_topic: dict[str, list] = {}
+        for (name, index), om in sorted(coordinator.fetch_offsets(group_id, None).items()):
+            by_topic.setdefault(name, []).append(_partition(index, om))
+        out = []
+        for name, parts in by_topic.items():
+            if by_id:
+                meta = broker.metadata_cache.get(name)
+                if meta is None:
+                    continue
+                out.append({"topic_id": meta.topic_id, "partitions": parts})
+            else:
+                out.append({"name": name, "partitions": parts})
+        return ErrorCode.NONE, out
+    out = []
+    for t in topics:
+        if by_id:
+            meta = broker.metadata_cache.by_id(t.topic_id)
+            if meta is None:
+                out.append({"topic_id": t.topic_id, "partitions": [
+                    _partition(i, None, ErrorCode.UNKNOWN_TOPIC_ID) for i in t.partition_indexes or []]})
+                continue
+            name = meta.name
+        else:
+            name = t.name
+        wanted = [(name, i) for i in t.partition_indexes or []]
+        found = coordinator.fetch_offsets(group_id, wanted)
+        out.append({field: t.topic_id if by_id else name,
+                    "partitions": [_partition(i, found[(name, i)]) for i in t.partition_indexes or []]})
+    return ErrorCode.NONE, out
+
+
+@api(OffsetFetchRequest, OffsetFetchResponse, versions=(1, 10))
+async def handle_offset_fetch(ctx, request):
+    v = ctx.api_version
+    if v >= 8:
+        groups = []
+        for g in request.groups or []:
+            error, topics = _fetch_group(ctx.broker, g.group_id, g.topics, by_id=v >= 10)
+            groups.append({"group_id": g.group_id, "topics": topics, "error_code": error})
+        return {"throttle_time_ms": 0, "groups": groups}
+    topics = request.topics
+    if v < 2 and topics is None:
+        topics = []
+    error, topics = _fetch_group(ctx.broker, request.group_id, topics, by_id=False)
+    if error != ErrorCode.NONE and v < 2:  # no top-level error code before v2: put it on each partition
+        topics = [{"name": t.name, "partitions": [_partition(i, None, error) for i in t.partition_indexes or []]}
+                  for t in request.topics or []]
+    return {"throttle_time_ms": 0, "topics": topics, "error_code": error}

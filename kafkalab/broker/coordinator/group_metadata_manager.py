@@ -1,0 +1,198 @@
+"""``GroupMetadataManager``: groups and committed offsets, persisted in ``__consumer_offsets``.
+
+As in Kafka (``kafka.coordinator.group.GroupMetadataManager``), the coordinator
+keeps every group in memory and writes each change as a record to the
+internal compacted topic ``__consumer_offsets``:
+
+* OffsetCommit writes one record per partition, key (group, topic, partition);
+* a finished rebalance (the leader's SyncGroup) and a group becoming Empty
+  write the group's metadata, key (group);
+* DeleteGroups and offset expiry write tombstones (null values).
+
+The topic is created on first use (FindCoordinator, or a commit) with
+``offsets.topic.num.partitions`` partitions, ``offsets.topic.replication.factor``
+replicas and ``cleanup.policy=compact``; a group lives in partition
+``abs(groupId.hashCode()) % offsets.topic.num.partitions``. When the broker
+starts, :meth:`load` replays the topic from its log start: the latest record
+per key wins, a tombstone deletes — exactly the state compaction would keep.
+So committed offsets (and groups' last generation) survive a restart.
+
+Record layouts are in :mod:`kafkalab.broker.coordinator.offsets_topic`.
+"""
+from __future__ import annotations
+
+import logging
+
+from ..errors import ErrorCode, KafkaError
+from ..records import Record, build_batch, iter_batches, iter_records
+from .group_metadata import GroupMetadata, GroupState, MemberMetadata, now_ms
+from .offsets_topic import (OFFSETS_TOPIC, GroupMetadataKey, GroupMetadataValue, MemberRecord, OffsetAndMetadata,
+                            OffsetCommitKey, decode_key, decode_value, group_metadata_key, group_metadata_value,
+                            offset_commit_key, offset_commit_value, partition_for)
+
+log = logging.getLogger("kafkalab.broker.coordinator")
+
+#: offsets.topic.segment.bytes: Kafka keeps the offsets topic's segments small so compaction runs often
+OFFSETS_TOPIC_SEGMENT_BYTES = 104_857_600
+
+
+class GroupMetadataManager:
+    def __init__(self, broker):
+        self.broker = broker
+
+    @property
+    def num_partitions(self) -> int:
+        topic = self.broker.metadata_cache.get(OFFSETS_TOPIC)
+        return topic.num_partitions if topic is not None else self.broker.config["offsets.topic.num.partitions"]
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.num_partitions)
+
+    def ensure_offsets_topic(self) -> None:
+        """Create ``__consumer_offsets`` the first time a group needs it (as Kafka does on FindCoordinator)."""
+        if self.broker.metadata_cache.get(OFFSETS_TOPIC) is not None:
+            return
+        cfg = self.broker.config
+        rf = min(cfg["offsets.topic.replication.factor"], self.broker.live_broker_count)
+        self.broker.admin_manager.create_topic(
+            OFFSETS_TOPIC, cfg["offsets.topic.num.partitions"], rf,
+            {"cleanup.policy": "compact", "segment.bytes": str(OFFSETS_TOPIC_SEGMENT_BYTES),
+             "compression.type": "producer"})
+        log.info("created %s with %d partitions", OFFSETS_TOPIC, cfg["offsets.topic.num.partitions"])
+
+    # -- writing ----------------------------------------------------------------
+
+    def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> None:
+        """Append (key, value) records for ``group_id`` as one batch; raise KafkaError with a group error code."""
+        if not records:
+            return
+        try:
+            self.ensure_offsets_topic()
+        except KafkaError as exc:
+            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"cannot create {OFFSETS_TOPIC}: {exc.message}")
+        ts = now_ms()
+        batch = build_batch([Record(i, ts, k, v, []) for i, (k, v) in enumerate(records)])
+        partition = self.partition_for(group_id)
+        try:
+            self.broker.replica_manager.append_records(OFFSETS_TOPIC, partition, batch, -1)
+        except KafkaError as exc:
+            # Kafka's GroupMetadataManager maps log errors to what a group client understands
+            if exc.code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
+                            ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND):
+                code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            elif exc.code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                code = ErrorCode.NOT_COORDINATOR
+            elif exc.code in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE):
+                code = ErrorCode.INVALID_COMMIT_OFFSET_SIZE
+            else:
+                code = ErrorCode.UNKNOWN_SERVER_ERROR
+            raise KafkaError(code, f"writing to {OFFSETS_TOPIC}-{partition}: {exc.message}") from None
+
+    def store_offsets(self, group: GroupMetadata, offsets: dict[tuple[str, int], OffsetAndMetadata]) -> None:
+        self._append(group.group_id, [(offset_commit_key(group.group_id, t, p), offset_commit_value(om))
+                                      for (t, p), om in offsets.items()])
+        group.offsets.update(offsets)
+
+    def store_group(self, group: GroupMetadata) -> None:
+        """Write the group's metadata: generation, protocol, leader and each member's subscription/assignment."""
+        members = [MemberRecord(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                m.rebalance_timeout_ms, m.session_timeout_ms,
+                                m.metadata(group.protocol_name) if group.protocol_name else b"", m.assignment)
+                   for m in group.members.values()]
+        value = GroupMetadataValue(group.protocol_type or "", group.generation_id, group.protocol_name,
+                                   group.leader_id, group.state_timestamp_ms, members)
+        self._append(group.group_id, [(group_metadata_key(group.group_id), group_metadata_value(value))])
+
+    def delete_offsets(self, group: GroupMetadata, partitions: list[tuple[str, int]]) -> None:
+        self._append(group.group_id, [(offset_commit_key(group.group_id, t, p), None) for t, p in partitions])
+        for tp in partitions:
+            group.offsets.pop(tp, None)
+
+    def delete_group(self, group: GroupMetadata) -> None:
+        """Tombstones for the group and all its offsets (DeleteGroups, or expiry of an empty group)."""
+        records = [(offset_commit_key(group.group_id, t, p), None) for t, p in group.offsets]
+        records.append((group_metadata_key(group.group_id), None))
+        self._append(group.group_id, records)
+        group.offsets.clear()
+
+    # -- loading ----------------------------------------------------------------
+
+    def read_records(self):
+        """Every (key, value) record of ``__consumer_offsets``, partition by partition, oldest first."""
+        topic = self.broker.metadata_cache.get(OFFSETS_TOPIC)
+        if topic is None:
+            return
+        for index in range(topic.num_partitions):
+            partition = self.broker.replica_manager.partitions.get((OFFSETS_TOPIC, index))
+            if partition is None:
+                continue
+            plog = partition.log
+            offset = plog.log_start_offset
+            while offset < plog.high_watermark:
+                data = plog.read(offset, 1 << 20)
+                if not data:
+                    break
+                moved = False
+                for pos, header in iter_batches(data, strict=False):
+                    if header.next_offset <= offset:
+                        continue
+                    moved = True
+                    offset = header.next_offset
+                    if header.is_control:
+                        continue
+                    for record in iter_records(memoryview(data)[pos:pos + header.size]):
+                        yield record.key, record.value
+                if not moved:
+                    break
+
+    def load(self) -> dict[str, GroupMetadata]:
+        """Replay ``__consumer_offsets``: the groups and committed offsets as they were at shutdown."""
+        offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
+        metadata: dict[str, GroupMetadataValue | None] = {}
+        for key_bytes, value_bytes in self.read_records():
+            if key_bytes is None:
+                continue
+            try:
+                key = decode_key(key_bytes)
+                value = decode_value(key, value_bytes)
+            except Exception as exc:  # a record we cannot read is skipped, never fatal
+                log.warning("skipping unreadable %s record: %r", OFFSETS_TOPIC, exc)
+                continue
+            if isinstance(key, OffsetCommitKey):
+                group_offsets = offsets.setdefault(key.group, {})
+                if value is None:
+                    group_offsets.pop((key.topic, key.partition), None)
+                else:
+                    group_offsets[(key.topic, key.partition)] = value
+            elif isinstance(key, GroupMetadataKey):
+                metadata[key.group] = value
+        groups: dict[str, GroupMetadata] = {}
+        for group_id in set(offsets) | set(metadata):
+            value = metadata.get(group_id)
+            group_offsets = offsets.get(group_id, {})
+            if value is None and not group_offsets:
+                continue
+            group = GroupMetadata(group_id)
+            group.offsets = group_offsets
+            if value is not None:
+                self._restore(group, value)
+            groups[group_id] = group
+        return groups
+
+    @staticmethod
+    def _restore(group: GroupMetadata, value: GroupMetadataValue) -> None:
+        """Kafka's GroupMetadata.loadGroup: a group with members comes back Stable, else Empty."""
+        group.protocol_type = value.protocol_type or None
+        group.generation_id = value.generation
+        group.protocol_name = value.protocol
+        group.leader_id = value.leader
+        if value.current_state_timestamp > 0:
+            group.state_timestamp_ms = value.current_state_timestamp
+        for m in value.members:
+            member = MemberMetadata(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                    m.rebalance_timeout, m.session_timeout, value.protocol_type,
+                                    [(value.protocol or "", m.subscription)], m.assignment)
+            group.members[m.member_id] = member
+            if m.group_instance_id is not None:
+                group.static_members[m.group_instance_id] = m.member_id
+        group.state = GroupState.STABLE if group.members else GroupState.EMPTY

@@ -1,0 +1,186 @@
+"""``kafkalab.connect()``: the Kafka a lesson talks to — embedded, or a real cluster.
+
+Every notebook starts with::
+
+    kafka = kafkalab.connect()
+
+and ends with ``kafka.close()``. What ``connect()`` returns depends on where
+the notebook runs:
+
+* **On a laptop or in CI** (the default): a fresh mini broker inside the
+  notebook's own kernel (:func:`kafkalab.mini`), listening on a free port of
+  127.0.0.1 and writing into a temporary directory that ``close()`` removes.
+* **Against a real cluster** — the workshop's ``docker compose up`` or any
+  Kafka you run yourself: set the environment variable
+  ``KAFKALAB_BOOTSTRAP_SERVERS`` (a comma-separated ``host:port`` list, the
+  value of the clients' ``bootstrap.servers`` config) before starting
+  JupyterLab. ``connect()`` then starts nothing, and ``close()`` stops nothing.
+
+Either way the object has ``.bootstrap_servers`` and ``.close()``, works as
+a context manager, and can create the topics a lesson needs
+(:meth:`LabKafka.create_topic`). Clients never know the difference: they
+speak the same protocol to both.
+
+An embedded broker lives in the kernel's process, so it dies with the
+kernel (restart the kernel and it is gone; at interpreter exit every open
+broker is closed). Running ``connect()`` again — say you re-run a notebook
+from the top after a cell failed — first closes the broker the previous
+``connect()`` started, so re-running never piles up brokers.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+
+from .broker.mini import MiniBroker
+
+ENV_VAR = "KAFKALAB_BOOTSTRAP_SERVERS"
+"""Name of the environment variable that points the lessons at an external cluster."""
+
+_current: "LabKafka | None" = None
+
+# The helper's own admin clients log warnings and errors only: librdkafka's informational lines
+# (connection closed, queue purged on destroy) would otherwise show up in the notebook's cells.
+_ADMIN_LOG_LEVEL = 4
+
+
+class LabKafka:
+    """A handle on the Kafka a lesson uses: ``.bootstrap_servers``, ``.close()``.
+
+    ``broker`` is the embedded :class:`~kafkalab.broker.mini.MiniBroker`, or
+    ``None`` when the lesson talks to an external cluster.
+    """
+
+    def __init__(self, bootstrap_servers: str, broker: MiniBroker | None = None):
+        self.bootstrap_servers = bootstrap_servers
+        self.broker = broker
+        self._closed = False
+
+    @property
+    def embedded(self) -> bool:
+        """True when the broker runs inside this kernel (``kafkalab.mini()``)."""
+        return self.broker is not None
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def client_config(self, **overrides) -> dict:
+        """A confluent-kafka config dict: ``bootstrap.servers`` plus ``overrides``.
+
+        Python-style names are turned into Kafka's (``group_id`` -> ``group.id``)::
+
+            Consumer(kafka.client_config(group_id="lesson", enable_auto_commit=False))
+        """
+        config = {"bootstrap.servers": self.bootstrap_servers}
+        config.update({(k if "." in k else k.replace("_", ".")): v for k, v in overrides.items()})
+        return config
+
+    def topics(self) -> list[str]:
+        """Names of the topics the cluster has (internal ones like ``__consumer_offsets`` excluded)."""
+        self._check_open()
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": _ADMIN_LOG_LEVEL})
+        try:
+            names = admin.list_topics(timeout=15).topics
+            return sorted(n for n in names if not n.startswith("__"))
+        finally:
+            del admin
+
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int | None = None,
+                     **configs) -> str:
+        """Create a topic and return its name.
+
+        ``replication_factor=None`` takes the cluster's ``default.replication.factor``.
+        ``configs`` are topic configs under Kafka's names (``**{"retention.ms": 60000}``)
+        or Python ones (``retention_ms=60000``).
+
+        A topic that already exists is never reused — a re-run of a lesson
+        against a long-lived cluster would otherwise find the events of the
+        previous run in it. Instead the name gets a suffix (``events-2``,
+        ``events-3``, ...), a note says so, and the name actually used is
+        returned: always write ``topic = kafka.create_topic("events")``.
+        """
+        self._check_open()
+        from confluent_kafka import KafkaError, KafkaException
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        topic_configs = {(k if "." in k else k.replace("_", ".")): str(v) for k, v in configs.items()}
+        existing = set(self.topics())
+        chosen, n = name, 1
+        while chosen in existing:
+            n += 1
+            chosen = f"{name}-{n}"
+        if chosen != name:
+            print(f"note: topic {name!r} already exists (from an earlier run?); using {chosen!r} instead")
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": _ADMIN_LOG_LEVEL})
+        try:
+            futures = admin.create_topics(
+                [NewTopic(chosen, partitions, -1 if replication_factor is None else replication_factor,
+                          config=topic_configs)],
+                operation_timeout=30, request_timeout=30)
+            futures[chosen].result(60)
+        except KafkaException as exc:
+            error = exc.args[0]
+            if not (self.embedded and error.code() == KafkaError._UNSUPPORTED_FEATURE):
+                raise
+            # This broker build does not serve CreateTopics yet: ask its AdminManager directly.
+            server = self.broker.server
+            self.broker.call(server.admin_manager.create_topic, chosen, partitions,
+                             replication_factor, topic_configs)
+        finally:
+            del admin
+        return chosen
+
+    def close(self) -> None:
+        """Stop the embedded broker (and delete its temporary log directory); a no-op for an external cluster."""
+        global _current
+        if self.broker is not None:
+            self.broker.close()
+        self._closed = True
+        if _current is self:
+            _current = None
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("this kafkalab connection is closed; run kafkalab.connect() again")
+
+    def __enter__(self) -> "LabKafka":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        if self.embedded:
+            kind = "embedded mini broker"
+        else:
+            kind = f"external cluster (from {ENV_VAR})"
+        state = " closed" if self._closed else ""
+        return f"<kafkalab{state}: {kind}, bootstrap_servers={self.bootstrap_servers!r}>"
+
+
+def connect(bootstrap_servers: str | None = None, **broker_configs) -> LabKafka:
+    """The Kafka a lesson talks to; see the module docstring.
+
+    ``bootstrap_servers`` (or else ``$KAFKALAB_BOOTSTRAP_SERVERS``) selects an
+    external cluster. Otherwise a mini broker starts in this process with
+    ``broker_configs`` (Kafka's broker config names, e.g.
+    ``**{"num.partitions": 3}``); they cannot change an external cluster and
+    are ignored there with a warning.
+    """
+    global _current
+    if _current is not None and not _current.closed:
+        _current.close()
+    bootstrap_servers = bootstrap_servers or os.environ.get(ENV_VAR, "").strip() or None
+    if bootstrap_servers:
+        if broker_configs:
+            warnings.warn(f"broker configs {sorted(broker_configs)} are ignored: {ENV_VAR} points at an external "
+                          f"cluster, whose brokers keep their own configuration", stacklevel=2)
+        _current = LabKafka(bootstrap_servers)
+    else:
+        broker = MiniBroker(**broker_configs)
+        _current = LabKafka(broker.bootstrap_servers, broker)
+    return _current

@@ -1,0 +1,41 @@
+"""Tools that look inside a broker's files, like the scripts in Kafka's ``bin/``.
+
+* :func:`dump_log` prints a segment (``.log``), offset index (``.index``) or
+  time index (``.timeindex``) the way ``kafka-dump-log.sh`` does
+  (``kafka.tools.DumpLogSegments``); ``kafkalab dump-log PATH`` is the same
+  from a shell.
+* :func:`dump_log_df` returns the same content as a pandas DataFrame, for a
+  notebook.
+* :func:`list_segments` summarises a partition directory, one row per
+  segment; :func:`list_files` lists every file in it with its size.
+* :func:`read_segment`, :func:`read_offset_index`, :func:`read_time_index`
+  give the parsed structures themselves.
+
+They read files written by the mini broker or by a real Apache Kafka broker:
+the format is the same.
+"""
+from .dump_log import (
+    BatchInfo,
+    RecordInfo,
+    SegmentDump,
+    dump_log,
+    dump_log_df,
+    list_files,
+    list_segments,
+    read_offset_index,
+    read_segment,
+    read_time_index,
+)
+
+__all__ = [
+    "BatchInfo",
+    "RecordInfo",
+    "SegmentDump",
+    "dump_log",
+    "dump_log_df",
+    "list_files",
+    "list_segments",
+    "read_offset_index",
+    "read_segment",
+    "read_time_index",
+]

@@ -1,0 +1,187 @@
+"""The automatic check of lab 04 (retention and segments): ``check_04(...)``.
+
+Like the checks in :mod:`kafkalab.checks`, it looks at two things — the
+broker itself (its topic configs, its segment files, its log start offset)
+and the answers the student computed — and prints a ✓/✗ checklist, raising
+:class:`kafkalab.checks.LabCheckFailed` if a step is wrong.
+
+The expected answers are derived here from the data and the configs the lab
+asks for (record batch sizes come from Kafka's message format), not read back
+from the student's own results.
+"""
+from __future__ import annotations
+
+import os
+
+from kafkalab.broker.records import Record, build_batch
+from kafkalab.checks import Report
+from kafkalab.tools import dump_log_df, list_segments
+
+T0 = 1735722000000          # 2025-01-01 09:00 UTC
+MINUTE = 60_000
+SEGMENT_BYTES = 2048
+RETENTION_MS = 20 * MINUTE
+NOW = T0 + 60 * MINUTE      # "10:00", when step 3 runs the retention check
+
+#: (key, value, timestamp): 50 orders, one a minute from 09:00; every value has the same length
+ORDERS = [(f"customer-{i % 7}", f'{{"order": {1000 + i}, "amount": "{10 + (i * 37) % 90}.{i % 10}0"}}',
+           T0 + i * MINUTE) for i in range(50)]
+
+#: (product, price or None for "no longer sold"), in produce order
+PRICES = [(product, f"{price:.2f}") for round_ in range(4)
+          for product, price in zip(("apple", "bread", "cheese", "eggs", "milk"),
+                                    (0.5 + round_ * 0.1, 2.2 + round_ * 0.05, 4.9 - round_ * 0.2,
+                                     3.1 + round_ * 0.15, 1.05 + round_ * 0.02))]
+PRICES += [("milk", None),                          # milk is taken off the shelf: a tombstone
+           ("bread", "2.49"), ("flour", "1.80")]
+
+
+def _unfilled(value) -> bool:
+    return value is ... or value is None
+
+
+def batch_size(key: str, value: str) -> int:
+    """Bytes one record takes in the log when it is sent as a batch of its own."""
+    return len(build_batch([Record(0, 0, key.encode(), value.encode(), [])]))
+
+
+def expected_layout() -> dict:
+    """Where ORDERS end up with segment.bytes=2048: segment bases, and each offset's (segment, position)."""
+    bases, where, size, base = [0], {}, 0, 0
+    for offset, (key, value, _) in enumerate(ORDERS):
+        b = batch_size(key, value)
+        if size > 0 and size + b > SEGMENT_BYTES:   # Kafka rolls before the batch that would not fit
+            base, size = offset, 0
+            bases.append(base)
+        where[offset] = (base, size)
+        size += b
+    return {"bases": bases, "where": where}
+
+
+def expected_log_start() -> int:
+    """The first segment retention.ms=20 min keeps at NOW: the oldest whose newest record is recent enough."""
+    bases = expected_layout()["bases"]
+    for base, next_base in zip(bases, bases[1:]):
+        newest = ORDERS[next_base - 1][2]
+        if NOW - newest <= RETENTION_MS:
+            return base
+    return bases[-1]   # the active segment is never deleted
+
+
+def expected_prices() -> dict:
+    latest = {}
+    for product, price in PRICES:
+        latest[product] = price
+    return {p: v for p, v in sorted(latest.items()) if v is not None}
+
+
+def _topic_config(kafka, topic):
+    return kafka.broker.server.topic_configs.get(topic) if kafka.broker is not None else None
+
+
+def check_04(kafka, orders, segment_count, segment_of_30, position_of_30, log_start, first_offset_read,
+             prices, latest_prices) -> None:
+    """Check lab 04 (``labs/04_retention``); the arguments are the variables the lab asks for."""
+    report = Report(f"Lab 04 — retention and segments (topics {orders!r}, {prices!r})")
+    layout = expected_layout()
+    if kafka.broker is None:
+        report.step("the lab runs on the embedded broker", False,
+                    "this lab reads the broker's files: run it without KAFKALAB_BOOTSTRAP_SERVERS")
+        report.finish()
+    log_manager = kafka.broker.server.log_manager
+
+    # Step 1: the topic, its configs, its segments.
+    name = "step 1: 'orders' has segment.bytes=2048 and retention.ms=20 minutes, and holds the 50 orders"
+    config = None if _unfilled(orders) else _topic_config(kafka, orders)
+    if config is None:
+        report.step(name, False, "orders is not the name of a topic on this broker — "
+                                 "orders = kafka.create_topic('orders', partitions=1, **{...})")
+    else:
+        problems = []
+        if config["segment.bytes"] != SEGMENT_BYTES:
+            problems.append(f"segment.bytes is {config['segment.bytes']}, expected {SEGMENT_BYTES}")
+        if config["retention.ms"] != RETENTION_MS:
+            problems.append(f"retention.ms is {config['retention.ms']}, expected {RETENTION_MS} (20 minutes)")
+        ulog = log_manager.get_log(orders, 0)
+        if ulog is None or ulog.log_end_offset != len(ORDERS):
+            end = None if ulog is None else ulog.log_end_offset
+            problems.append(f"the partition's log end offset is {end}, expected {len(ORDERS)} — produce every "
+                            "order exactly once (re-run the notebook from the top rather than one cell twice)")
+        report.step(name, not problems, "\n".join(problems))
+
+    name = "step 1: segment_count is the number of segments right after producing"
+    want = len(layout["bases"])
+    if _unfilled(segment_count):
+        report.step(name, False, "segment_count is still `...` — len(list_segments(partition_dir(orders)))")
+    else:
+        report.step(name, segment_count == want,
+                    f"got {segment_count}, expected {want} — did every order go in a batch of its own "
+                    f"(flush after each produce)?")
+
+    # Step 2: the dump.
+    name = "step 2: offset 30's batch: its segment file and byte position"
+    base, position = layout["where"][30]
+    want_file = f"{base:020d}.log"
+    if _unfilled(segment_of_30) or _unfilled(position_of_30):
+        report.step(name, False, "segment_of_30 / position_of_30 are still `...`")
+    else:
+        got = (os.path.basename(str(segment_of_30)), int(position_of_30))
+        report.step(name, got == (want_file, position),
+                    f"got {got}, expected {(want_file, position)} — the segment is the last one whose base "
+                    f"offset is <= 30; the position is in dump_log_df(..., level='batch')")
+
+    # Step 3: retention.
+    name = "step 3: after the retention check at 10:00 the log starts where retention.ms says"
+    want = expected_log_start()
+    ulog = None if _unfilled(orders) else log_manager.get_log(orders, 0)
+    broker_start = None if ulog is None else ulog.log_start_offset
+    if _unfilled(log_start):
+        report.step(name, False, "log_start is still `...` — run cleanup_logs(now), then ask for the watermarks")
+    else:
+        problems = []
+        if broker_start != want:
+            problems.append(f"the broker's log start offset is {broker_start}, expected {want} — "
+                            "did you run cleanup_logs(now) with retention.ms set to 20 minutes?")
+        if int(log_start) != want:
+            problems.append(f"log_start is {log_start}, expected {want} (the low watermark)")
+        report.step(name, not problems, "\n".join(problems))
+
+    # Step 4: auto.offset.reset.
+    name = "step 4: a consumer asking for offset 0 with auto.offset.reset=earliest starts at the log start"
+    if _unfilled(first_offset_read):
+        report.step(name, False, "first_offset_read is still `...`")
+    else:
+        report.step(name, int(first_offset_read) == want,
+                    f"got {first_offset_read}, expected {want} — offset 0 is gone; 'earliest' jumps to the "
+                    f"log start offset")
+
+    # Step 5: compaction.
+    name = "step 5: 'prices' is compacted: in its cleaned segments each product appears once"
+    config = None if _unfilled(prices) else _topic_config(kafka, prices)
+    if config is None:
+        report.step(name, False, "prices is not the name of a topic on this broker")
+    else:
+        problems = []
+        if not config.compact:
+            problems.append(f"cleanup.policy is {config['cleanup.policy']!r}, expected 'compact'")
+        directory = os.path.join(kafka.broker.log_dir, f"{prices}-0")
+        records = dump_log_df(directory)
+        active_base = int(list_segments(directory)["baseOffset"].iloc[-1])
+        cleaned = records[records["offset"] < active_base]
+        if not cleaned["key"].is_unique or len(cleaned) == 0:
+            problems.append("the cleaned part of the log still has several records for one product — "
+                            "run run_cleaner(now) after producing")
+        if len(records) and sorted(set(records["offset"])) == list(range(len(PRICES))):
+            problems.append("no record was removed: the cleaner has not compacted the topic")
+        report.step(name, not problems, "\n".join(problems))
+
+    name = "step 5: latest_prices maps each product still sold to its latest price"
+    if _unfilled(latest_prices):
+        report.step(name, False, "latest_prices is still `...`")
+    else:
+        got = dict(latest_prices)
+        report.step(name, got == expected_prices(),
+                    f"got {got}\nexpected {expected_prices()} — the latest value per key wins, and a tombstone "
+                    f"(value None) removes its key")
+
+    report.finish()

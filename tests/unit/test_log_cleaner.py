@@ -1,0 +1,207 @@
+"""LogCleaner: latest value per key, offsets kept, tombstones and delete horizon, crash-safe swap."""
+from __future__ import annotations
+
+import os
+
+import pytest
+from kafka_spec import batch
+
+from kafkalab.broker.config import BrokerConfig, LogConfig
+from kafkalab.broker.errors import ErrorCode, KafkaError
+from kafkalab.broker.log.log_cleaner import DELETE_HORIZON_MASK
+from kafkalab.broker.log.log_manager import LogManager
+from kafkalab.broker.records import BatchHeader, iter_batches, iter_records
+
+T0 = 1_700_000_000_000
+DAY = 86_400_000
+
+
+@pytest.fixture
+def manager(tmp_path):
+    m = LogManager(str(tmp_path), BrokerConfig({"log.dirs": str(tmp_path)}))
+    yield m
+    m.close()
+
+
+def compacted_log(manager, **overrides):
+    cfg = {"cleanup.policy": "compact", "segment.bytes": 400, "min.cleanable.dirty.ratio": 0.5}
+    cfg.update(overrides)
+    return manager.get_or_create_log("c", 0, LogConfig(manager.config, cfg))
+
+
+def put(log, key, value, ts=T0, **kw):
+    info = log.append_as_leader(batch(0, [(ts, key, value)], **kw))
+    log.high_watermark = log.log_end_offset
+    return info
+
+
+def records(log):
+    out, offset = [], log.log_start_offset
+    while offset < log.log_end_offset:
+        data = log.read(offset, 1 << 20)
+        if not data:
+            break
+        for pos, h in iter_batches(data, strict=False):
+            out += [(r.offset, r.key, r.value) for r in iter_records(memoryview(data)[pos:pos + h.size])]
+            offset = h.next_offset
+    return out
+
+
+def test_keyless_record_is_rejected_on_a_compacted_topic(manager):
+    log = compacted_log(manager)
+    with pytest.raises(KafkaError) as e:
+        log.append_as_leader(batch(0, [(T0, None, b"v")]))
+    assert e.value.code == ErrorCode.INVALID_RECORD
+
+
+def test_latest_value_per_key_survives_with_original_offsets(manager):
+    log = compacted_log(manager)
+    for i in range(40):
+        put(log, b"k%d" % (i % 4), b"v%d" % i)
+    before = records(log)
+    active_base = log.active_segment.base_offset
+    stats = manager.run_cleaner(T0)
+    assert stats and stats[0].records_kept < stats[0].records_read
+    after = records(log)
+    cleaned = [r for r in after if r[0] < active_base]
+    latest = {}
+    for off, k, v in before:
+        latest[k] = (off, k, v)
+    # in the cleaned part: at most one record per key, each the latest one below the active segment
+    keys = [k for _, k, _ in cleaned]
+    assert len(keys) == len(set(keys))
+    for off, k, v in cleaned:
+        assert (off, k, v) in before
+        assert not any(o > off and kk == k for o, kk, _ in before if o < active_base)
+    # the active segment is untouched, and every key still reads as its latest value
+    assert [r for r in after if r[0] >= active_base] == [r for r in before if r[0] >= active_base]
+    final = {}
+    for off, k, v in after:
+        final[k] = v
+    assert final == {k: v for _, (o, k, v) in latest.items()}
+    assert log.log_end_offset == 40  # offsets never change
+
+
+def test_ratio_decides_when_a_log_is_cleanable(manager):
+    log = compacted_log(manager, **{"min.cleanable.dirty.ratio": 0.99})
+    for i in range(20):
+        put(log, b"k%d" % i, b"v")
+    assert manager.run_cleaner(T0) and manager.cleaner.first_dirty[("c", 0)] == log.active_segment.base_offset
+    for i in range(4):
+        put(log, b"k%d" % i, b"w")
+    ltc = manager.cleaner.log_to_clean(log, T0)
+    assert ltc.cleanable_ratio < 0.99
+    assert manager.run_cleaner(T0) == []                     # not dirty enough
+    assert manager.run_cleaner(T0, force=True)               # but can be forced
+
+
+def test_tombstones_stay_for_delete_retention_ms_then_go(manager):
+    log = compacted_log(manager, **{"delete.retention.ms": DAY})
+    for i in range(10):
+        put(log, b"k%d" % i, b"v%d" % i)
+    put(log, b"k3", None)                                    # tombstone for k3
+    for i in range(10):
+        put(log, b"x%d" % i, b"filler" * 5)                  # push the tombstone out of the active segment
+    manager.run_cleaner(T0)
+    after = records(log)
+    assert (10, b"k3", None) in after and not any(k == b"k3" and v for _, k, v in after)
+    # the tombstone's batch now carries the delete horizon (KIP-534)
+    seg = log.segments[log.segment_for(10)]
+    pos, header = seg.translate_offset(10)
+    assert header.attributes & DELETE_HORIZON_MASK and header.base_timestamp == T0 + DAY
+    assert next(iter_records(seg.read_at(pos, header.size))).timestamp == T0  # record timestamps unchanged
+    manager.run_cleaner(T0 + DAY - 1, force=True)
+    assert (10, b"k3", None) in records(log)                 # horizon not reached yet
+    stats = manager.run_cleaner(T0 + DAY + 1)                 # horizon passed: cleanable, tombstone goes
+    assert stats and stats[0].tombstones_removed == 1
+    assert not any(k == b"k3" for _, k, _ in records(log))
+
+
+def test_idempotent_producer_state_survives_cleaning_and_restart(tmp_path):
+    broker = BrokerConfig({"log.dirs": str(tmp_path)})
+    manager = LogManager(str(tmp_path), broker)
+    log = compacted_log(manager)
+    pid = 4242
+    for seq in range(30):
+        put(log, b"same-key", b"v%d" % seq, producer_id=pid, producer_epoch=0, base_sequence=seq)
+    for i in range(10):
+        put(log, b"other%d" % i, b"x" * 40)                  # other writers push pid's batches out
+    manager.run_cleaner(T0, force=True)
+    # a retry of the last batch is still recognised as a duplicate, and the next sequence is accepted
+    dup = log.append_as_leader(batch(0, [(T0, b"same-key", b"v29")], producer_id=pid, producer_epoch=0,
+                                     base_sequence=29))
+    assert dup.duplicate and dup.first_offset == 29
+    manager.close()
+    manager = LogManager(str(tmp_path), broker)
+    log = compacted_log(manager)
+    dup = log.append_as_leader(batch(0, [(T0, b"same-key", b"v29")], producer_id=pid, producer_epoch=0,
+                                     base_sequence=29))
+    assert dup.duplicate and dup.first_offset == 29
+    with pytest.raises(KafkaError) as e:
+        log.append_as_leader(batch(0, [(T0, b"same-key", b"gap")], producer_id=pid, producer_epoch=0,
+                                   base_sequence=31))
+    assert e.value.code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    info = log.append_as_leader(batch(0, [(T0, b"same-key", b"v30")], producer_id=pid, producer_epoch=0,
+                                      base_sequence=30))
+    assert not info.duplicate and info.first_offset == 40
+    manager.close()
+
+
+def test_empty_batch_is_kept_for_a_producers_last_batch(manager):
+    log = compacted_log(manager)
+    put(log, b"k", b"old", producer_id=7, producer_epoch=0, base_sequence=0)
+    for i in range(10):
+        put(log, b"k", b"new%d" % i)
+    manager.run_cleaner(T0, force=True)
+    seg = log.segments[0]
+    pos, header = seg.translate_offset(0)
+    assert header.producer_id == 7 and header.records_count == 0 and header.base_offset == 0
+    assert header.last_offset_delta == 0 and header.base_sequence == 0
+    assert list(iter_records(seg.read_at(pos, header.size))) == []
+
+
+def test_crash_after_cleaned_files_were_written_loses_nothing(tmp_path):
+    broker = BrokerConfig({"log.dirs": str(tmp_path)})
+    manager = LogManager(str(tmp_path), broker)
+    log = compacted_log(manager)
+    for i in range(30):
+        put(log, b"k%d" % (i % 3), b"v%d" % i)
+    before = records(log)
+    # simulate: the cleaner wrote a .cleaned segment, then the broker died before the swap
+    with open(os.path.join(log.dir, f"{0:020d}.log.cleaned"), "wb") as f:
+        f.write(b"half written")
+    manager.close()
+    manager = LogManager(str(tmp_path), broker)
+    log = compacted_log(manager)
+    assert records(log) == before
+    assert not any(n.endswith(".cleaned") for n in os.listdir(log.dir))
+    manager.close()
+
+
+def test_crash_during_swap_completes_the_swap(tmp_path, monkeypatch):
+    broker = BrokerConfig({"log.dirs": str(tmp_path)})
+    manager = LogManager(str(tmp_path), broker)
+    log = compacted_log(manager)
+    for i in range(30):
+        put(log, b"k%d" % (i % 3), b"v%d" % i)
+    latest = {k: v for _, k, v in records(log)}
+    from kafkalab.broker.log import log as log_module
+
+    def crash(seg):
+        raise SystemExit("killed during the swap")
+    monkeypatch.setattr(log_module, "_delete_segment_files", crash)
+    with pytest.raises(SystemExit):
+        manager.run_cleaner(T0)
+    assert any(n.endswith(".swap") for n in os.listdir(log.dir))
+    monkeypatch.undo()
+    for seg in log.segments:
+        seg.close_handlers()
+    manager = LogManager(str(tmp_path), broker)              # no clean shutdown: recovery
+    log = compacted_log(manager)
+    assert not any(n.endswith((".swap", ".cleaned")) for n in os.listdir(log.dir))
+    after = records(log)
+    assert {k: v for _, k, v in after} == latest
+    offsets = [o for o, _, _ in after]
+    assert offsets == sorted(set(offsets))
+    assert any("swap" in line for line in log.recovery_report)
+    manager.close()

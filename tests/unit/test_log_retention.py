@@ -1,0 +1,142 @@
+"""Rolling and retention of UnifiedLog, with clock control (record timestamps and ``now_ms``)."""
+from __future__ import annotations
+
+import pytest
+from kafka_spec import batch
+
+from kafkalab.broker.config import BrokerConfig, LogConfig
+from kafkalab.broker.errors import ErrorCode, KafkaError
+from kafkalab.broker.log.log import UnifiedLog
+
+T0 = 1_700_000_000_000
+HOUR = 3_600_000
+
+
+def make_log(tmp_path, **overrides):
+    broker = BrokerConfig({"log.dirs": str(tmp_path)})
+    return UnifiedLog(str(tmp_path / "t-0"), "t", 0, LogConfig(broker, overrides))
+
+
+def append(log, ts, value=b"v" * 50, key=b"k"):
+    info = log.append_as_leader(batch(0, [(ts, key, value)]))
+    log.high_watermark = log.log_end_offset
+    return info
+
+
+def test_rolls_on_segment_bytes(tmp_path):
+    log = make_log(tmp_path, **{"segment.bytes": 500})
+    for i in range(20):
+        append(log, T0 + i)
+    assert len(log.segments) > 3
+    assert all(s.size <= 500 for s in log.segments)
+    bases = [s.base_offset for s in log.segments]
+    assert bases == sorted(set(bases)) and bases[0] == 0
+
+
+def test_rolls_on_segment_ms_by_record_timestamps(tmp_path):
+    """Kafka compares the new batch's timestamp with the segment's first batch timestamp."""
+    log = make_log(tmp_path, **{"segment.ms": HOUR})
+    append(log, T0)
+    append(log, T0 + HOUR)          # exactly segment.ms later: not yet
+    assert len(log.segments) == 1
+    append(log, T0 + HOUR + 1)      # more than segment.ms: roll
+    assert [s.base_offset for s in log.segments] == [0, 2]
+
+
+def test_segment_jitter_is_random_per_segment_and_below_segment_ms(tmp_path):
+    log = make_log(tmp_path, **{"segment.ms": 1000, "segment.jitter.ms": 500})
+    jitters = {log._new_segment(1000 + i).roll_jitter_ms for i in range(30)}
+    assert all(0 <= j < 500 for j in jitters) and len(jitters) > 1
+
+
+def test_rolls_when_the_offset_index_is_full(tmp_path):
+    # 3 offset index entries fit in 24 bytes; time index: 2 entries, one slot kept for the roll entry
+    log = make_log(tmp_path, **{"segment.index.bytes": 24, "index.interval.bytes": 1})
+    for i in range(12):
+        append(log, T0 + i)
+    assert len(log.segments) > 2
+    for seg in log.segments:
+        assert len(seg.offset_index) <= 3 and len(seg.time_index) <= 2
+
+
+def test_runtime_config_changes_apply_without_restart(tmp_path):
+    log = make_log(tmp_path)
+    for i in range(5):
+        append(log, T0 + i)
+    assert len(log.segments) == 1 and len(log.segments[0].offset_index) == 0
+    log.config.set("index.interval.bytes", 1)      # AlterConfigs
+    for i in range(5):
+        append(log, T0 + 10 + i)
+    assert len(log.segments[0].offset_index) >= 4
+    log.config.set("segment.bytes", 300)
+    for i in range(10):
+        append(log, T0 + 20 + i)
+    assert len(log.segments) > 2
+
+
+def test_retention_ms_deletes_old_segments_never_the_active_one(tmp_path):
+    log = make_log(tmp_path, **{"segment.bytes": 300, "retention.ms": HOUR})
+    for i in range(10):
+        append(log, T0 + i * 60_000)  # a record a minute
+    n = len(log.segments)
+    assert n > 3
+    assert log.delete_old_segments(now_ms=T0 + 9 * 60_000) == 0       # nothing older than an hour
+    deleted = log.delete_old_segments(now_ms=T0 + 100 * HOUR)          # everything expired
+    assert deleted == n - 1 and len(log.segments) == 1                  # the active segment stays
+    assert log.log_start_offset == log.active_segment.base_offset
+    with pytest.raises(KafkaError) as e:
+        log.read(0, 1000)
+    assert e.value.code == ErrorCode.OFFSET_OUT_OF_RANGE
+    assert log.read(log.log_start_offset, 10_000)
+
+
+def test_retention_ms_uses_each_segments_largest_timestamp(tmp_path):
+    log = make_log(tmp_path, **{"segment.bytes": 300, "retention.ms": HOUR})
+    for i in range(10):
+        append(log, T0 + i * 10 * 60_000)  # a record every 10 minutes
+    segs = list(log.segments)
+    now = segs[1].largest_timestamp + HOUR + 1     # the first two segments have expired
+    log.delete_old_segments(now_ms=now)
+    assert log.segments[0] is segs[2]
+    assert log.log_start_offset == segs[2].base_offset
+
+
+def test_retention_bytes_is_per_partition(tmp_path):
+    log = make_log(tmp_path, **{"segment.bytes": 300, "retention.bytes": 700})
+    for i in range(20):
+        append(log, T0 + i)
+    log.delete_old_segments(now_ms=T0)
+    total = log.size
+    assert total >= 700 or len(log.segments) == 1
+    assert total - log.segments[0].size < 700  # deleting one more would go below retention.bytes
+
+
+def test_retention_respects_the_high_watermark(tmp_path):
+    log = make_log(tmp_path, **{"segment.bytes": 300, "retention.ms": 1})
+    for i in range(10):
+        append(log, T0 + i)
+    second = log.segments[1]
+    log.high_watermark = second.base_offset  # followers have not caught up past segment 0
+    assert log.delete_old_segments(now_ms=T0 + 10 * HOUR) == 1
+    assert log.segments[0] is second and log.log_start_offset == second.base_offset
+
+
+def test_compact_only_topic_keeps_data_past_retention(tmp_path):
+    log = make_log(tmp_path, **{"segment.bytes": 300, "retention.ms": 1, "cleanup.policy": "compact"})
+    for i in range(10):
+        append(log, T0 + i)
+    assert log.delete_old_segments(now_ms=T0 + 10 * HOUR) == 0
+
+
+def test_delete_records_then_retention_deletes_segments_below_log_start(tmp_path):
+    log = make_log(tmp_path, **{"segment.bytes": 300, "retention.ms": -1, "cleanup.policy": "compact"})
+    for i in range(10):
+        append(log, T0 + i)
+    third = log.segments[2].base_offset
+    log.maybe_increment_log_start_offset(third + 1)
+    assert log.log_start_offset == third + 1 and log.segments[0].base_offset == 0
+    deleted = log.delete_old_segments(now_ms=T0)
+    assert deleted == 2 and log.segments[0].base_offset == third
+    assert log.log_start_offset == third + 1   # never moves back
+    with pytest.raises(KafkaError):
+        log.maybe_increment_log_start_offset(log.log_end_offset + 5)
