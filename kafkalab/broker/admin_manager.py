@@ -186,10 +186,10 @@ class AdminManager:
                 shutil.rmtree(leftover, ignore_errors=True)
         self.cache.remove(name)
         self.broker.topic_configs.pop(name, None)
-        coordinator = self.broker.group_coordinator
-        on_deleted = getattr(coordinator, "handle_deleted_partitions", None)
-        if on_deleted is not None:  # Kafka drops the committed offsets of deleted partitions
-            on_deleted([(name, i) for i in range(topic.num_partitions)])
+        # Kafka's GroupCoordinator.handleDeletedPartitions: committed offsets of the topic go too
+        on_deleted = getattr(self.broker.group_coordinator, "delete_offsets_of_topic", None)
+        if on_deleted is not None:
+            on_deleted(name)
         return topic
 
     def create_partitions(self, name: str, count: int, validate_only: bool = False,

@@ -110,7 +110,7 @@ class SocketServer:
             self._connections.discard(writer)
             writer.close()
 
-    async def _handle(self, frame: bytes, client_host: str, conn_id: int) -> bytes | None:
+    async def _handle(self, frame: bytes, client_host: str, conn_id: int) -> bytes | bytearray | None:
         api_key, api_version, correlation_id = _HEADER_PREFIX.unpack_from(frame)
         spec = REGISTRY.get(api_key)
         if spec is None:

@@ -236,7 +236,8 @@ def test_describe_with_kafka_python_filters_synonyms_and_documentation(shared_br
     (result,) = resp.results
     assert result.error_code == 0
     (entry,) = result.configs
-    assert entry.name == "segment.bytes" and entry.value == "1048576" and entry.config_source == Source.DYNAMIC_TOPIC_CONFIG
+    assert (entry.name, entry.value, entry.config_source) == ("segment.bytes", "1048576",
+                                                              Source.DYNAMIC_TOPIC_CONFIG)
     assert "roll" in entry.documentation and entry.synonyms == []
 
 
@@ -268,31 +269,28 @@ def test_incremental_alter_takes_effect_at_runtime(shared_broker):
 def test_incremental_append_subtract_and_errors(shared_broker):
     a = admin(shared_broker)
     create(a, NewTopic("alter-lists", 1, 1))
-    incremental(a, "alter-lists", ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND))
+    incremental(a, "alter-lists", ConfigEntry("cleanup.policy", "compact",
+                                               incremental_operation=AlterConfigOpType.APPEND))
     assert describe_topic(a, "alter-lists")["cleanup.policy"].value == "delete,compact"
     incremental(a, "alter-lists", ConfigEntry("cleanup.policy", "delete",
                                                incremental_operation=AlterConfigOpType.SUBTRACT))
     assert describe_topic(a, "alter-lists")["cleanup.policy"].value == "compact"
-    for entry, needle in [
-        (ConfigEntry("retention.ms", "1", incremental_operation=AlterConfigOpType.APPEND), "retention.ms"),
-        (ConfigEntry("retention.ms", "later", incremental_operation=AlterConfigOpType.SET), "retention.ms"),
-        (ConfigEntry("no.such.config", "1", incremental_operation=AlterConfigOpType.SET), "no.such.config"),
-        (ConfigEntry("min.compaction.lag.ms", "100", incremental_operation=AlterConfigOpType.SET), None),
+    SET, APPEND = AlterConfigOpType.SET, AlterConfigOpType.APPEND
+    for entries, needle in [
+        ([ConfigEntry("retention.ms", "1", incremental_operation=APPEND)], "retention.ms"),  # not a list
+        ([ConfigEntry("retention.ms", "later", incremental_operation=SET)], "retention.ms"),
+        ([ConfigEntry("no.such.config", "1", incremental_operation=SET)], "no.such.config"),
+        # each valid alone, contradictory together: nothing is applied
+        ([ConfigEntry("min.compaction.lag.ms", "100", incremental_operation=SET),
+          ConfigEntry("max.compaction.lag.ms", "50", incremental_operation=SET)], "max.compaction.lag.ms"),
     ]:
-        if needle is None:  # valid alone, but contradicts another config
-            incremental(a, "alter-lists", ConfigEntry("max.compaction.lag.ms", "50",
-                                                       incremental_operation=AlterConfigOpType.SET),
-                        validate_only=True)
-            (f,) = a.incremental_alter_configs([ConfigResource("topic", "alter-lists", incremental_configs=[
-                entry, ConfigEntry("max.compaction.lag.ms", "50", incremental_operation=AlterConfigOpType.SET)])
-            ]).values()
-            needle = "max.compaction.lag.ms"
-        else:
-            (f,) = a.incremental_alter_configs([ConfigResource("topic", "alter-lists",
-                                                               incremental_configs=[entry])]).values()
+        (f,) = a.incremental_alter_configs([ConfigResource("topic", "alter-lists",
+                                                           incremental_configs=entries)]).values()
         with pytest.raises(KafkaException) as info:
             f.result(TIMEOUT)
         assert info.value.args[0].code() == CKError.INVALID_CONFIG and needle in info.value.args[0].str()
+    incremental(a, "alter-lists", ConfigEntry("max.compaction.lag.ms", "50", incremental_operation=SET),
+                validate_only=True)
     configs = describe_topic(a, "alter-lists")  # nothing of the failed requests applied
     assert configs["cleanup.policy"].value == "compact"
     assert configs["retention.ms"].is_default and configs["min.compaction.lag.ms"].is_default
@@ -713,3 +711,19 @@ def test_confluent_consumer_detects_truncation_with_offset_for_leader_epoch(brok
         assert "truncation detected at offset 8" in errors[0].str() and "end offset is 5" in errors[0].str()
     else:
         assert not errors and got[8:] == [(5, 1), (6, 1), (7, 1)]
+
+
+def test_deleting_a_topic_drops_its_committed_offsets(shared_broker):
+    a = admin(shared_broker)
+    create(a, NewTopic("offsets-gone", 1, 1))
+    produce_n(shared_broker, "offsets-gone", 3)
+    c = Consumer({"bootstrap.servers": shared_broker.bootstrap_servers, "group.id": "offsets-gone-group",
+                  "enable.auto.commit": False})
+    try:
+        c.commit(offsets=[TopicPartition("offsets-gone", 0, 2)], asynchronous=False)
+        assert c.committed([TopicPartition("offsets-gone", 0)], timeout=TIMEOUT)[0].offset == 2
+        (f,) = a.delete_topics(["offsets-gone"]).values()
+        f.result(TIMEOUT)
+        assert c.committed([TopicPartition("offsets-gone", 0)], timeout=TIMEOUT)[0].offset < 0  # OFFSET_INVALID
+    finally:
+        c.close()

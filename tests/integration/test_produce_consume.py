@@ -275,9 +275,19 @@ def test_offset_out_of_range_and_auto_offset_reset(shared_broker, client):
     got = consume(client, bs, topic, 10, partitions=(0,), start=1000, reset="earliest")
     assert [m.offset for m in got] == list(range(10))
 
-    # "latest": the consumer jumps to the end and sees only what comes next
+    # "latest": the consumer jumps to the end and sees only what comes next. The late record is
+    # sent once the broker has answered the consumer's ListOffsets (its reset to the end).
+    counts = shared_broker.server.socket_server.request_counts
+
+    def resets():
+        return sum(n for (cid, api, _), n in list(counts.items()) if cid == f"test-{client}" and api == "ListOffsets")
+
+    before = resets()
+
     def late_producer():
-        time.sleep(3)
+        deadline = time.time() + WAIT_S
+        while resets() == before and time.time() < deadline:
+            time.sleep(0.05)
         produce(client, bs, topic, [(None, b"late", None, None)])
     t = threading.Thread(target=late_producer)
     t.start()
@@ -348,10 +358,17 @@ def test_fetch_limits_kip74(shared_broker):
     first = list(iter_batches(parts[big_p].records))
     assert len(first) == 1 and BatchHeader.parse(parts[big_p].records).size > 20_000
     assert parts[other].records in (b"", None)  # the response budget is used up
-    # partition_max_bytes bounds each partition, max_bytes the whole response
-    parts = _fetch(shared_broker, "kip74", {big_p: 0, other: 0}, max_bytes=2**20, partition_max_bytes=25_000)
-    assert len(list(iter_batches(parts[big_p].records))) == 1
+    # partition_max_bytes bounds each partition: only whole batches that fit, after the first
+    first_size = stored_batches(shared_broker, "kip74", big_p)[0][0].size
+    parts = _fetch(shared_broker, "kip74", {big_p: 0, other: 0}, max_bytes=2**20,
+                   partition_max_bytes=first_size + 10)
+    assert [h.size for _, h in iter_batches(parts[big_p].records)] == [first_size]
     assert len(list(iter_batches(parts[other].records))) >= 1
+    # max_bytes bounds the whole response: nothing is left for the second partition
+    parts = _fetch(shared_broker, "kip74", {big_p: 0, other: 0}, max_bytes=first_size + 10,
+                   partition_max_bytes=2**20)
+    assert [h.size for _, h in iter_batches(parts[big_p].records)] == [first_size]
+    assert parts[other].records in (b"", None)
 
 
 def test_fetch_at_and_beyond_log_end(shared_broker):

@@ -116,6 +116,11 @@ class _Index:
         self._file.flush()
         os.fsync(self._file.fileno())
 
+    def dup_fd(self) -> int:
+        """A duplicate descriptor with everything written, for an fsync off the event loop."""
+        self._file.flush()
+        return os.dup(self._file.fileno())
+
     def truncate_to_entries(self, n: int) -> None:
         del self._keys[n:]
         del self._values[n:]

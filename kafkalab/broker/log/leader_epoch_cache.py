@@ -99,7 +99,8 @@ class LeaderEpochFileCache:
         if epoch < 0:
             return
         latest = self.entries[-1] if self.entries else None
-        if latest is not None and (latest.epoch > epoch or (latest.epoch == epoch and latest.start_offset <= start_offset)):
+        if latest is not None and (latest.epoch > epoch
+                                   or (latest.epoch == epoch and latest.start_offset <= start_offset)):
             return
         self.entries = [e for e in self.entries if e.epoch < epoch and e.start_offset < start_offset]
         self.entries.append(EpochEntry(epoch, start_offset))
@@ -139,7 +140,8 @@ class LeaderEpochFileCache:
         before = [e for e in self.entries if e.start_offset <= start_offset]
         if not before or (len(before) == 1 and before[0].start_offset == start_offset):
             return
-        kept = [EpochEntry(before[-1].epoch, start_offset)] + [e for e in self.entries if e.start_offset > start_offset]
+        later = [e for e in self.entries if e.start_offset > start_offset]
+        kept = [EpochEntry(before[-1].epoch, start_offset)] + later
         if kept != self.entries:
             self.entries = kept
             self.flush()

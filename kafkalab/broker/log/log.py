@@ -338,16 +338,20 @@ class UnifiedLog:
         self.recovery_point = self.log_end_offset
         self.last_flush_ms = int(time.time() * 1000)
 
-    def flush_rolled_segments(self) -> None:
-        """fsync segments that rolled since the last flush and move the recovery point past them."""
+    def rolled_segments_to_flush(self) -> tuple[int, list[LogSegment]]:
+        """The segments that rolled since the last flush, and the recovery point once they are fsynced."""
         target = min(self.pending_flush_offset, self.active_segment.base_offset)
         if target <= self.recovery_point:
-            return
-        for seg in self.segments[self.segment_for(self.recovery_point):]:
-            if seg.base_offset >= target:
-                break
+            return target, []
+        return target, [seg for seg in self.segments[self.segment_for(self.recovery_point):]
+                        if seg.base_offset < target]
+
+    def flush_rolled_segments(self) -> None:
+        """fsync segments that rolled since the last flush and move the recovery point past them."""
+        target, segments = self.rolled_segments_to_flush()
+        for seg in segments:
             seg.flush()
-        self.recovery_point = target
+        self.recovery_point = max(self.recovery_point, target)
 
     def maybe_flush_by_time(self, now_ms: int) -> None:
         """``flush.ms``: fsync the log when the last flush is that old and there is something new."""

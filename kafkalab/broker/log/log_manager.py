@@ -142,6 +142,23 @@ class LogManager:
             log_.flush_rolled_segments()
             log_.maybe_flush_by_time(now_ms)
 
+    async def flush_dirty_logs_in_background(self) -> None:
+        """The flusher job: like :meth:`flush_dirty_logs`, but the fsyncs of rolled segments run
+        in a worker thread (Kafka's flusher is a scheduler thread too), so a slow disk never
+        stalls the connections served by the event loop."""
+        work = []
+        for log_ in list(self.logs.values()):
+            target, segments = log_.rolled_segments_to_flush()
+            if segments:
+                work.append((log_, target, [fd for seg in segments for fd in seg.dup_fds()]))
+        if work:
+            await asyncio.to_thread(_fsync_and_close, [fd for _, _, fds in work for fd in fds])
+            for log_, target, _ in work:
+                log_.recovery_point = max(log_.recovery_point, min(target, log_.log_end_offset))
+        now_ms = int(time.time() * 1000)
+        for log_ in list(self.logs.values()):
+            log_.maybe_flush_by_time(now_ms)
+
     def checkpoint(self) -> None:
         """Write the checkpoint files (Kafka does it every log.flush.offset.checkpoint.interval.ms)."""
         self._recovery_points = {k: log_.recovery_point for k, log_ in self.logs.items()}
@@ -162,14 +179,16 @@ class LogManager:
         if interval > 0:
             broker.spawn(self._every("kafka-recovery-point-checkpoint", interval, self.checkpoint))
         flush_interval = min(1000, cfg["log.flush.scheduler.interval.ms"])
-        broker.spawn(self._every("kafka-log-flusher", flush_interval, self.flush_dirty_logs))
+        broker.spawn(self._every("kafka-log-flusher", flush_interval, self.flush_dirty_logs_in_background))
 
     @staticmethod
     async def _every(name: str, interval_ms: int, job) -> None:
         while True:
             await asyncio.sleep(interval_ms / 1000)
             try:
-                job()
+                result = job()
+                if asyncio.iscoroutine(result):
+                    await result
             except Exception:  # a failing job is logged and retried, it never stops the broker
                 log.exception("background job %s failed", name)
 
@@ -183,3 +202,12 @@ class LogManager:
         with open(os.path.join(self.log_dir, CLEAN_SHUTDOWN_FILE), "w") as f:
             f.flush()
             os.fsync(f.fileno())
+
+
+def _fsync_and_close(fds: list[int]) -> None:
+    try:
+        for fd in fds:
+            os.fsync(fd)
+    finally:
+        for fd in fds:
+            os.close(fd)

@@ -125,6 +125,11 @@ class LogSegment:
         self.offset_index.fsync()
         self.time_index.fsync()
 
+    def dup_fds(self) -> list[int]:
+        """Duplicates of the three files' descriptors, so a worker thread can fsync them
+        while the loop goes on (and even if the segment is closed meanwhile)."""
+        return [os.dup(self._fd), self.offset_index.dup_fd(), self.time_index.dup_fd()]
+
     def on_become_inactive(self) -> None:
         """When a segment rolls, its time index gets a final entry for its largest timestamp."""
         if self.max_timestamp_so_far >= 0:
