@@ -156,7 +156,7 @@ def test_broker_starts_on_damaged_files_and_serves_the_valid_prefix(broker_proce
     assert ends[0] == len(acked) - lost
     bp2.proc.terminate()
     bp2.proc.wait(20)
-    stderr = bp2.proc.stderr.read()
+    stderr = bp2.stderr_text()
     bp2.stop()
     assert "rebuilt" in stderr and "truncated" in stderr, stderr
     check_files(bp.log_dir)

@@ -17,12 +17,13 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KTopicPartition
 from kafka.partitioner.default import murmur2
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
+from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 
 import kafka_wire as wire
 import kafkalab
 from kafkalab.broker.apis import REGISTRY
 from kafkalab.broker.errors import ErrorCode
-from kafkalab.broker.records import BatchHeader, iter_batches, iter_records
+from kafkalab.broker.records import BatchHeader, Record, build_batch, iter_batches, iter_records
 
 CLIENTS = ["confluent", "kafka-python"]
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -345,14 +346,15 @@ def test_fetch_min_bytes_waits_for_max_wait(shared_broker):
 
 def test_fetch_limits_kip74(shared_broker):
     create_topic(shared_broker, "kip74", 2)
-    big = b"x" * 20_000
-    produce("confluent", shared_broker.bootstrap_servers, "kip74",
-            [(None, big, None, None)], **{"partitioner": "random", "linger.ms": 0})
-    for p in (0, 1):
-        produce("kafka-python", shared_broker.bootstrap_servers, "kip74", [(None, b"small", None, None)])
-    sizes = {p: sum(h.size for h, _ in stored_batches(shared_broker, "kip74", p)) for p in (0, 1)}
-    big_p = max(sizes, key=sizes.get)
-    other = 1 - big_p
+    big_p, other = 0, 1
+    for partition, values in ((big_p, [b"x" * 20_000, b"small"]), (other, [b"small"])):
+        for value in values:  # one batch each, to exactly these partitions
+            req = ProduceRequest(transactional_id=None, acks=-1, timeout_ms=30000, topic_data=[
+                ProduceRequest.TopicProduceData(name="kip74", partition_data=[
+                    ProduceRequest.TopicProduceData.PartitionProduceData(
+                        index=partition, records=build_batch([Record(0, 1000, None, value, [])]))])])
+            resp = wire.call(shared_broker.bootstrap_servers, req, ProduceResponse, 9)
+            assert resp.responses[0].partition_responses[0].error_code == 0
     # the first batch is returned whole although it is larger than max_bytes and partition_max_bytes
     parts = _fetch(shared_broker, "kip74", {big_p: 0, other: 0}, max_bytes=100, partition_max_bytes=100)
     first = list(iter_batches(parts[big_p].records))
