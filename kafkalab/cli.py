@@ -9,7 +9,8 @@
 ``dump-log`` is Kafka's ``kafka-dump-log.sh`` (``kafka.tools.DumpLogSegments``):
 the same options, the same output, on the mini broker's files or a real
 broker's. ``broker`` takes exactly the flags of ``python -m kafkalab.broker``.
-``lab`` starts JupyterLab on the ``notebooks/`` folder; each notebook starts
+``lab`` starts JupyterLab on the checkout (lesson 00 open, ``labs/`` beside it), as
+``scripts/lab.sh`` does; each notebook starts
 its own broker inside the notebook (``kafkalab.mini()``), so nothing else
 has to run first.
 
@@ -72,8 +73,13 @@ def _cmd_lab(args: argparse.Namespace) -> int:
         print("kafkalab lab: cannot find the notebooks/ folder; run it from the kafkalab checkout "
               "or pass --notebook-dir DIR", file=sys.stderr)
         return 2
-    cmd = [sys.executable, "-m", "jupyterlab", f"--notebook-dir={os.path.abspath(notebook_dir)}",
-           f"--ServerApp.ip={args.ip}"]
+    if args.notebook_dir:
+        cmd = [sys.executable, "-m", "jupyterlab", f"--notebook-dir={os.path.abspath(notebook_dir)}"]
+    else:  # like scripts/lab.sh: the checkout's root, so notebooks/ and labs/ are both reachable
+        root = os.path.dirname(os.path.abspath(notebook_dir))
+        cmd = [sys.executable, "-m", "jupyterlab", f"--notebook-dir={root}",
+               "--LabApp.default_url=/lab/tree/notebooks/00_first_events.ipynb"]
+    cmd.append(f"--ServerApp.ip={args.ip}")
     if args.port:
         cmd.append(f"--port={args.port}")
     if args.no_browser:
@@ -123,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
         "lab", help="open the lessons (notebooks/) in JupyterLab",
         description="Start JupyterLab on the notebooks/ folder. The notebooks start their own broker "
                     "inside the notebook (kafkalab.mini()), so nothing else needs to run first.")
-    lab.add_argument("--notebook-dir", help="folder to open (default: the notebooks/ of this checkout)")
+    lab.add_argument("--notebook-dir", help="folder to open (default: this checkout, at lesson 00)")
     lab.add_argument("--port", type=int, default=0, help="JupyterLab's port (default: JupyterLab's choice)")
     lab.add_argument("--ip", default="127.0.0.1", help="address JupyterLab listens on (default: %(default)s)")
     lab.add_argument("--no-browser", action="store_true", help="do not open a browser")

@@ -184,6 +184,8 @@ _BROKER_ONLY: list[ConfigDef] = [
     _d("offsets.topic.num.partitions", "int", 50, "Partitions of __consumer_offsets", _positive),
     _d("offsets.topic.replication.factor", "int", 1, "Replication factor of __consumer_offsets", _positive),
     _d("offsets.retention.minutes", "int", 10080, "How long committed offsets of an empty group are kept", _positive),
+    _d("offsets.retention.check.interval.ms", "long", 600_000, "How often expired offsets are removed", _positive),
+    _d("offset.metadata.max.bytes", "int", 4096, "Largest metadata string an offset commit may carry", _nonneg),
     _d("group.initial.rebalance.delay.ms", "int", 3000, "Wait for more members before the first rebalance", _nonneg),
     _d("group.min.session.timeout.ms", "int", 6000, "Smallest session.timeout.ms a consumer may ask for", _nonneg),
     _d("group.max.session.timeout.ms", "int", 1_800_000, "Largest session.timeout.ms a consumer may ask for", _nonneg),

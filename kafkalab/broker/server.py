@@ -32,6 +32,7 @@ import logging
 import struct
 
 from .apis import REGISTRY, RequestContext, load_all
+from .apis.api_versions import advertised
 from .errors import ErrorCode, KafkaError
 
 log = logging.getLogger("kafkalab.broker.server")
@@ -137,15 +138,13 @@ class SocketServer:
         # encode() already returns a fresh bytearray; bytes() would copy every Fetch response again
         return response.encode(header=True, framed=True)
 
-    def _unsupported_api_versions(self, correlation_id: int) -> bytes:
-        spec = REGISTRY[API_VERSIONS_KEY]
-        ctx_version = 0
-        response = RequestContext(self.broker, API_VERSIONS_KEY, ctx_version, correlation_id, None, "", -1).response(
-            spec, {"error_code": ErrorCode.UNSUPPORTED_VERSION,
-                   "api_keys": [{"api_key": s.key, "min_version": s.min_version, "max_version": s.max_version}
-                                for s in sorted(REGISTRY.values(), key=lambda s: s.key)]})
+    def _unsupported_api_versions(self, correlation_id: int) -> bytearray:
+        """ApiVersions in a version we do not know: answer in v0 with our list (KIP-511)."""
+        ctx = RequestContext(self.broker, API_VERSIONS_KEY, 0, correlation_id, None, "", -1)
+        response = ctx.response(REGISTRY[API_VERSIONS_KEY],
+                                {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": advertised()})
         response.with_header(correlation_id=correlation_id)
-        return bytes(response.encode(header=True, framed=True))
+        return response.encode(header=True, framed=True)
 
 
 __all__ = ["SocketServer", "InvalidRequest", "CloseConnection", "KafkaError"]

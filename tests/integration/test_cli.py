@@ -141,7 +141,9 @@ def test_lab_dry_run_points_at_the_notebooks():
     result = kafkalab("lab", "--dry-run", "--no-browser", "--port", "8899")
     assert result.returncode == 0
     assert "jupyterlab" in result.stdout
-    assert f"--notebook-dir={os.path.join(ROOT, 'notebooks')}" in result.stdout
+    # the checkout's root (so labs/ is reachable from the lessons), opened at lesson 00
+    assert f"--notebook-dir={ROOT}" in result.stdout.split()
+    assert "--LabApp.default_url=/lab/tree/notebooks/00_first_events.ipynb" in result.stdout
     assert "--port=8899" in result.stdout and "--no-browser" in result.stdout
 
 

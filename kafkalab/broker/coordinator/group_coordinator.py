@@ -63,10 +63,6 @@ EMPTY, PREPARING, COMPLETING, STABLE, DEAD = (GroupState.EMPTY, GroupState.PREPA
                                               GroupState.COMPLETING_REBALANCE, GroupState.STABLE,
                                               GroupState.DEAD)
 UNKNOWN_MEMBER_ID = ""
-#: offset.metadata.max.bytes
-OFFSET_METADATA_MAX_BYTES = 4096
-#: offsets.retention.check.interval.ms
-OFFSETS_RETENTION_CHECK_INTERVAL_MS = 600_000
 
 
 def join_result(member_id: str, error: ErrorCode = ErrorCode.NONE, **fields) -> dict:
@@ -127,12 +123,6 @@ class GroupCoordinator:
     @property
     def initial_rebalance_delay_ms(self) -> int:
         return self.config["group.initial.rebalance.delay.ms"]
-
-    def _cfg(self, name: str, default):
-        try:
-            return self.config[name]
-        except KeyError:
-            return default
 
     # -- helpers ------------------------------------------------------------------
 
@@ -643,7 +633,7 @@ class GroupCoordinator:
         if member is not None:
             self._schedule_heartbeat(group, member)
         result, to_store = {}, {}
-        max_metadata = self._cfg("offset.metadata.max.bytes", OFFSET_METADATA_MAX_BYTES)
+        max_metadata = self.config["offset.metadata.max.bytes"]
         for tp, om in offsets.items():
             if om.metadata is not None and len(om.metadata.encode()) > max_metadata:
                 result[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
@@ -739,7 +729,7 @@ class GroupCoordinator:
     # -- offsets.retention.minutes ------------------------------------------------
 
     def _schedule_cleanup(self) -> None:
-        interval = self._cfg("offsets.retention.check.interval.ms", OFFSETS_RETENTION_CHECK_INTERVAL_MS)
+        interval = self.config["offsets.retention.check.interval.ms"]
         self._cleanup_handle = self.loop.call_later(interval / 1000, self._cleanup_group_metadata)
 
     def _cleanup_group_metadata(self) -> None:
