@@ -9,8 +9,10 @@ answers** the student computed. It prints one line per step — ``✓`` passed,
 """
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
+from collections import Counter
 
 import pandas as pd
 
@@ -41,6 +43,20 @@ class Report:
                      f"{failed} of {len(self.results)} checks failed — fix the step(s) marked ✗ and run again.")
         return "\n".join(lines)
 
+    @contextlib.contextmanager
+    def answer(self, name: str, variable: str):
+        """Check one of the student's answers inside this block.
+
+        An answer of a shape the check did not expect (a list where a tuple was
+        asked for, Message objects instead of values, ...) becomes a ✗ line
+        that says so, instead of a traceback from inside the check.
+        """
+        try:
+            yield
+        except Exception as exc:  # noqa: BLE001 -- whatever failed, it failed on the student's value
+            self.step(name, False, f"could not check `{variable}` ({type(exc).__name__}: {exc}) — "
+                                   f"print it and compare its type and shape with what the step asks for")
+
     def finish(self) -> None:
         print(self.render())
         failed = [name for name, ok, _ in self.results if not ok]
@@ -49,8 +65,20 @@ class Report:
                                  f"first: {failed[0]}")
 
 
-def _unfilled(value) -> bool:
+def unfilled(value) -> bool:
+    """True for an answer still at its placeholder (``...``) or ``None``."""
     return value is ... or value is None
+
+
+def unfilled_detail(variable: str, value, hint: str = "") -> str:
+    """The ✗ detail for an unfilled answer: ``...`` means the TODO is untouched, ``None`` that it produced nothing."""
+    said = "is still `...` (the TODO is not filled in yet)" if value is ... else "is None"
+    return f"{variable} {said}" + (f" — {hint}" if hint else "")
+
+
+def as_text(value):
+    """Keys and values may come as bytes (from the client) or str (decoded): compare them as str."""
+    return bytes(value).decode() if isinstance(value, (bytes, bytearray)) else value
 
 
 def read_partition(bootstrap_servers: str, topic: str, partition: int = 0, timeout: float = 20.0) -> list:
@@ -110,11 +138,22 @@ def check_00(kafka, topic: str, delivered_offsets, readings, from_offset_3, wate
         problems.append(f"the topic holds {len(stored)} record(s), expected {len(expected)} — "
                         f"produce every reading exactly once (re-running the produce cell adds duplicates: "
                         f"re-run the notebook from the top instead)")
-    for i, (msg, (sensor, celsius, ts)) in enumerate(zip(stored, expected)):
-        got = (msg.key(), msg.value(), msg.timestamp()[1])
-        want = (sensor.encode(), celsius.encode(), ts)
-        if got != want:
-            problems.append(f"offset {i}: stored key/value/timestamp {got}, expected {want}")
+    got_events = [(m.key(), m.value(), m.timestamp()[1]) for m in stored]
+    want_events = [(s.encode(), c.encode(), ts) for s, c, ts in expected]
+    if Counter(got_events) == Counter(want_events) and got_events != want_events:   # (keys may be None: no sort)
+        problems.append("all five readings are there, but in another order — produce them in the order READINGS "
+                        "lists them: offsets follow the order in which they were produced")
+    else:
+        if any(ts not in {t for _, _, t in want_events} for _, _, ts in got_events):
+            problems.append("(a timestamp you do not pass to produce(timestamp=...) is the client's clock)")
+        for i, (key, value, ts), (want_key, want_value, want_ts) in zip(range(len(stored)), got_events, want_events):
+            if key != want_key:
+                problems.append(f"offset {i}: key {key!r}, expected {want_key!r} (the sensor)")
+            if value != want_value:
+                problems.append(f"offset {i}: value {value!r}, expected {want_value!r} (the temperature)")
+            if ts != want_ts:
+                problems.append(f"offset {i}: timestamp {ts}, expected {want_ts}")
+    for i, msg in enumerate(stored):
         headers = dict(msg.headers() or [])
         if headers.get("unit") != b"celsius":
             problems.append(f"offset {i}: headers are {msg.headers()}, expected a header ('unit', b'celsius')")
@@ -122,44 +161,68 @@ def check_00(kafka, topic: str, delivered_offsets, readings, from_offset_3, wate
                 not problems, "\n".join(problems[:6]))
 
     # Step 1b: delivery reports.
-    if _unfilled(delivered_offsets):
-        report.step("step 1: delivered_offsets holds the offsets from the delivery reports", False,
-                    "delivered_offsets is still `...` — append msg.offset() in the delivery callback")
-    else:
-        got = list(delivered_offsets)
-        report.step("step 1: delivered_offsets holds the offsets from the delivery reports", got == [0, 1, 2, 3, 4],
-                    f"got {got}, expected [0, 1, 2, 3, 4] — did you flush() before looking at them?")
+    name = "step 1: delivered_offsets holds the offsets from the delivery reports"
+    with report.answer(name, "delivered_offsets"):
+        if unfilled(delivered_offsets):
+            report.step(name, False, unfilled_detail("delivered_offsets", delivered_offsets,
+                                                     "append msg.offset() in the delivery callback"))
+        elif not (got := [int(o) for o in delivered_offsets]):
+            report.step(name, False, "delivered_offsets is empty: no delivery report reached your callback — "
+                                     "pass it to produce(..., on_delivery=on_delivery), append msg.offset() in "
+                                     "it, and call flush() (reports are delivered inside poll()/flush())")
+        else:
+            report.step(name, got == [0, 1, 2, 3, 4],
+                        f"got {got}, expected [0, 1, 2, 3, 4] — one offset per reading, in produce order "
+                        f"(did you flush() before looking at them?)")
 
     # Step 2: the DataFrame.
     name = "step 2: `readings` is a DataFrame of all five records read from offset 0"
-    if _unfilled(readings):
-        report.step(name, False, "readings is still `...`")
-    elif not isinstance(readings, pd.DataFrame):
-        report.step(name, False, f"readings is a {type(readings).__name__}, expected a pandas DataFrame")
-    elif missing := {"offset", "key", "value"} - set(readings.columns):
-        report.step(name, False, f"readings lacks the column(s) {sorted(missing)}")
-    else:
-        def text(v):
-            return v.decode() if isinstance(v, (bytes, bytearray)) else v
-        got = [(int(o), text(k), text(v)) for o, k, v in zip(readings["offset"], readings["key"], readings["value"])]
-        want = [(i, s, c) for i, (s, c, _) in enumerate(expected)]
-        report.step(name, got == want, f"got rows (offset, key, value) {got}\nexpected {want}")
+    with report.answer(name, "readings"):
+        if unfilled(readings):
+            report.step(name, False, unfilled_detail("readings", readings))
+        elif not isinstance(readings, pd.DataFrame):
+            report.step(name, False, f"readings is a {type(readings).__name__}, expected a pandas DataFrame — "
+                                     f"pd.DataFrame([{{'offset': m.offset(), 'key': ..., 'value': ...}} for m in ...])")
+        elif missing := {"offset", "key", "value"} - set(readings.columns):
+            report.step(name, False, f"readings lacks the column(s) {sorted(missing)}; "
+                                     f"it has {list(readings.columns)}")
+        else:
+            got = [(int(o), as_text(k), as_text(v))
+                   for o, k, v in zip(readings["offset"], readings["key"], readings["value"])]
+            want = [(i, s, c) for i, (s, c, _) in enumerate(expected)]
+            report.step(name, got == want, f"got rows (offset, key, value) {got}\nexpected {want}")
 
     # Step 3: the consumer chooses where to read.
     name = "step 3: reading from offset 3 gives exactly the last two values"
-    if _unfilled(from_offset_3):
-        report.step(name, False, "from_offset_3 is still `...`")
-    else:
-        got = [v.decode() if isinstance(v, (bytes, bytearray)) else v for v in from_offset_3]
-        want = [c for _, c, _ in expected[3:]]
-        report.step(name, got == want, f"got {got}, expected {want} — assign TopicPartition(topic, 0, 3)")
+    with report.answer(name, "from_offset_3"):
+        if unfilled(from_offset_3):
+            report.step(name, False, unfilled_detail("from_offset_3", from_offset_3))
+        else:
+            got = list(from_offset_3)
+            want = [c for _, c, _ in expected[3:]]
+            if any(callable(getattr(v, "value", None)) for v in got):
+                report.step(name, False, "from_offset_3 holds records (Message objects), expected their values "
+                                         "as str — [m.value().decode() for m in ...]")
+            elif not all(isinstance(v, (str, bytes, bytearray)) for v in got):
+                report.step(name, False, f"from_offset_3 is {got!r}, expected the values as str, like {want!r}")
+            else:
+                got = [as_text(v) for v in got]
+                report.step(name, got == want,
+                            f"got {got}, expected {want} — assign (or seek to) TopicPartition(topic, 0, 3), "
+                            f"then read to the end of the log")
 
     # Step 4: reading deletes nothing.
     name = "step 4: after all that reading the log still starts at 0 and ends at 5"
-    if _unfilled(watermarks):
-        report.step(name, False, "watermarks is still `...` — use consumer.get_watermark_offsets(...)")
-    else:
-        got = tuple(int(x) for x in watermarks)
-        report.step(name, got == (0, 5), f"got (low, high) = {got}, expected (0, 5)")
+    with report.answer(name, "watermarks"):
+        if unfilled(watermarks):
+            report.step(name, False, unfilled_detail("watermarks", watermarks,
+                                                     "use consumer.get_watermark_offsets(...)"))
+        elif not isinstance(watermarks, (tuple, list)) or len(watermarks) != 2:
+            report.step(name, False, f"watermarks is {watermarks!r}, expected a pair (low, high) — what "
+                                     f"consumer.get_watermark_offsets(TopicPartition(topic, 0)) returns "
+                                     f"(consumer.position() is where one consumer is, not the log's extent)")
+        else:
+            got = tuple(int(x) for x in watermarks)
+            report.step(name, got == (0, 5), f"got (low, high) = {got}, expected (0, 5)")
 
     report.finish()

@@ -32,7 +32,7 @@ from __future__ import annotations
 import os
 import warnings
 
-from .broker.mini import MiniBroker
+from .broker.mini import MiniBroker, config_name
 
 ENV_VAR = "KAFKALAB_BOOTSTRAP_SERVERS"
 """Name of the environment variable that points the lessons at an external cluster."""
@@ -73,7 +73,7 @@ class LabKafka:
             Consumer(kafka.client_config(group_id="lesson", enable_auto_commit=False))
         """
         config = {"bootstrap.servers": self.bootstrap_servers}
-        config.update({(k if "." in k else k.replace("_", ".")): v for k, v in overrides.items()})
+        config.update({config_name(k): v for k, v in overrides.items()})
         return config
 
     def topics(self) -> list[str]:
@@ -103,10 +103,9 @@ class LabKafka:
         returned: always write ``topic = kafka.create_topic("events")``.
         """
         self._check_open()
-        from confluent_kafka import KafkaError, KafkaException
         from confluent_kafka.admin import AdminClient, NewTopic
 
-        topic_configs = {(k if "." in k else k.replace("_", ".")): str(v) for k, v in configs.items()}
+        topic_configs = {config_name(k): str(v) for k, v in configs.items()}
         existing = set(self.topics())
         chosen, n = name, 1
         while chosen in existing:
@@ -122,14 +121,6 @@ class LabKafka:
                           config=topic_configs)],
                 operation_timeout=30, request_timeout=30)
             futures[chosen].result(60)
-        except KafkaException as exc:
-            error = exc.args[0]
-            if not (self.embedded and error.code() == KafkaError._UNSUPPORTED_FEATURE):
-                raise
-            # This broker build does not serve CreateTopics yet: ask its AdminManager directly.
-            server = self.broker.server
-            self.broker.call(server.admin_manager.create_topic, chosen, partitions,
-                             replication_factor, topic_configs)
         finally:
             del admin
         return chosen

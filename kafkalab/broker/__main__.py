@@ -6,7 +6,10 @@ connections::
 
     kafkalab broker 0 ready on 127.0.0.1:9092 log.dirs=/tmp/x
 
-SIGTERM and SIGINT shut it down cleanly (logs flushed, checkpoints written).
+SIGTERM and SIGINT shut it down cleanly (logs flushed, checkpoints written)
+and it exits with status 0. If it cannot start (the port is in use, the log
+directory cannot be written) it prints ``error: ...`` and exits with status 1;
+a bad flag or config exits with status 2.
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ import signal
 import sys
 
 from .config import BrokerConfig
-from .kafka_server import KafkaServer
+from .kafka_server import KafkaServer, StartupError
 
 
 def parse_args(argv=None):
@@ -28,26 +31,30 @@ def parse_args(argv=None):
     p.add_argument("--broker-id", type=int, default=0)
     p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                    help="any broker config by its Kafka name, e.g. num.partitions=3 (repeatable)")
-    p.add_argument("--log-level", default="WARNING")
+    p.add_argument("--log-level", default="WARNING", type=str.upper,
+                   choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"])
     return p.parse_args(argv)
 
 
 async def run(config: BrokerConfig) -> None:
-    server = KafkaServer(config)
-    await server.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig in (signal.SIGTERM, signal.SIGINT):  # before starting: a signal during log recovery stops cleanly too
         loop.add_signal_handler(sig, stop.set)
-    print(f"kafkalab broker {server.broker_id} ready on {server.advertised_host}:{server.port} "
-          f"log.dirs={server.log_dir}", flush=True)
-    await stop.wait()
-    await server.stop()
+    server = KafkaServer(config)
+    await server.start()
+    try:
+        if not stop.is_set():
+            print(f"kafkalab broker {server.broker_id} ready on {server.advertised_host}:{server.advertised_port} "
+                  f"log.dirs={server.log_dir}", flush=True)
+            await stop.wait()
+    finally:
+        await server.stop()
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     overrides = {"broker.id": args.broker_id, "log.dirs": args.log_dir,
                  "listeners": f"PLAINTEXT://{args.host}:{args.port}"}
     for item in args.config:
@@ -63,8 +70,8 @@ def main(argv=None) -> int:
         return 2
     try:
         asyncio.run(run(config))
-    except OSError as exc:
-        print(f"error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+    except StartupError as exc:  # the port is in use, the log dir cannot be written, ...
+        print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0
 

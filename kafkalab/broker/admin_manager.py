@@ -24,7 +24,6 @@ from typing import Any, Iterable
 from .config import TOPIC_CONFIGS, LogConfig, to_string
 from .errors import ErrorCode, KafkaError
 from .metadata import TopicMetadata, validate_topic_name
-from .partition import Partition
 
 NULL_UUID = uuid.UUID(int=0)
 
@@ -187,14 +186,12 @@ class AdminManager:
         self.cache.remove(name)
         self.broker.topic_configs.pop(name, None)
         # Kafka's GroupCoordinator.handleDeletedPartitions: committed offsets of the topic go too
-        on_deleted = getattr(self.broker.group_coordinator, "delete_offsets_of_topic", None)
-        if on_deleted is not None:
-            on_deleted(name)
+        self.broker.group_coordinator.delete_offsets_of_topic(name)
         return topic
 
     def create_partitions(self, name: str, count: int, validate_only: bool = False,
                           assignments: list[list[int]] | None = None) -> None:
-        """Add partitions to a topic (never remove: INVALID_PARTITIONS).
+        """Add partitions to a topic (never remove: INVALID_PARTITIONS; never to ``__consumer_offsets``).
 
         Keys hash to partitions modulo the partition count, so adding partitions moves
         keys: the reason Kafka never does it on its own.
@@ -202,6 +199,12 @@ class AdminManager:
         topic = self.cache.get(name)
         if topic is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
+        if topic.is_internal:
+            # a group's partition is its hash modulo the partition count: more partitions would move
+            # groups away from the records that hold their offsets
+            raise KafkaError(ErrorCode.INVALID_REQUEST,
+                             f"Topic '{name}' is an internal topic; the mini broker does not add partitions "
+                             f"to it (its coordinator finds each group's records by the partition count).")
         old = topic.num_partitions
         if count < old:
             raise KafkaError(ErrorCode.INVALID_PARTITIONS,
@@ -290,6 +293,3 @@ class AdminManager:
 
     def log_config(self, topic: TopicMetadata) -> LogConfig:
         return self.broker.log_config_for(topic)
-
-    def make_partition(self, topic: TopicMetadata, index: int) -> Partition:
-        return self.broker.make_partition(topic, index)

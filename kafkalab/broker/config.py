@@ -75,6 +75,7 @@ _positive = _at_least(1)
 _ms_or_unlimited = _at_least(-1)
 _not_supported = _rule("tiered storage (KIP-405) is not supported by the mini broker", lambda v: v is False)
 LONG_MAX = 2**63 - 1
+INT_RANGE = {"int": 2**31, "long": 2**63}  # the values of Java's int and long: [-range, range)
 
 #: Topic-level configs (Kafka's LogConfig / TopicConfig). Default values equal
 #: the broker-level default named in ``TOPIC_TO_BROKER``.
@@ -235,6 +236,8 @@ def parse(defn: ConfigDef, value: Any) -> Any:
     try:
         if defn.type in ("int", "long"):
             out = int(value)
+            if not -INT_RANGE[defn.type] <= out < INT_RANGE[defn.type]:
+                raise ValueError  # Java's int is 32 bits, long 64: Kafka rejects what does not fit
         elif defn.type == "double":
             out = float(value)
         elif defn.type == "bool":
@@ -251,7 +254,9 @@ def parse(defn: ConfigDef, value: Any) -> Any:
         else:
             out = str(value)
     except (TypeError, ValueError):
-        raise ValueError(f"Invalid value {value!r} for configuration {defn.name}: expected a {defn.type}") from None
+        article = "an" if defn.type == "int" else "a"
+        raise ValueError(f"Invalid value {value!r} for configuration {defn.name}: expected {article} {defn.type}"
+                         ) from None
     if defn.valid_values is not None:
         items = out.split(",") if defn.type == "list" else [out]
         bad = [v for v in items if v not in defn.valid_values]
@@ -410,17 +415,10 @@ class LogConfig:
     def set(self, name: str, value: Any) -> None:
         self.overrides[name] = self.validate(name, value)
 
-    def delete(self, name: str) -> None:
-        self.validate(name, TOPIC_CONFIGS[name].default if name in TOPIC_CONFIGS else None)
-        self.overrides.pop(name, None)
-
     def __getitem__(self, name: str) -> Any:
         if name in self.overrides:
             return self.overrides[name]
         return self.broker.topic_default(name)
-
-    def is_default(self, name: str) -> bool:
-        return name not in self.overrides
 
     @property
     def compact(self) -> bool:
@@ -429,6 +427,3 @@ class LogConfig:
     @property
     def delete_enabled(self) -> bool:
         return "delete" in self["cleanup.policy"].split(",")
-
-    def as_dict(self) -> dict[str, Any]:
-        return {name: self[name] for name in TOPIC_CONFIGS}

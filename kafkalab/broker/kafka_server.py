@@ -16,10 +16,12 @@ runs that loop in a thread for notebooks, ``python -m kafkalab.broker`` in a pro
 from __future__ import annotations
 
 import asyncio
+import base64
+import errno
 import hashlib
 import logging
 import os
-import time
+import tempfile
 import uuid
 
 from .admin_manager import AdminManager
@@ -40,6 +42,19 @@ def _listener_host_port(listeners: str) -> tuple[str, int]:
     return host or "127.0.0.1", int(port or 0)
 
 
+def kafka_uuid_string(raw: bytes) -> str:
+    """A 16-byte id the way Kafka prints its Uuids: URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+class StartupError(RuntimeError):
+    """The broker cannot start: its log directory or its port cannot be used.
+
+    Kafka logs "Fatal error during KafkaServer startup" with the cause and exits;
+    ``python -m kafkalab.broker`` prints the message and exits with status 1.
+    """
+
+
 class KafkaServer:
     def __init__(self, config: BrokerConfig):
         self.config = config
@@ -48,9 +63,13 @@ class KafkaServer:
         if not self.log_dir:
             raise ValueError("log.dirs must be set")
         self.host, port = _listener_host_port(config["listeners"])
-        self.started_ms = int(time.time() * 1000)
-        self.log_manager = LogManager(self.log_dir, config)
-        self.metadata_cache = MetadataCache(self.log_dir)
+        try:  # Kafka's LogManager.createAndValidateLogDirs: the directory must exist (or be creatable) and be writable
+            self.log_manager = LogManager(self.log_dir, config)
+            self.metadata_cache = MetadataCache(self.log_dir)
+            with tempfile.TemporaryFile(dir=self.log_dir):
+                pass
+        except OSError as exc:
+            raise StartupError(f"Failed to create or validate data directory log.dirs={self.log_dir}: {exc}") from exc
         self.replica_manager = ReplicaManager(self.broker_id)
         self.admin_manager = AdminManager(self)
         self.topic_configs: dict[str, LogConfig] = {}
@@ -61,29 +80,59 @@ class KafkaServer:
         self._background: list[asyncio.Task] = []
 
     def _derive_cluster_id(self) -> str:
-        digest = hashlib.sha1(os.path.abspath(self.log_dir).encode()).digest()[:16]
-        import base64
-        return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+        return kafka_uuid_string(hashlib.sha1(os.path.abspath(self.log_dir).encode()).digest()[:16])
 
     # -- lifecycle ------------------------------------------------------------
 
     async def start(self) -> None:
+        """Load the logs, start the background jobs and the coordinators, then listen.
+
+        If a step fails, what was started is stopped again before the error is
+        raised (no task or open file is left). As in Kafka, the clean-shutdown
+        marker is written back only if every log was loaded, so a start that
+        failed half-way through loading still recovers the logs next time.
+        """
         from .coordinator import make_coordinators
-        for topic in self.metadata_cache.topics.values():
-            for index in range(topic.num_partitions):
-                self.make_partition(topic, index)
-        self.group_coordinator, self.producer_id_manager = make_coordinators(self)
-        self.log_manager.start(self)  # retention, cleaner, flusher, checkpoints
-        await self.socket_server.start()
-        if hasattr(self.group_coordinator, "start"):
-            await self.group_coordinator.start()
+        logs_loaded = False
+        try:
+            for topic in self.metadata_cache.topics.values():
+                for index in range(topic.num_partitions):
+                    self.make_partition(topic, index)
+            logs_loaded = True
+            self.group_coordinator, self.producer_id_manager = make_coordinators(self)
+            self.log_manager.start(self)  # retention, cleaner, flusher, checkpoints
+            await self.group_coordinator.start()  # replays __consumer_offsets before the first request
+            await self._listen()
+        except BaseException:
+            try:
+                if logs_loaded:
+                    await self.stop()
+                else:
+                    for log_ in self.log_manager.logs.values():
+                        log_.close()
+            except Exception:
+                log.exception("broker %d: error while undoing a failed start", self.broker_id)
+            raise
         log.info("broker %d listening on %s:%d, log.dirs=%s", self.broker_id, self.host, self.port, self.log_dir)
 
+    async def _listen(self) -> None:
+        try:
+            await self.socket_server.start()
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            if exc.errno == errno.EADDRINUSE:
+                reason = "the port is in use (is another broker running?); choose another port, or 0 for a free one"
+            raise StartupError(f"Socket server failed to bind to {self.host}:{self.socket_server.port}: "
+                               f"{reason}") from exc
+
     async def stop(self) -> None:
-        await self.socket_server.stop()
-        for task in self._background:
+        """Kafka's shutdown order: stop taking requests, stop the jobs, then close the logs cleanly."""
+        for task in self._background:  # at once, so that no job starts while the connections close
             task.cancel()
-        if self.group_coordinator is not None and hasattr(self.group_coordinator, "stop"):
+        await self.socket_server.stop()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        self._background.clear()
+        if self.group_coordinator is not None:
             await self.group_coordinator.stop()
         self.log_manager.close()
 
@@ -105,9 +154,15 @@ class KafkaServer:
         return _listener_host_port(adv)[0] if adv else self.host
 
     @property
+    def advertised_port(self) -> int:
+        """The port of ``advertised.listeners`` (what clients are told to connect to), else the bound port."""
+        adv = self.config["advertised.listeners"]
+        return (_listener_host_port(adv)[1] if adv else 0) or self.port
+
+    @property
     def live_brokers(self) -> list[tuple[int, str, int]]:
         """(id, host, port) of every live broker; a standalone broker knows only itself."""
-        return [(self.broker_id, self.advertised_host, self.port)]
+        return [(self.broker_id, self.advertised_host, self.advertised_port)]
 
     @property
     def live_broker_count(self) -> int:
@@ -133,9 +188,7 @@ class KafkaServer:
 
 def _write_partition_metadata(directory: str, topic_id: uuid.UUID) -> None:
     """KIP-516's ``partition.metadata`` file: the topic id, base64 as Kafka prints Uuids."""
-    import base64
     path = os.path.join(directory, "partition.metadata")
     if not os.path.exists(path):
-        encoded = base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
         with open(path, "w") as f:
-            f.write(f"version: 0\ntopic_id: {encoded}\n")
+            f.write(f"version: 0\ntopic_id: {kafka_uuid_string(topic_id.bytes)}\n")

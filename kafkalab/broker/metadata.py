@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from .errors import ErrorCode, KafkaError
 
 MAX_NAME_LENGTH = 249
-_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")  # used with fullmatch: "$" would let a trailing newline through
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 METADATA_FILE = "kafkalab-topics.json"
 
@@ -34,7 +34,7 @@ def validate_topic_name(name: str | None) -> None:
     if len(name) > MAX_NAME_LENGTH:
         raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                          f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters")
-    if not _LEGAL.match(name):
+    if not _LEGAL.fullmatch(name):
         raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                          f"Topic name \"{name}\" is illegal, it contains a character other than "
                          "ASCII alphanumerics, '.', '_' and '-'")

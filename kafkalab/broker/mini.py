@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import logging
 import shutil
 import tempfile
 import threading
@@ -26,11 +27,13 @@ import weakref
 from .config import BrokerConfig
 from .kafka_server import KafkaServer
 
+log = logging.getLogger("kafkalab.broker")
 _OPEN: "weakref.WeakSet[MiniBroker]" = weakref.WeakSet()
 
 
-def _config_name(name: str) -> str:
-    return name.replace("_", ".") if "." not in name else name
+def config_name(name: str) -> str:
+    """Kafka's name for a config given as a Python identifier: ``num_partitions`` -> ``num.partitions``."""
+    return name if "." in name else name.replace("_", ".")
 
 
 class MiniBroker:
@@ -41,46 +44,63 @@ class MiniBroker:
         self._temp_dir = None
         if log_dir is None:
             self._temp_dir = log_dir = tempfile.mkdtemp(prefix="kafkalab-")
-        overrides = {_config_name(k): v for k, v in configs.items()}
-        overrides.setdefault("broker.id", broker_id)
-        overrides["log.dirs"] = log_dir
-        overrides.setdefault("listeners", f"PLAINTEXT://{host}:{port}")
-        self.config = BrokerConfig(overrides)
         self.log_dir = log_dir
-        self.server = KafkaServer(self.config)
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
+        self._lock = threading.Lock()   # close() and call() may come from any thread
+        self._closing = False
+        self._started = False
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name=f"kafkalab-broker-{broker_id}", daemon=True)
-        self._thread.start()
-        self._ready.wait()
-        if self._error is not None:
-            self._thread.join()
+        self._ready = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None   # the broker thread's, once it runs
+        self._thread: threading.Thread | None = None
+        try:
+            overrides = {config_name(k): v for k, v in configs.items()}
+            overrides.setdefault("broker.id", broker_id)
+            overrides["log.dirs"] = log_dir
+            overrides.setdefault("listeners", f"PLAINTEXT://{host}:{port}")
+            self.config = BrokerConfig(overrides)
+            self.server = KafkaServer(self.config)   # StartupError if log_dir cannot be used
+            self._thread = threading.Thread(target=self._run, name=f"kafkalab-broker-{self.server.broker_id}",
+                                            daemon=True)
+            self._thread.start()
+            self._ready.wait()
+            if self._error is not None:  # e.g. the port is in use: KafkaServer.start() undid itself
+                self._thread.join()
+                raise self._error
+        except BaseException:  # also KeyboardInterrupt while starting: stop what may be running
+            if self._thread is not None:
+                self.close()
             self._cleanup_temp()
-            raise self._error
+            raise
         _OPEN.add(self)
 
     def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
+        """The broker thread: its own event loop until close(); asyncio.run() then cancels what is left
+        and joins the loop's worker threads."""
         try:
-            self._loop.run_until_complete(self.server.start())
-        except BaseException as exc:  # e.g. port in use: report it to the caller
-            self._error = exc
+            asyncio.run(self._serve())
+        except BaseException as exc:
+            if self._started:
+                log.exception("broker %d stopped with an error", self.server.broker_id)
+            else:
+                self._error = exc
+        finally:
             self._ready.set()
-            self._loop.close()
-            return
+
+    async def _serve(self) -> None:
+        self._stop = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
+        await self.server.start()
+        self._started = True
         self._ready.set()
-        self._loop.run_forever()
-        self._loop.run_until_complete(self.server.stop())
-        pending = [t for t in asyncio.all_tasks(self._loop) if not t.done()]
-        for t in pending:
-            t.cancel()
-        self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-        self._loop.close()
+        try:
+            if not self._closing:  # close() may have come while the broker was starting
+                await self._stop.wait()
+        finally:
+            await self.server.stop()
 
     @property
     def bootstrap_servers(self) -> str:
-        return f"{self.server.advertised_host}:{self.server.port}"
+        return f"{self.server.advertised_host}:{self.server.advertised_port}"
 
     @property
     def port(self) -> int:
@@ -94,14 +114,29 @@ class MiniBroker:
         """Run ``fn(*args)`` on the broker's loop and return its result (for inspection from a notebook)."""
         async def run():
             return fn(*args)
-        return asyncio.run_coroutine_threadsafe(run(), self._loop).result()
+        with self._lock:  # once close() has begun, nothing new is scheduled on the loop
+            if self._closing:
+                raise RuntimeError("this broker is closed")
+            future = asyncio.run_coroutine_threadsafe(run(), self._loop)
+        return future.result()
 
     def close(self) -> None:
-        if self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join()
+        """Stop the broker: connections closed, logs flushed, checkpoints and the clean-shutdown marker
+        written. Safe to call twice, and from any thread (also at interpreter exit)."""
+        if threading.current_thread() is self._thread:
+            raise RuntimeError("close() cannot run on the broker's own thread (e.g. inside call())")
+        with self._lock:
+            if not self._closing:
+                self._closing = True
+                try:
+                    if self._loop is not None:  # else the thread sees _closing once the broker started
+                        self._loop.call_soon_threadsafe(self._stop.set)
+                except RuntimeError:  # the loop has already ended: the broker failed to start
+                    pass
+        self._thread.join()
         _OPEN.discard(self)
-        self._cleanup_temp()
+        with self._lock:
+            self._cleanup_temp()
 
     def _cleanup_temp(self) -> None:
         if self._temp_dir is not None:

@@ -20,6 +20,7 @@ class Partition:
         self.topic = topic
         self.index = index
         self.log = log
+        self.local_broker_id = broker_id
         self.leader_id = broker_id
         self.leader_epoch = 0
         self.replicas = [broker_id]
@@ -31,9 +32,29 @@ class Partition:
     def name(self) -> str:
         return f"{self.topic}-{self.index}"
 
-    @property
-    def high_watermark(self) -> int:
-        return self.log.high_watermark
+    def check_current_leader_epoch(self, current_leader_epoch: int) -> None:
+        """Kafka's ``checkCurrentLeaderEpoch`` (KIP-320): the epoch a client believes current (-1: don't check).
+
+        An older one gets FENCED_LEADER_EPOCH (the client's metadata is stale),
+        a newer one UNKNOWN_LEADER_EPOCH (this broker's is).
+        """
+        if current_leader_epoch == -1:
+            return
+        if current_leader_epoch < self.leader_epoch:
+            raise KafkaError(ErrorCode.FENCED_LEADER_EPOCH,
+                             f"{self.name}: leader epoch {current_leader_epoch} is older than {self.leader_epoch}")
+        if current_leader_epoch > self.leader_epoch:
+            raise KafkaError(ErrorCode.UNKNOWN_LEADER_EPOCH,
+                             f"{self.name}: leader epoch {current_leader_epoch} is newer than {self.leader_epoch}")
+
+    def local_log_with_epoch(self, current_leader_epoch: int, require_leader: bool) -> UnifiedLog:
+        """Kafka's ``localLogWithEpochOrThrow``, checked by Fetch, ListOffsets and OffsetForLeaderEpoch:
+        the leader epoch, then (for consumers, not followers) that this broker leads the partition."""
+        self.check_current_leader_epoch(current_leader_epoch)
+        if require_leader and self.leader_id != self.local_broker_id:
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                             f"broker {self.local_broker_id} is not the leader of {self.name}")
+        return self.log
 
     def append_records_to_leader(self, records: bytes, required_acks: int) -> LogAppendInfo:
         min_isr = self.log.config["min.insync.replicas"]

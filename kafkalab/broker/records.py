@@ -40,7 +40,6 @@ from .errors import ErrorCode, KafkaError
 HEADER_SIZE = 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength: the part not counted in batchLength
 _HEADER = struct.Struct(">qiibIhiqqqhii")
-_OFFSET_AND_LENGTH = struct.Struct(">qi")
 
 COMPRESSION_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 COMPRESSION_CODES = {name: code for code, name in COMPRESSION_NAMES.items()}
@@ -48,7 +47,6 @@ TIMESTAMP_TYPE_MASK = 0x08
 TRANSACTIONAL_MASK = 0x10
 CONTROL_MASK = 0x20
 NO_PRODUCER_ID = -1
-NO_TIMESTAMP = -1
 
 
 @dataclass

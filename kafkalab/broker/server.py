@@ -57,9 +57,8 @@ class SocketServer:
         self.port = port
         self.max_request_size = max_request_size
         self._server: asyncio.base_events.Server | None = None
-        self._connections: set[asyncio.StreamWriter] = set()
+        self._connections: set[asyncio.Task] = set()  # one task per connection
         self._ids = itertools.count()
-        self.closed_for_bad_input = 0
         #: (client_id, api name, api version) -> requests served
         self.request_counts: collections.Counter = collections.Counter()
         load_all()
@@ -69,17 +68,22 @@ class SocketServer:
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def stop(self) -> None:
+        """Stop accepting, then end every connection, also one waiting in a purgatory (a long-poll Fetch)."""
         if self._server is not None:
             self._server.close()
-        for writer in list(self._connections):
-            writer.close()
+        while self._connections:  # (a connection accepted just before close() may start meanwhile)
+            tasks = list(self._connections)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
         if self._server is not None:
             await self._server.wait_closed()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn_id = next(self._ids)
         peer = writer.get_extra_info("peername") or ("?", 0)
-        self._connections.add(writer)
+        task = asyncio.current_task()
+        self._connections.add(task)
         try:
             while True:
                 try:
@@ -99,7 +103,6 @@ class SocketServer:
                     writer.write(response)
                     await writer.drain()
         except InvalidRequest as exc:
-            self.closed_for_bad_input += 1
             log.warning("closing connection %d from %s: %s", conn_id, peer[0], exc)
         except CloseConnection as exc:
             log.info("closing connection %d from %s: %s", conn_id, peer[0], exc)
@@ -108,7 +111,7 @@ class SocketServer:
         except Exception:  # a bug in a handler: log it, drop this connection, keep serving others
             log.exception("closing connection %d from %s after an unexpected error", conn_id, peer[0])
         finally:
-            self._connections.discard(writer)
+            self._connections.discard(task)
             writer.close()
 
     async def _handle(self, frame: bytes, client_host: str, conn_id: int) -> bytes | bytearray | None:

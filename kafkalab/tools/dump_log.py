@@ -52,6 +52,9 @@ from dataclasses import dataclass, field
 from typing import IO, Iterator
 
 from ..broker.errors import KafkaError
+from ..broker.log.index import OffsetIndex, TimeIndex
+from ..broker.log.log_cleaner import DELETE_HORIZON_MASK
+from ..broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
 from ..broker.records import (
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -61,11 +64,8 @@ from ..broker.records import (
     iter_records,
 )
 
-LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX = ".log", ".index", ".timeindex"
-_OFFSET_ENTRY = struct.Struct(">ii")   # relativeOffset, position
-_TIME_ENTRY = struct.Struct(">qi")     # timestamp, relativeOffset
-_MAGIC_POSITION = 16                   # the magic byte sits here in every message format
-_DELETE_HORIZON_MASK = 0x40
+_OFFSET_ENTRY = OffsetIndex.entry      # relativeOffset, position
+_TIME_ENTRY = TimeIndex.entry          # timestamp, relativeOffset
 #: Kafka's ControlRecordType ids (the key of a record in a control batch)
 CONTROL_RECORD_TYPES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER",
                         4: "SNAPSHOT_FOOTER", 5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
@@ -114,7 +114,7 @@ class BatchInfo:
     @property
     def delete_horizon_ms(self) -> int | None:
         """KIP-534: a compacted batch holding tombstones records when they may go."""
-        if self.header is None or not self.header.attributes & _DELETE_HORIZON_MASK:
+        if self.header is None or not self.header.attributes & DELETE_HORIZON_MASK:
             return None
         return self.header.base_timestamp
 
@@ -218,8 +218,9 @@ def read_segment(path: str, decode_records: bool = True) -> SegmentDump:
                        list(iter_segment(path, decode_records)))
 
 
-def _read_entries(path: str, entry: struct.Struct) -> tuple[list[tuple], int]:
-    """Entries of an index file, stopping at Kafka's zero-filled preallocated tail."""
+def _read_entries(path: str, entry: struct.Struct) -> list[tuple]:
+    """Entries of an index file, stopping at Kafka's zero-filled preallocated tail (and ignoring
+    a partial entry at the end)."""
     with open(path, "rb") as f:
         data = f.read()
     usable = len(data) - len(data) % entry.size
@@ -229,20 +230,20 @@ def _read_entries(path: str, entry: struct.Struct) -> tuple[list[tuple], int]:
         if i > 0 and relative == 0:  # a running Kafka broker preallocates index files with zeros
             break
         entries.append(fields)
-    return entries, len(data) % entry.size
+    return entries
 
 
 def read_offset_index(path: str) -> list[tuple[int, int]]:
     """``(offset, position)`` entries of a ``.index`` file (absolute offsets)."""
     base = _base_offset_of(path) or 0
-    entries, _ = _read_entries(path, _OFFSET_ENTRY)
+    entries = _read_entries(path, _OFFSET_ENTRY)
     return [(base + rel, pos) for rel, pos in entries]
 
 
 def read_time_index(path: str) -> list[tuple[int, int]]:
     """``(timestamp, offset)`` entries of a ``.timeindex`` file (absolute offsets)."""
     base = _base_offset_of(path) or 0
-    entries, _ = _read_entries(path, _TIME_ENTRY)
+    entries = _read_entries(path, _TIME_ENTRY)
     return [(ts, base + rel) for ts, rel in entries]
 
 

@@ -32,8 +32,8 @@ def plot_log(offsets, labels=None, groups=None, positions=None, title=None, log_
         raise ValueError("offsets, labels and groups must have the same length")
     positions = dict(positions or {})
 
-    first, last = min(offsets), max(offsets)
-    end = max([last + 1] + [p for p in positions.values()])
+    first = min([min(offsets), *positions.values()])   # a position may point before the first cell drawn
+    end = max([max(offsets) + 1, *positions.values()])
     width = max(6.0, 0.9 * (end - first + 2))
     import matplotlib.pyplot as plt  # importing pyplot makes Jupyter's inline backend show returned figures
 
@@ -47,7 +47,7 @@ def plot_log(offsets, labels=None, groups=None, positions=None, title=None, log_
         deleted = log_start_offset is not None and offset < log_start_offset
         ax.add_patch(Rectangle((offset, 0), 1, 1, facecolor="#eeeeee" if deleted else colours[group],
                                edgecolor="black", hatch="//" if deleted else None,
-                               label=None if deleted else group))
+                               label=f"deleted (below log start offset {log_start_offset})" if deleted else group))
         ax.text(offset + 0.5, 0.62, str(offset), ha="center", va="center", fontsize=12, weight="bold")
         ax.text(offset + 0.5, 0.28, str(label), ha="center", va="center", fontsize=8)
     ax.annotate("", xy=(end + 0.9, 0.5), xytext=(end + 0.1, 0.5),

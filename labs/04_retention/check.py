@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 
 from kafkalab.broker.records import Record, build_batch
-from kafkalab.checks import Report
+from kafkalab.checks import Report, as_text, unfilled, unfilled_detail
 from kafkalab.tools import dump_log_df, list_segments
 
 T0 = 1735722000000          # 2025-01-01 09:00 UTC
@@ -34,10 +34,6 @@ PRICES = [(product, f"{price:.2f}") for round_ in range(4)
                                      3.1 + round_ * 0.15, 1.05 + round_ * 0.02))]
 PRICES += [("milk", None),                          # milk is taken off the shelf: a tombstone
            ("bread", "2.49"), ("flour", "1.80")]
-
-
-def _unfilled(value) -> bool:
-    return value is ... or value is None
 
 
 def batch_size(key: str, value: str) -> int:
@@ -92,7 +88,8 @@ def check_04(kafka, orders, segment_count, segment_of_30, position_of_30, log_st
 
     # Step 1: the topic, its configs, its segments.
     name = "step 1: 'orders' has segment.bytes=2048 and retention.ms=20 minutes, and holds the 50 orders"
-    config = None if _unfilled(orders) else _topic_config(kafka, orders)
+    config = None if unfilled(orders) else _topic_config(kafka, orders)
+    ulog = None if config is None else log_manager.get_log(orders, 0)
     if config is None:
         report.step(name, False, "orders is not the name of a topic on this broker — "
                                  "orders = kafka.create_topic('orders', partitions=1, **{...})")
@@ -102,86 +99,113 @@ def check_04(kafka, orders, segment_count, segment_of_30, position_of_30, log_st
             problems.append(f"segment.bytes is {config['segment.bytes']}, expected {SEGMENT_BYTES}")
         if config["retention.ms"] != RETENTION_MS:
             problems.append(f"retention.ms is {config['retention.ms']}, expected {RETENTION_MS} (20 minutes)")
-        ulog = log_manager.get_log(orders, 0)
         if ulog is None or ulog.log_end_offset != len(ORDERS):
             end = None if ulog is None else ulog.log_end_offset
             problems.append(f"the partition's log end offset is {end}, expected {len(ORDERS)} — produce every "
                             "order exactly once (re-run the notebook from the top rather than one cell twice)")
+        else:
+            batches = dump_log_df(os.path.join(kafka.broker.log_dir, f"{orders}-0"), level="batch")
+            shared = batches[batches["count"] > 1]
+            if len(shared):
+                problems.append(f"{int(shared['count'].sum())} orders share {len(shared)} batch(es) — flush() after "
+                                f"each produce() so that every order is a batch of its own (the segment sizes "
+                                f"the later steps expect depend on it)")
         report.step(name, not problems, "\n".join(problems))
+    # The expected answers of steps 2-4 assume step 1's layout; say so where they fail.
+    after_step_1 = "" if report.results[-1][1] else ("\n(the topic of step 1 is not right yet: fix the first ✗ above first, this answer depends on it)")
 
     name = "step 1: segment_count is the number of segments right after producing"
     want = len(layout["bases"])
-    if _unfilled(segment_count):
-        report.step(name, False, "segment_count is still `...` — len(list_segments(partition_dir(orders)))")
-    else:
-        report.step(name, segment_count == want,
-                    f"got {segment_count}, expected {want} — did every order go in a batch of its own "
-                    f"(flush after each produce)?")
+    with report.answer(name, "segment_count"):
+        if unfilled(segment_count):
+            report.step(name, False, unfilled_detail("segment_count", segment_count,
+                                                     "len(list_segments(partition_dir(orders)))"))
+        else:
+            report.step(name, int(segment_count) == want,
+                        f"got {segment_count}, expected {want} — count the .log files (one per segment), "
+                        f"right after producing{after_step_1}")
 
     # Step 2: the dump.
     name = "step 2: offset 30's batch: its segment file and byte position"
     base, position = layout["where"][30]
     want_file = f"{base:020d}.log"
-    if _unfilled(segment_of_30) or _unfilled(position_of_30):
-        report.step(name, False, "segment_of_30 / position_of_30 are still `...`")
-    else:
-        got = (os.path.basename(str(segment_of_30)), int(position_of_30))
-        report.step(name, got == (want_file, position),
-                    f"got {got}, expected {(want_file, position)} — the segment is the last one whose base "
-                    f"offset is <= 30; the position is in dump_log_df(..., level='batch')")
+    with report.answer(name, "segment_of_30 / position_of_30"):
+        if unfilled(segment_of_30) or unfilled(position_of_30):
+            report.step(name, False, unfilled_detail("segment_of_30" if unfilled(segment_of_30) else "position_of_30",
+                                                     segment_of_30 if unfilled(segment_of_30) else position_of_30))
+        else:
+            got = (os.path.basename(str(segment_of_30)), int(position_of_30))
+            report.step(name, got == (want_file, position),
+                        f"got {got}, expected {(want_file, position)} — the segment is the last one whose base "
+                        f"offset is <= 30; the position is in dump_log_df(..., level='batch'){after_step_1}")
 
     # Step 3: retention.
     name = "step 3: after the retention check at 10:00 the log starts where retention.ms says"
     want = expected_log_start()
-    ulog = None if _unfilled(orders) else log_manager.get_log(orders, 0)
     broker_start = None if ulog is None else ulog.log_start_offset
-    if _unfilled(log_start):
-        report.step(name, False, "log_start is still `...` — run cleanup_logs(now), then ask for the watermarks")
-    else:
-        problems = []
-        if broker_start != want:
-            problems.append(f"the broker's log start offset is {broker_start}, expected {want} — "
-                            "did you run cleanup_logs(now) with retention.ms set to 20 minutes?")
-        if int(log_start) != want:
-            problems.append(f"log_start is {log_start}, expected {want} (the low watermark)")
-        report.step(name, not problems, "\n".join(problems))
+    with report.answer(name, "log_start"):
+        if unfilled(log_start):
+            report.step(name, False, unfilled_detail("log_start", log_start,
+                                                     "run cleanup_logs(now), then ask for the watermarks"))
+        elif isinstance(log_start, (tuple, list)):
+            report.step(name, False, f"log_start is {log_start!r}: get_watermark_offsets() returns (low, high); "
+                                     f"log_start is the low watermark, the first of the two")
+        else:
+            problems = []
+            if broker_start != want:
+                problems.append(f"the broker's log start offset is {broker_start}, expected {want} — "
+                                f"did you run cleanup_logs(now) at now = T0 + 60 * MINUTE?{after_step_1}")
+            if int(log_start) != want:
+                problems.append(f"log_start is {log_start}, expected {want} (the low watermark)")
+            report.step(name, not problems, "\n".join(problems))
 
     # Step 4: auto.offset.reset.
     name = "step 4: a consumer asking for offset 0 with auto.offset.reset=earliest starts at the log start"
-    if _unfilled(first_offset_read):
-        report.step(name, False, "first_offset_read is still `...`")
-    else:
-        report.step(name, int(first_offset_read) == want,
-                    f"got {first_offset_read}, expected {want} — offset 0 is gone; 'earliest' jumps to the "
-                    f"log start offset")
+    with report.answer(name, "first_offset_read"):
+        if unfilled(first_offset_read):
+            report.step(name, False, unfilled_detail(
+                "first_offset_read", first_offset_read,
+                "if your consumer got no record: with auto.offset.reset=latest (the default) it jumps to the end "
+                "of the log and waits for new records — set auto_offset_reset='earliest'"))
+        else:
+            report.step(name, int(first_offset_read) == want,
+                        f"got {first_offset_read}, expected {want} — offset 0 is gone; 'earliest' jumps to the "
+                        f"log start offset{after_step_1}")
 
     # Step 5: compaction.
     name = "step 5: 'prices' is compacted: in its cleaned segments each product appears once"
-    config = None if _unfilled(prices) else _topic_config(kafka, prices)
+    config = None if unfilled(prices) else _topic_config(kafka, prices)
     if config is None:
-        report.step(name, False, "prices is not the name of a topic on this broker")
+        report.step(name, False, "prices is not the name of a topic on this broker — "
+                                 "prices = kafka.create_topic('prices', partitions=1, **{...})")
     else:
         problems = []
         if not config.compact:
             problems.append(f"cleanup.policy is {config['cleanup.policy']!r}, expected 'compact'")
+        if config["segment.bytes"] != 512:
+            problems.append(f"segment.bytes is {config['segment.bytes']}, expected 512 — the cleaner only "
+                            f"cleans inactive segments, so the log needs several")
         directory = os.path.join(kafka.broker.log_dir, f"{prices}-0")
-        records = dump_log_df(directory)
-        active_base = int(list_segments(directory)["baseOffset"].iloc[-1])
-        cleaned = records[records["offset"] < active_base]
-        if not cleaned["key"].is_unique or len(cleaned) == 0:
-            problems.append("the cleaned part of the log still has several records for one product — "
-                            "run run_cleaner(now) after producing")
-        if len(records) and sorted(set(records["offset"])) == list(range(len(PRICES))):
-            problems.append("no record was removed: the cleaner has not compacted the topic")
+        records, segments = dump_log_df(directory), list_segments(directory)
+        cleaned = records[records["offset"] < int(segments["baseOffset"].iloc[-1])] if len(segments) else records
+        if not len(records):
+            problems.append("the topic is empty — produce the PRICES to it")
+        elif sorted(set(records["offset"])) == list(range(len(PRICES))):
+            why = ("all records are in the active segment, which the cleaner never cleans" if len(segments) == 1
+                   else "run run_cleaner(now) after producing")
+            problems.append(f"no record was removed: the cleaner has not compacted the topic — {why}")
+        elif not cleaned["key"].is_unique:
+            problems.append("the cleaned part of the log still has several records for one product")
         report.step(name, not problems, "\n".join(problems))
 
     name = "step 5: latest_prices maps each product still sold to its latest price"
-    if _unfilled(latest_prices):
-        report.step(name, False, "latest_prices is still `...`")
-    else:
-        got = dict(latest_prices)
-        report.step(name, got == expected_prices(),
-                    f"got {got}\nexpected {expected_prices()} — the latest value per key wins, and a tombstone "
-                    f"(value None) removes its key")
+    with report.answer(name, "latest_prices"):
+        if unfilled(latest_prices):
+            report.step(name, False, unfilled_detail("latest_prices", latest_prices))
+        else:
+            got = {as_text(k): as_text(v) for k, v in dict(latest_prices).items()}
+            report.step(name, got == expected_prices(),
+                        f"got {got}\nexpected {expected_prices()} — the latest value per key wins, and a "
+                        f"tombstone (value None) removes its key")
 
     report.finish()

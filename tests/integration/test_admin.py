@@ -727,3 +727,20 @@ def test_deleting_a_topic_drops_its_committed_offsets(shared_broker):
         assert c.committed([TopicPartition("offsets-gone", 0)], timeout=TIMEOUT)[0].offset < 0  # OFFSET_INVALID
     finally:
         c.close()
+
+
+def test_consumer_offsets_can_be_neither_deleted_nor_grown(shared_broker):
+    """More partitions would move groups away from their records (a group's partition is its hash
+    modulo the count): a commit made before would be lost at the next restart."""
+    shared_broker.call(shared_broker.server.group_coordinator.manager.ensure_offsets_topic)
+    a = admin(shared_broker)
+    before = len(a.list_topics("__consumer_offsets", timeout=TIMEOUT).topics["__consumer_offsets"].partitions)
+    (deleted,) = a.delete_topics(["__consumer_offsets"]).values()
+    (grown,) = a.create_partitions([NewPartitions("__consumer_offsets", before + 1)]).values()
+    for f in (deleted, grown):
+        with pytest.raises(KafkaException) as info:
+            f.result(TIMEOUT)
+        assert info.value.args[0].code() == CKError.INVALID_REQUEST
+    assert "internal topic" in info.value.args[0].str()  # CreatePartitions carries the message
+    after = len(a.list_topics("__consumer_offsets", timeout=TIMEOUT).topics["__consumer_offsets"].partitions)
+    assert after == before

@@ -301,10 +301,11 @@ def test_offset_out_of_range_and_auto_offset_reset(shared_broker, client):
 
 # -- Fetch's long poll and limits (raw protocol) ----------------------------------
 
-def _fetch(broker, topic, offsets, max_wait_ms=0, min_bytes=0, max_bytes=2**20, partition_max_bytes=2**20):
+def _fetch(broker, topic, offsets, max_wait_ms=0, min_bytes=0, max_bytes=2**20, partition_max_bytes=2**20,
+           isolation_level=0):
     req = FetchRequest(replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=max_bytes,
-                       isolation_level=0, session_id=0, session_epoch=-1, topics=[FetchRequest.FetchTopic(
-                           topic=topic, partitions=[FetchRequest.FetchTopic.FetchPartition(
+                       isolation_level=isolation_level, session_id=0, session_epoch=-1, topics=[
+                           FetchRequest.FetchTopic(topic=topic, partitions=[FetchRequest.FetchTopic.FetchPartition(
                                partition=p, current_leader_epoch=-1, fetch_offset=o, log_start_offset=-1,
                                partition_max_bytes=partition_max_bytes) for p, o in offsets.items()])],
                        forgotten_topics_data=[], rack_id="")
@@ -312,27 +313,108 @@ def _fetch(broker, topic, offsets, max_wait_ms=0, min_bytes=0, max_bytes=2**20, 
     return {p.partition_index: p for p in parts}
 
 
+def _produce_one(broker, topic, partition, value):
+    req = ProduceRequest(transactional_id=None, acks=-1, timeout_ms=30000, topic_data=[
+        ProduceRequest.TopicProduceData(name=topic, partition_data=[
+            ProduceRequest.TopicProduceData.PartitionProduceData(
+                index=partition, records=build_batch([Record(0, 1000, None, value, [])]))])])
+    resp = wire.call(broker.bootstrap_servers, req, ProduceResponse, 9)
+    assert resp.responses[0].partition_responses[0].error_code == 0
+
+
+class ParkedFetch:
+    """A long-poll Fetch in a thread; ``wait_parked()`` returns once it waits in the fetch purgatory."""
+
+    def __init__(self, broker, topic, offsets, **kwargs):
+        self.broker, self.watched = broker, [(topic, p) for p in offsets]
+        self.result, self.elapsed = None, None
+
+        def run():
+            start = time.monotonic()
+            try:
+                self.result = _fetch(broker, topic, offsets, **kwargs)
+            except Exception as exc:
+                self.result = exc
+            self.elapsed = time.monotonic() - start
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+
+    def parked(self) -> bool:
+        waiters = self.broker.server.replica_manager._fetch_waiters
+        return self.broker.call(lambda: all(waiters.get(key) for key in self.watched))
+
+    def wait_parked(self):
+        deadline = time.monotonic() + WAIT_S
+        while not self.parked():
+            assert self.thread.is_alive(), f"the fetch answered without waiting: {self.result}"
+            assert time.monotonic() < deadline, "the fetch never reached the purgatory"
+            time.sleep(0.05)
+
+    def join(self):
+        self.thread.join(WAIT_S)
+        assert not self.thread.is_alive(), "the fetch is still waiting"
+        return self.result
+
+
+@pytest.fixture
+def fetch_reads(monkeypatch):
+    """Counts how often the Fetch handler reads its partitions (once, plus once per wake-up)."""
+    from kafkalab.broker.apis import fetch as fetch_api
+    calls = []
+    real = fetch_api._read_all
+
+    def counting(*args):
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(fetch_api, "_read_all", counting)
+    return calls
+
+
 def test_fetch_long_poll_returns_when_data_arrives(shared_broker):
     create_topic(shared_broker, "long-poll", 1)
-    result = {}
-
-    def fetch():
-        start = time.monotonic()
-        result["parts"] = _fetch(shared_broker, "long-poll", {0: 0}, max_wait_ms=120_000, min_bytes=1)
-        result["elapsed"] = time.monotonic() - start
-
-    t = threading.Thread(target=fetch)
-    t.start()
-    time.sleep(1)
-    assert t.is_alive(), "the fetch must wait for data"
+    fetch = ParkedFetch(shared_broker, "long-poll", {0: 0}, max_wait_ms=120_000, min_bytes=1)
+    fetch.wait_parked()
     produce("confluent", shared_broker.bootstrap_servers, "long-poll", [(b"k", b"wake up", None, None)])
-    t.join(WAIT_S)
-    assert not t.is_alive()
+    p = fetch.join()[0]
     # answered when the record arrived, long before max_wait_ms (a generous bound, not a timing test)
-    assert result["elapsed"] < 60
-    p = result["parts"][0]
+    assert fetch.elapsed < 60
     assert p.error_code == 0 and [r.value for _, h in iter_batches(p.records)
                                   for r in iter_records(p.records)] == [b"wake up"]
+
+
+def test_fetch_purgatory_wakes_only_for_the_partitions_asked_for(shared_broker, fetch_reads):
+    create_topic(shared_broker, "watched", 2)
+    create_topic(shared_broker, "elsewhere", 1)
+    fetch = ParkedFetch(shared_broker, "watched", {0: 0, 1: 0}, max_wait_ms=120_000, min_bytes=1)
+    fetch.wait_parked()
+    for i in range(5):  # appends elsewhere do not wake the fetch (no re-reads, no busy loop)
+        _produce_one(shared_broker, "elsewhere", 0, b"not for you %d" % i)
+    assert fetch.thread.is_alive() and fetch.parked()
+    assert len(fetch_reads) == 1
+    _produce_one(shared_broker, "watched", 1, b"second partition")  # any partition it asked for wakes it
+    parts = fetch.join()
+    assert fetch.elapsed < 60
+    assert len(fetch_reads) == 2
+    assert [r.value for r in iter_records(parts[1].records)] == [b"second partition"]
+    assert shared_broker.call(lambda: dict(shared_broker.server.replica_manager._fetch_waiters)) == {}
+
+
+def test_fetch_waiting_out_max_wait_reads_twice_not_in_a_loop(shared_broker, fetch_reads):
+    create_topic(shared_broker, "idle", 1)
+    parts = _fetch(shared_broker, "idle", {0: 0}, max_wait_ms=1500, min_bytes=1)
+    assert parts[0].error_code == 0 and not parts[0].records
+    assert len(fetch_reads) <= 3  # once at first, once when max_wait_ms is over (+1 if the timer fired early)
+
+
+def test_deleting_a_topic_answers_the_fetches_waiting_on_it(shared_broker):
+    create_topic(shared_broker, "doomed", 1)
+    fetch = ParkedFetch(shared_broker, "doomed", {0: 0}, max_wait_ms=120_000, min_bytes=1)
+    fetch.wait_parked()
+    shared_broker.call(shared_broker.server.admin_manager.delete_topic, "doomed")
+    assert fetch.join()[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert fetch.elapsed < 60
 
 
 def test_fetch_min_bytes_waits_for_max_wait(shared_broker):
@@ -349,12 +431,7 @@ def test_fetch_limits_kip74(shared_broker):
     big_p, other = 0, 1
     for partition, values in ((big_p, [b"x" * 20_000, b"small"]), (other, [b"small"])):
         for value in values:  # one batch each, to exactly these partitions
-            req = ProduceRequest(transactional_id=None, acks=-1, timeout_ms=30000, topic_data=[
-                ProduceRequest.TopicProduceData(name="kip74", partition_data=[
-                    ProduceRequest.TopicProduceData.PartitionProduceData(
-                        index=partition, records=build_batch([Record(0, 1000, None, value, [])]))])])
-            resp = wire.call(shared_broker.bootstrap_servers, req, ProduceResponse, 9)
-            assert resp.responses[0].partition_responses[0].error_code == 0
+            _produce_one(shared_broker, "kip74", partition, value)
     # the first batch is returned whole although it is larger than max_bytes and partition_max_bytes
     parts = _fetch(shared_broker, "kip74", {big_p: 0, other: 0}, max_bytes=100, partition_max_bytes=100)
     first = list(iter_batches(parts[big_p].records))
@@ -378,6 +455,9 @@ def test_fetch_at_and_beyond_log_end(shared_broker):
     produce("kafka-python", shared_broker.bootstrap_servers, "leo", [(None, b"%d" % i, None, None) for i in range(5)])
     at_end = _fetch(shared_broker, "leo", {0: 5})[0]
     assert (at_end.error_code, at_end.high_watermark, bytes(at_end.records or b"")) == (0, 5, b"")
+    # Kafka lists aborted transactions for READ_COMMITTED only (none here: no transactions), else null
+    assert at_end.aborted_transactions is None and _fetch(shared_broker, "leo", {0: 0})[0].aborted_transactions is None
+    assert _fetch(shared_broker, "leo", {0: 5}, isolation_level=1)[0].aborted_transactions == []
     beyond = _fetch(shared_broker, "leo", {0: 6})[0]
     assert beyond.error_code == ErrorCode.OFFSET_OUT_OF_RANGE
     unknown = _fetch(shared_broker, "no-such-topic", {0: 0})[0]

@@ -22,6 +22,8 @@ from kafkalab.broker.config import (BROKER_CONFIGS, TOPIC_CONFIGS, BrokerConfig,
     ("message.timestamp.type", "LogAppendTime", "LogAppendTime"),
     ("leader.replication.throttled.replicas", "", ""),
     ("segment.bytes", "14", 14),
+    ("segment.bytes", str(2**31 - 1), 2**31 - 1),
+    ("retention.ms", str(2**63 - 1), 2**63 - 1),
 ])
 def test_valid_topic_values_parse_to_python_values(name, raw, expected):
     assert LogConfig.validate(name, raw) == expected
@@ -40,6 +42,9 @@ def test_valid_topic_values_parse_to_python_values(name, raw, expected):
     ("compression.gzip.level", "0", "compression.gzip.level: Value must be -1 or between 1 and 9"),
     ("remote.storage.enable", "true", "tiered storage (KIP-405) is not supported"),
     ("retention.mss", "1", "Unknown topic configuration 'retention.mss'"),
+    # Java's int and long: a value that does not fit is rejected, not stored to overflow later
+    ("segment.bytes", str(2**31), "Invalid value '2147483648' for configuration segment.bytes: expected an int"),
+    ("retention.ms", str(2**63), "configuration retention.ms: expected a long"),
 ])
 def test_bad_topic_values_name_the_config(name, raw, message):
     with pytest.raises(ValueError) as info:

@@ -1,64 +1,25 @@
 """kafkalab.tools.dump_log on files built byte by byte from Kafka's spec.
 
-The fixtures are written here with ``struct`` following the "Record Batch"
-section of Kafka's protocol documentation (message format v2) and the
-OffsetIndex/TimeIndex layouts, not with kafkalab's own encoder, so the
+The fixtures come from ``kafka_spec``, written with ``struct`` following the
+"Record Batch" section of Kafka's protocol documentation (message format v2)
+and the OffsetIndex/TimeIndex layouts, not with kafkalab's own encoder, so the
 dumper is checked against the format a real broker writes.
 """
 from __future__ import annotations
 
+import functools
 import gzip
 import io
 import os
 import struct
 
-import crc32c
 import pytest
+from kafka_spec import index_entry, record, records_batch, time_index_entry
 
 from kafkalab.tools import dump_log, dump_log_df, read_offset_index, read_segment, read_time_index
 
 T0 = 1_700_000_000_000
-
-
-# --- Kafka's message format v2, from the spec -----------------------------------
-
-def varint(n: int) -> bytes:
-    """Zigzag varint (protobuf style), as used inside records."""
-    z = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while True:
-        byte = z & 0x7F
-        z >>= 7
-        if z:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def varbytes(b: bytes | None) -> bytes:
-    return varint(-1) if b is None else varint(len(b)) + b
-
-
-def spec_record(offset_delta: int, ts_delta: int, key: bytes | None, value: bytes | None,
-                headers: list[tuple[bytes, bytes]] = ()) -> bytes:
-    body = (b"\x00" + varint(ts_delta) + varint(offset_delta) + varbytes(key) + varbytes(value)
-            + varint(len(headers)) + b"".join(varbytes(k) + varbytes(v) for k, v in headers))
-    return varint(len(body)) + body
-
-
-def spec_batch(base_offset: int, records: list[bytes], *, base_ts: int = T0, max_ts: int | None = None,
-               attributes: int = 0, producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
-               leader_epoch: int = 0, compress=None, last_offset_delta: int | None = None) -> bytes:
-    payload = b"".join(records)
-    if compress is not None:
-        payload = compress(payload)
-    delta = len(records) - 1 if last_offset_delta is None else last_offset_delta
-    after_crc = struct.pack(">hiqqqhii", attributes, delta, base_ts, base_ts if max_ts is None else max_ts,
-                            producer_id, producer_epoch, base_sequence, len(records)) + payload
-    crc = crc32c.crc32c(after_crc)
-    batch_length = 4 + 1 + 4 + len(after_crc)  # partitionLeaderEpoch + magic + crc + the rest
-    return struct.pack(">qiibI", base_offset, batch_length, leader_epoch, 2, crc) + after_crc
+spec_batch = functools.partial(records_batch, base_ts=T0)  # the batches here start at T0 unless told
 
 
 def crc_of(batch: bytes) -> int:
@@ -81,9 +42,9 @@ def run_dump(*paths, **kwargs) -> tuple[str, str]:
 @pytest.fixture
 def simple_segment(tmp_path):
     """Two batches: offsets 0-1 (one record with headers, one without key), then offset 2."""
-    b1 = spec_batch(0, [spec_record(0, 0, b"k1", b"hello", [(b"trace", b"1"), (b"src", b"x")]),
-                        spec_record(1, 5, None, b"no key")], max_ts=T0 + 5)
-    b2 = spec_batch(2, [spec_record(0, 0, b"k1", None)], base_ts=T0 + 9, leader_epoch=3)
+    b1 = spec_batch(0, [record(0, 0, b"k1", b"hello", [(b"trace", b"1"), (b"src", b"x")]),
+                        record(1, 5, None, b"no key")], max_ts=T0 + 5)
+    b2 = spec_batch(2, [record(0, 0, b"k1", None)], base_ts=T0 + 9, leader_epoch=3)
     path = write(tmp_path / "00000000000000000000.log", b1 + b2)
     return path, b1, b2
 
@@ -135,7 +96,7 @@ def test_skip_record_metadata_prints_only_data(simple_segment):
 
 
 def test_idempotent_batch_sequences(tmp_path):
-    batch = spec_batch(10, [spec_record(i, i, b"k", b"v%d" % i) for i in range(3)],
+    batch = spec_batch(10, [record(i, i, b"k", b"v%d" % i) for i in range(3)],
                        producer_id=4000, producer_epoch=2, base_sequence=5, max_ts=T0 + 2)
     path = write(tmp_path / "00000000000000000010.log", batch)
     out, _ = run_dump(path)
@@ -147,7 +108,7 @@ def test_idempotent_batch_sequences(tmp_path):
 
 
 def test_sequence_wraps_at_int32_max(tmp_path):
-    batch = spec_batch(0, [spec_record(i, 0, b"k", b"v") for i in range(3)],
+    batch = spec_batch(0, [record(i, 0, b"k", b"v") for i in range(3)],
                        producer_id=1, producer_epoch=0, base_sequence=2**31 - 2)
     path = write(tmp_path / "00000000000000000000.log", batch)
     dump = read_segment(path)
@@ -156,7 +117,7 @@ def test_sequence_wraps_at_int32_max(tmp_path):
 
 
 def test_gzip_batch(tmp_path):
-    records = [spec_record(i, i, b"key-%d" % i, b"value " * 20) for i in range(4)]
+    records = [record(i, i, b"key-%d" % i, b"value " * 20) for i in range(4)]
     batch = spec_batch(0, records, attributes=1, compress=gzip.compress, max_ts=T0 + 3)
     path = write(tmp_path / "00000000000000000000.log", batch)
     out, _ = run_dump(path)
@@ -166,7 +127,7 @@ def test_gzip_batch(tmp_path):
 
 def test_log_append_time_batch(tmp_path):
     broker_ts = T0 + 1000
-    batch = spec_batch(0, [spec_record(0, 0, b"a", b"1"), spec_record(1, 7, b"b", b"2")],
+    batch = spec_batch(0, [record(0, 0, b"a", b"1"), record(1, 7, b"b", b"2")],
                        attributes=0x08, max_ts=broker_ts)
     path = write(tmp_path / "00000000000000000000.log", batch)
     out, _ = run_dump(path)
@@ -178,7 +139,7 @@ def test_log_append_time_batch(tmp_path):
 def test_control_batch_commit_marker(tmp_path):
     key = struct.pack(">hh", 0, 1)            # version 0, type COMMIT
     value = struct.pack(">hi", 0, 7)          # version 0, coordinatorEpoch 7
-    batch = spec_batch(5, [spec_record(0, 0, key, value)], attributes=0x10 | 0x20,
+    batch = spec_batch(5, [record(0, 0, key, value)], attributes=0x10 | 0x20,
                        producer_id=9, producer_epoch=0)
     path = write(tmp_path / "00000000000000000005.log", batch)
     out, _ = run_dump(path)
@@ -189,7 +150,7 @@ def test_control_batch_commit_marker(tmp_path):
 
 def test_delete_horizon(tmp_path):
     horizon = T0 + 86_400_000
-    batch = spec_batch(0, [spec_record(0, 0, b"gone", None)], attributes=0x40, base_ts=horizon)
+    batch = spec_batch(0, [record(0, 0, b"gone", None)], attributes=0x40, base_ts=horizon)
     path = write(tmp_path / "00000000000000000000.log", batch)
     out, _ = run_dump(path)
     assert f"deleteHorizonMs: OptionalLong[{horizon}]" in out
@@ -257,8 +218,8 @@ def test_empty_segment(tmp_path):
 
 def test_non_consecutive_offsets_go_to_stderr(tmp_path):
     # what a compacted segment looks like: offsets 0, 3, 4 survive
-    b1 = spec_batch(0, [spec_record(0, 0, b"a", b"1")])
-    b2 = spec_batch(3, [spec_record(0, 0, b"b", b"2"), spec_record(1, 0, b"c", b"3")])
+    b1 = spec_batch(0, [record(0, 0, b"a", b"1")])
+    b2 = spec_batch(3, [record(0, 0, b"b", b"2"), record(1, 0, b"c", b"3")])
     path = write(tmp_path / "00000000000000000000.log", b1 + b2)
     _, err = run_dump(path)
     assert err.splitlines() == [f"Non-consecutive offsets in {os.path.abspath(path)}", "  0 is followed by 3"]
@@ -266,7 +227,7 @@ def test_non_consecutive_offsets_go_to_stderr(tmp_path):
 
 def test_dumping_does_not_modify_files(simple_segment):
     path, b1, b2 = simple_segment
-    index = write(os.path.join(os.path.dirname(path), "00000000000000000000.index"), struct.pack(">ii", 2, len(b1)))
+    index = write(os.path.join(os.path.dirname(path), "00000000000000000000.index"), index_entry(2, len(b1)))
     before = {p: (open(p, "rb").read(), os.stat(p).st_mtime_ns) for p in (path, index)}
     run_dump(path, index)
     dump_log_df(path)
@@ -281,7 +242,7 @@ def test_offset_index_with_preallocated_zero_tail(simple_segment):
     directory = os.path.dirname(path)
     # relativeOffset 2 at the second batch's position, then the zeros a running Kafka broker preallocates
     index = write(os.path.join(directory, "00000000000000000000.index"),
-                  struct.pack(">ii", 2, len(b1)) + b"\x00" * 80)
+                  index_entry(2, len(b1)) + b"\x00" * 80)
     out, err = run_dump(index)
     assert out.splitlines() == [f"Dumping {index}", f"offset: 2 position: {len(b1)}"]
     assert err == ""
@@ -291,13 +252,13 @@ def test_offset_index_with_preallocated_zero_tail(simple_segment):
 def test_offset_index_mismatch_reported(simple_segment):
     path, b1, _ = simple_segment
     index = write(os.path.join(os.path.dirname(path), "00000000000000000000.index"),
-                  struct.pack(">ii", 1, len(b1)))  # says offset 1 lives where offset 2's batch is
+                  index_entry(1, len(b1)))  # says offset 1 lives where offset 2's batch is
     _, err = run_dump(index)
     assert err.splitlines() == [f"Mismatches in :{os.path.abspath(index)}", "  Index offset: 1, log offset: 2"]
 
 
 def test_offset_index_relative_to_base(tmp_path):
-    index = write(tmp_path / "00000000000000001000.index", struct.pack(">iiii", 3, 4096, 9, 8192))
+    index = write(tmp_path / "00000000000000001000.index", index_entry(3, 4096) + index_entry(9, 8192))
     assert read_offset_index(index) == [(1003, 4096), (1009, 8192)]
     frame = dump_log_df(index)
     assert list(frame.columns) == ["offset", "position"] and list(frame["offset"]) == [1003, 1009]
@@ -310,7 +271,7 @@ def test_empty_index(tmp_path):
 
 
 def test_time_index(tmp_path):
-    data = struct.pack(">qi", T0 + 10, 4) + struct.pack(">qi", T0 + 20, 9) + b"\x00" * 24
+    data = time_index_entry(T0 + 10, 4) + time_index_entry(T0 + 20, 9) + b"\x00" * 24
     index = write(tmp_path / "00000000000000000100.timeindex", data)
     out, err = run_dump(index)
     assert out.splitlines() == [f"Dumping {index}", f"timestamp: {T0 + 10} offset: 104",
@@ -321,7 +282,7 @@ def test_time_index(tmp_path):
 
 
 def test_time_index_out_of_order_reported(tmp_path):
-    data = struct.pack(">qi", T0 + 20, 4) + struct.pack(">qi", T0 + 10, 9)
+    data = time_index_entry(T0 + 20, 4) + time_index_entry(T0 + 10, 9)
     index = write(tmp_path / "00000000000000000000.timeindex", data)
     _, err = run_dump(index)
     assert "Found out of order timestamp in" in err
@@ -352,8 +313,8 @@ def test_batch_frame_has_kafkas_fields(simple_segment):
 
 
 def test_partition_directory(tmp_path):
-    write(tmp_path / "00000000000000000000.log", spec_batch(0, [spec_record(0, 0, b"a", b"1")]))
-    write(tmp_path / "00000000000000000001.log", spec_batch(1, [spec_record(0, 0, b"b", b"2")]))
+    write(tmp_path / "00000000000000000000.log", spec_batch(0, [record(0, 0, b"a", b"1")]))
+    write(tmp_path / "00000000000000000001.log", spec_batch(1, [record(0, 0, b"b", b"2")]))
     write(tmp_path / "partition.metadata", b"version: 0\n")
     frame = dump_log_df(tmp_path)
     assert list(frame["offset"]) == [0, 1] and list(frame["segment"]) == [0, 1]
@@ -378,11 +339,11 @@ def test_bad_arguments(tmp_path):
 
 
 def test_list_segments_and_files(tmp_path):
-    b0 = spec_batch(0, [spec_record(0, 0, b"a", b"1"), spec_record(1, 60_000, b"b", b"2")], max_ts=T0 + 60_000)
-    b2 = spec_batch(2, [spec_record(0, 0, b"c", b"3")], base_ts=T0 + 120_000)
+    b0 = spec_batch(0, [record(0, 0, b"a", b"1"), record(1, 60_000, b"b", b"2")], max_ts=T0 + 60_000)
+    b2 = spec_batch(2, [record(0, 0, b"c", b"3")], base_ts=T0 + 120_000)
     write(tmp_path / "00000000000000000000.log", b0)
     write(tmp_path / "00000000000000000000.index", b"")
-    write(tmp_path / "00000000000000000000.timeindex", struct.pack(">qi", T0 + 60_000, 1))
+    write(tmp_path / "00000000000000000000.timeindex", time_index_entry(T0 + 60_000, 1))
     write(tmp_path / "00000000000000000002.log", b2)
     write(tmp_path / "00000000000000000002.log.deleted", b"old")   # not a segment
     from kafkalab.tools import list_files, list_segments
@@ -401,7 +362,7 @@ def test_list_segments_and_files(tmp_path):
 
 def test_partition_directory_with_an_empty_segment_keeps_dtypes(tmp_path):
     write(tmp_path / "00000000000000000000.log", b"")   # what compaction can leave behind
-    write(tmp_path / "00000000000000000003.log", spec_batch(3, [spec_record(0, 0, b"a", b"1")]))
+    write(tmp_path / "00000000000000000003.log", spec_batch(3, [record(0, 0, b"a", b"1")]))
     frame = dump_log_df(tmp_path)
     assert list(frame["offset"]) == [3] and frame["offset"].dtype == "int64"
     batches = dump_log_df(tmp_path, level="batch")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
+import types
 
 import pytest
 
@@ -232,12 +233,19 @@ def test_groups_and_offsets_reload_after_restart(tmp_path):
         b.call(coord(b).commit_offsets, "simple", -1, "", None, {("t", 1): OffsetAndMetadata(9)})
         b.call(coord(b).commit_offsets, "gone", -1, "", None, {("t", 1): OffsetAndMetadata(9)})
         assert b.call(coord(b).delete_groups, ["gone"]) == {"gone": E.NONE}
+        # the latest record per key wins: a later commit over an earlier one, a commit after a tombstone
+        for offset in (1, 2):
+            b.call(coord(b).commit_offsets, "again", -1, "", None, {("t", 0): OffsetAndMetadata(offset)})
+        assert b.call(coord(b).delete_groups, ["again"]) == {"again": E.NONE}
+        b.call(coord(b).commit_offsets, "again", -1, "", None, {("t", 1): OffsetAndMetadata(5)})
+        b.call(coord(b).commit_offsets, "again", -1, "", None, {("t", 1): OffsetAndMetadata(6)})
     with kafkalab.mini(log_dir=str(tmp_path / "r"), **configs) as b:
         groups = b.call(lambda: {g: (str(m.state), m.generation_id, dict(m.offsets))
                                  for g, m in coord(b).groups.items()})
         assert groups["g"] == ("Empty", 2, {("t", 0): OffsetAndMetadata(3, -1, "x", 1)})
         assert groups["simple"][2][("t", 1)].offset == 9
         assert "gone" not in groups
+        assert {tp: om.offset for tp, om in groups["again"][2].items()} == {("t", 1): 6}
 
 
 def test_describe_list_delete(gb):
@@ -255,3 +263,35 @@ def test_describe_list_delete(gb):
     gb.call(c.leave_group, "g", [(a["member_id"], None)])
     assert gb.call(c.delete_groups, ["g"]) == {"g": E.NONE}
     assert gb.call(c.describe_group, "g") is None
+
+
+def test_group_max_size_counts_new_static_and_pending_members(tmp_path):
+    configs = {"group.initial.rebalance.delay.ms": 0, "offsets.topic.num.partitions": 1, "group.max.size": 1}
+    with kafkalab.mini(log_dir=str(tmp_path / "m"), **configs) as b:
+        b.call(b.server.admin_manager.create_topic, "t")
+        s = join_new(b, "static", instance_id="i-1")
+        sync(b, "static", 1, s["member_id"], {s["member_id"]: b"A"})
+        # a new member, static or not, would be the second one
+        for instance_id in ("i-2", None):
+            res = run(b, join(b, "static", instance_id=instance_id))
+            assert (res["error_code"], res["member_id"]) == (E.GROUP_MAX_SIZE_REACHED, "")
+        # a restarted static member takes over its own entry
+        assert run(b, join(b, "static", instance_id="i-1"))["error_code"] == E.NONE
+        # two member ids handed out (KIP-394) while the group was empty: the second to come back is refused
+        # and forgotten, so no rebalance waits for it
+        first, second = run(b, join(b, "d")), run(b, join(b, "d"))
+        assert run(b, join(b, "d", member_id=first["member_id"]))["generation_id"] == 1
+        res = run(b, join(b, "d", member_id=second["member_id"]))
+        assert (res["error_code"], res["member_id"]) == (E.GROUP_MAX_SIZE_REACHED, "")
+        assert b.call(lambda: dict(coord(b).groups["d"].pending_members)) == {}
+
+
+def test_delete_groups_answers_a_group_named_twice_once(gb):
+    from kafka.protocol.admin.groups import DeleteGroupsRequest
+
+    from kafkalab.broker.apis.delete_groups import handle_delete_groups
+    gb.call(coord(gb).commit_offsets, "x", -1, "", None, {("t", 0): OffsetAndMetadata(1)})
+    ctx = types.SimpleNamespace(broker=gb.server, api_version=2)
+    out = run(gb, handle_delete_groups(ctx, DeleteGroupsRequest(version=2, groups_names=["x", "nope", "x"])))
+    assert out["results"] == [{"group_id": "x", "error_code": E.NONE},
+                              {"group_id": "nope", "error_code": E.GROUP_ID_NOT_FOUND}]

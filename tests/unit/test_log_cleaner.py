@@ -205,3 +205,71 @@ def test_crash_during_swap_completes_the_swap(tmp_path, monkeypatch):
     assert offsets == sorted(set(offsets))
     assert any("swap" in line for line in log.recovery_report)
     manager.close()
+
+
+def first_batch_at(log, offset):
+    data = log.read(offset, 1)
+    return next(iter_batches(data, strict=True), (None, None))[1]
+
+
+def test_reads_inside_compacted_gaps_return_the_next_batch(manager):
+    """An offset the cleaner removed reads as the next surviving batch, also when that batch is in
+    a later segment (a cleaned segment may end early, or be left empty)."""
+    log = compacted_log(manager)
+    for i in range(12):
+        put(log, b"a%d" % i, b"old" + b"x" * 40)
+    for i in range(12):
+        put(log, b"a%d" % i, b"new")                         # supersedes every record of the first segments
+    for i in range(6):
+        put(log, b"pad%d" % i, b"p" * 40)
+    manager.run_cleaner(T0, force=True)
+    surviving = sorted({o for o, _, _ in records(log)})
+    assert surviving[0] > 0 and len(surviving) < log.log_end_offset   # gaps, one of them at the start
+    assert any(s.size == 0 for s in log.segments[:-1])                 # an emptied segment keeps its place
+    for offset in range(log.log_start_offset, log.log_end_offset):
+        header = first_batch_at(log, offset)
+        expected = next(o for o in surviving if o >= offset)
+        assert header.base_offset <= expected <= header.last_offset, offset
+
+
+def test_an_emptied_segment_is_merged_into_its_neighbour_by_the_next_run(manager):
+    log = compacted_log(manager)
+    for i in range(12):
+        put(log, b"a%d" % i, b"old" + b"x" * 40)
+    for i in range(12):
+        put(log, b"a%d" % i, b"new")
+    for i in range(6):
+        put(log, b"pad%d" % i, b"p" * 40)
+    manager.run_cleaner(T0, force=True)
+    empty = [s.base_offset for s in log.segments if s.size == 0]
+    assert empty
+    before = records(log)
+    manager.run_cleaner(T0, force=True)
+    assert not any(s.size == 0 for s in log.segments[:-1])
+    assert records(log) == before
+    assert not any(f.endswith((".cleaned", ".swap", ".deleted")) for f in os.listdir(log.dir))
+
+
+def test_a_failing_clean_leaves_no_files_and_the_other_logs_are_cleaned(manager, monkeypatch, caplog):
+    broken = compacted_log(manager)
+    healthy = manager.get_or_create_log("d", 0, broken.config)
+    for i in range(30):
+        put(broken, b"bad%d" % (i % 3), b"v%d" % i)
+        put(healthy, b"k%d" % (i % 3), b"v%d" % i)
+    fds = len(os.listdir("/proc/self/fd"))
+    from kafkalab.broker.log.log_cleaner import LogCleaner
+    real_filter = LogCleaner._filter_batch
+
+    def filter_batch(data, header, *args):   # say, a batch that cannot be decompressed any more
+        if b"bad" in data and header.base_offset > 5:
+            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "cannot decompress gzip")
+        return real_filter(data, header, *args)
+    monkeypatch.setattr(LogCleaner, "_filter_batch", staticmethod(filter_batch))
+    stats = manager.run_cleaner(T0, force=True)
+    assert [(s.topic, s.partition) for s in stats] == [("d", 0)]
+    assert ("c", 0) in manager.cleaner.uncleanable and "cannot clean c-0" in caplog.text
+    assert not any(f.endswith(".cleaned") for f in os.listdir(broken.dir))
+    assert len(os.listdir("/proc/self/fd")) <= fds                  # the .cleaned segment's files were closed
+    assert [(s.topic, s.partition) for s in manager.run_cleaner(T0, force=True)] == [("d", 0)]  # skipped now
+    manager.delete_log("c", 0)
+    assert ("c", 0) not in manager.cleaner.uncleanable

@@ -161,3 +161,57 @@ def test_recovery_starts_at_the_recovery_point(tmp_path, monkeypatch):
     assert served(log) == sent
     assert log.recovery_point == rp
     manager.close()
+
+
+@pytest.mark.parametrize("clean", [True, False])
+def test_checkpoints_ahead_of_the_files_are_pulled_back(tmp_path, clean):
+    """Every segment file removed by hand: the recovery point and log start offset in the
+    checkpoints point past what is on disk and must not stay there."""
+    manager, log, sent = fill(tmp_path)
+    log.high_watermark = log.log_end_offset
+    log.maybe_increment_log_start_offset(5)
+    manager.close()
+    if not clean:
+        os.remove(tmp_path / ".kafka_cleanshutdown")
+    for name in os.listdir(log.dir):
+        if name.endswith((".log", ".index", ".timeindex")):
+            os.remove(os.path.join(log.dir, name))
+    manager, log = reopen(tmp_path, clean=clean)
+    assert log.log_end_offset == 5 and log.log_start_offset == 5   # starts again at the log start offset
+    assert log.recovery_point <= log.log_end_offset
+    manager.close()
+
+
+def test_segment_cut_by_hand_gets_indexes_that_end_with_it(tmp_path):
+    """Batches cut off the end of a segment (at a batch boundary) after a clean shutdown: the
+    offset and time indexes must not keep entries for offsets that are gone."""
+    manager, log, sent = fill(tmp_path, n=10, **{"segment.bytes": 1 << 20, "index.interval.bytes": 4096})
+    path = log.active_segment.path
+    manager.close()
+    keep = sum(len(b) for b in sent[:6])
+    os.truncate(path, keep)                         # offsets 6..9 are gone, the time index still says 9
+    manager, log = reopen(tmp_path, clean=True, **{"segment.bytes": 1 << 20, "index.interval.bytes": 4096})
+    seg = log.active_segment
+    assert log.log_end_offset == 6 and served(log) == sent[:6]
+    assert seg.time_index.entries() == [(T0 + 5, 5)]
+    assert any("time index" in line for line in log.recovery_report)
+    log.append_as_leader(batch(0, [(T0 + 6, b"k", b"v")]))
+    assert log.fetch_offset_by_timestamp(T0 + 6) == (6, T0 + 6)
+    manager.close()
+    manager, log = reopen(tmp_path, clean=True, **{"segment.bytes": 1 << 20, "index.interval.bytes": 4096})
+    assert log.recovery_report == []                # the time index written since is consistent
+    manager.close()
+
+
+def test_stray_index_swap_files_are_removed(tmp_path):
+    """A crash while renaming a swapped-in segment's files from .swap to their final names can
+    leave its .index.swap/.timeindex.swap behind; as Kafka, they go and the indexes are rebuilt."""
+    manager, log, sent = fill(tmp_path)
+    seg = log.segments[0]
+    manager.close()
+    for suffix in (".index", ".timeindex"):
+        os.replace(os.path.join(log.dir, f"{0:020d}{suffix}"), os.path.join(log.dir, f"{0:020d}{suffix}.swap"))
+    manager, log = reopen(tmp_path, clean=True)
+    assert not any(n.endswith(".swap") for n in os.listdir(log.dir))
+    assert served(log) == sent and len(log.segments[0].offset_index) == len(seg.offset_index)
+    manager.close()

@@ -140,3 +140,47 @@ def test_delete_records_then_retention_deletes_segments_below_log_start(tmp_path
     assert log.log_start_offset == third + 1   # never moves back
     with pytest.raises(KafkaError):
         log.maybe_increment_log_start_offset(log.log_end_offset + 5)
+
+
+# --- reading across segment boundaries -------------------------------------------------
+
+def _base_offsets(data: bytes) -> list[int]:
+    from kafkalab.broker.records import iter_batches
+    return [h.base_offset for _, h in iter_batches(data, strict=True)]
+
+
+def test_read_at_segment_boundaries(tmp_path):
+    log = make_log(tmp_path, **{"segment.bytes": 300})
+    for i in range(10):
+        append(log, T0 + i)
+    assert len(log.segments) > 2
+    for seg, nxt in zip(log.segments, log.segments[1:]):
+        last = nxt.base_offset - 1
+        assert _base_offsets(log.read(last, 1)) == [last]            # the last batch of a segment
+        assert _base_offsets(log.read(nxt.base_offset, 1)) == [nxt.base_offset]
+        assert _base_offsets(log.read(last, 10_000))[:2] == [last]   # a read stops at the segment's end
+    assert log.read(log.log_end_offset, 10_000) == b""
+    with pytest.raises(KafkaError) as e:
+        log.read(log.log_end_offset + 1, 10_000)
+    assert e.value.code == ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+def test_read_never_skips_a_batch_too_large_for_max_bytes(tmp_path):
+    """Without min_one_message (a later partition of a Fetch), a batch that does not fit gives
+    nothing; the read must not go on to the next segment and hand out later offsets instead."""
+    log = make_log(tmp_path, **{"segment.bytes": 300})
+    append(log, T0, value=b"x" * 200)      # offset 0 fills segment 0
+    append(log, T0 + 1, value=b"y")        # offset 1 starts segment 1
+    assert [s.base_offset for s in log.segments] == [0, 1]
+    assert log.read(0, 100, log.high_watermark, min_one_message=False) == b""
+    assert _base_offsets(log.read(0, 100, log.high_watermark, min_one_message=True)) == [0]   # KIP-74
+    assert _base_offsets(log.read(1, 100, log.high_watermark, min_one_message=False)) == [1]
+
+
+def test_read_stops_at_the_high_watermark_across_segments(tmp_path):
+    log = make_log(tmp_path, **{"segment.bytes": 300})
+    for i in range(10):
+        append(log, T0 + i)
+    hw = log.segments[1].base_offset + 1
+    assert _base_offsets(log.read(hw, 10_000, max_offset=hw)) == []
+    assert _base_offsets(log.read(0, 100_000, max_offset=hw))[-1] == log.segments[0].next_offset - 1

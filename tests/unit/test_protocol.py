@@ -149,7 +149,7 @@ def test_metadata_v12_by_topic_id(broker):
 
 
 @pytest.mark.parametrize("name,auto", [("bad name", True), ("bad/name", False), ("..", True), ("x" * 250, True),
-                                       ("", True), ("ünïcode", False)])
+                                       ("", True), ("ünïcode", False), ("trailing-newline\n", True)])
 def test_metadata_invalid_topic_names(broker, name, auto):
     req = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=name)], allow_auto_topic_creation=auto)
     [topic] = wire.call(broker.bootstrap_servers, req, MetadataResponse, 12).topics
@@ -227,6 +227,31 @@ def test_fetch_unknown_topic_id_and_stale_leader_epoch(broker):
     assert fetch(tid, -1) == 0
     assert fetch(uuid.uuid4(), 0) == ErrorCode.UNKNOWN_TOPIC_ID
     assert fetch(tid, 5) == ErrorCode.UNKNOWN_LEADER_EPOCH
+
+
+def test_fetch_and_list_offsets_need_the_leader(broker):
+    _create(broker, "led-elsewhere")
+    partition = broker.call(broker.server.replica_manager.get_partition, "led-elsewhere", 0)
+
+    def fetch(replica_id):
+        req = FetchRequest(replica_id=replica_id, max_wait_ms=0, min_bytes=0, max_bytes=2**20, topics=[
+            FetchRequest.FetchTopic(topic="led-elsewhere", partitions=[FetchRequest.FetchTopic.FetchPartition(
+                partition=0, current_leader_epoch=-1, fetch_offset=0, partition_max_bytes=2**20)])])
+        return wire.call(broker.bootstrap_servers, req, FetchResponse, 12).responses[0].partitions[0].error_code
+
+    def list_offsets(replica_id, epoch=-1):
+        req = ListOffsetsRequest(replica_id=replica_id, topics=[ListOffsetsRequest.ListOffsetsTopic(
+            name="led-elsewhere", partitions=[ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
+                partition_index=0, current_leader_epoch=epoch, timestamp=-1)])])
+        return wire.call(broker.bootstrap_servers, req, ListOffsetsResponse, 8).topics[0].partitions[0].error_code
+
+    broker.call(setattr, partition, "leader_id", 7)  # as if broker 7 had become the leader
+    try:
+        assert fetch(-1) == list_offsets(-1) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert fetch(3) == list_offsets(3) == 0  # a follower may read from a follower
+        assert list_offsets(-1, epoch=5) == ErrorCode.UNKNOWN_LEADER_EPOCH  # the epoch is checked first, as in Kafka
+    finally:
+        broker.call(setattr, partition, "leader_id", broker.server.broker_id)
 
 
 def test_incremental_fetch_session_is_refused(broker):

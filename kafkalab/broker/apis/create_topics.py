@@ -21,18 +21,15 @@ v6   same as v5 (quota violation errors, KIP-599: no quotas here)
 v7   + topic id in the result (KIP-516)
 ``timeout_ms`` is ignored: a standalone broker creates the topic before it answers.
 """
-import uuid
 from collections import Counter
 
 from kafka.protocol.admin.topics import CreateTopicsRequest, CreateTopicsResponse
 
+from ..admin_manager import NULL_UUID
 from ..config import LogConfig
 from ..errors import ErrorCode, KafkaError
 from . import api
 from .describe_configs import topic_config_descriptions
-
-NULL_UUID = uuid.UUID(int=0)
-
 
 def _created(ctx, topic) -> dict:
     entry = {"name": topic.name, "topic_id": topic.topic_id, "error_code": 0, "error_message": None}

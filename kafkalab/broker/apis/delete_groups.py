@@ -7,19 +7,14 @@ Not implemented: nothing.
 Only a group without members can go: one with members gets
 NON_EMPTY_GROUP, an unknown one GROUP_ID_NOT_FOUND. Deleting writes
 tombstones for the group and each of its offsets to ``__consumer_offsets``.
+A group named twice is deleted once and answered once, as in Kafka.
 """
 from kafka.protocol.admin.groups import DeleteGroupsRequest, DeleteGroupsResponse
 
-from ..errors import ErrorCode
 from . import api
 
 
 @api(DeleteGroupsRequest, DeleteGroupsResponse, versions=(0, 2))
 async def handle_delete_groups(ctx, request):
-    coordinator = ctx.broker.group_coordinator
-    names = list(request.groups_names or [])
-    if coordinator is None:
-        results = {g: ErrorCode.COORDINATOR_NOT_AVAILABLE for g in names}
-    else:
-        results = coordinator.delete_groups(names)
-    return {"throttle_time_ms": 0, "results": [{"group_id": g, "error_code": results[g]} for g in names]}
+    results = ctx.broker.group_coordinator.delete_groups(list(dict.fromkeys(request.groups_names or [])))
+    return {"throttle_time_ms": 0, "results": [{"group_id": g, "error_code": e} for g, e in results.items()]}

@@ -21,11 +21,9 @@ from collections import Counter
 
 from kafka.protocol.admin.topics import DeleteTopicsRequest, DeleteTopicsResponse
 
+from ..admin_manager import NULL_UUID
 from ..errors import ErrorCode, KafkaError
 from . import api
-
-NULL_UUID = uuid.UUID(int=0)
-
 
 def _requested(ctx, request) -> list[tuple[str | None, uuid.UUID]]:
     if ctx.api_version >= 6:

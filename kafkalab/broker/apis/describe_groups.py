@@ -27,9 +27,7 @@ async def handle_describe_groups(ctx, request):
     for group_id in request.groups or []:
         entry = {"error_code": ErrorCode.NONE, "error_message": None, "group_id": group_id, "group_state": "Dead",
                  "protocol_type": "", "protocol_data": "", "members": []}
-        if coordinator is None:
-            entry["error_code"] = ErrorCode.COORDINATOR_NOT_AVAILABLE
-        elif not group_id:
+        if not group_id:
             entry["error_code"] = ErrorCode.INVALID_GROUP_ID
         else:
             summary = coordinator.describe_group(group_id)

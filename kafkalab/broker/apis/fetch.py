@@ -38,36 +38,21 @@ from . import api
 NULL_UUID = uuid.UUID(int=0)
 #: FetchMetadata.INITIAL_EPOCH / FINAL_EPOCH: the two epochs of a full (sessionless) fetch
 INITIAL_EPOCH, FINAL_EPOCH = 0, -1
+READ_COMMITTED = 1  # isolation_level
 
 
-def check_current_leader_epoch(partition, requested: int) -> None:
-    """Kafka's ``Partition.checkCurrentLeaderEpoch`` (KIP-320); -1 means "don't check"."""
-    if requested == -1:
-        return
-    if requested < partition.leader_epoch:
-        raise KafkaError(ErrorCode.FENCED_LEADER_EPOCH,
-                         f"{partition.name}: leader epoch {requested} is older than {partition.leader_epoch}")
-    if requested > partition.leader_epoch:
-        raise KafkaError(ErrorCode.UNKNOWN_LEADER_EPOCH,
-                         f"{partition.name}: leader epoch {requested} is newer than {partition.leader_epoch}")
-
-
-def _read_partition(ctx, topic_name, pdata, budget, min_one, from_follower):
+def _read_partition(ctx, topic_name, pdata, budget, min_one, from_follower, read_committed):
     try:
-        broker = ctx.broker
-        partition = broker.replica_manager.get_partition(topic_name, pdata.partition)
-        if not from_follower and partition.leader_id != broker.broker_id:
-            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
-                             f"broker {broker.broker_id} is not the leader of {partition.name}")
-        if ctx.api_version >= 9:
-            check_current_leader_epoch(partition, pdata.current_leader_epoch)
-        log = partition.log
+        partition = ctx.broker.replica_manager.get_partition(topic_name, pdata.partition)
+        # (before v9 the request has no current_leader_epoch: the codec gives -1, "don't check")
+        log = partition.local_log_with_epoch(pdata.current_leader_epoch, require_leader=not from_follower)
         max_offset = None if from_follower else log.high_watermark
         limit = min(pdata.partition_max_bytes, budget)
         records = log.read(pdata.fetch_offset, limit, max_offset, min_one_message=min_one)
         return {"partition_index": pdata.partition, "error_code": 0, "high_watermark": log.high_watermark,
                 "last_stable_offset": log.high_watermark, "log_start_offset": log.log_start_offset,
-                "aborted_transactions": None if not records else [], "preferred_read_replica": -1,
+                # Kafka lists aborted transactions (none here) for READ_COMMITTED only, else null
+                "aborted_transactions": [] if read_committed else None, "preferred_read_replica": -1,
                 "records": records}
     except KafkaError as exc:
         return _error(pdata.partition, exc.code)
@@ -88,6 +73,7 @@ def _replica_id(ctx, request) -> int:
 def _read_all(ctx, request, topics):
     budget = request.max_bytes
     from_follower = _replica_id(ctx, request) >= 0
+    read_committed = request.isolation_level == READ_COMMITTED
     responses, total, errors = [], 0, False
     for name, topic_id, partitions in topics:
         parts = []
@@ -97,7 +83,8 @@ def _read_all(ctx, request, topics):
                 errors = True
                 continue
             # KIP-74: until some partition returned data, the first batch is returned even if too large
-            result = _read_partition(ctx, name, pdata, max(budget - total, 0), total == 0, from_follower)
+            result = _read_partition(ctx, name, pdata, max(budget - total, 0), total == 0, from_follower,
+                                     read_committed)
             errors = errors or result["error_code"] != 0
             total += len(result["records"])
             parts.append(result)
@@ -120,12 +107,13 @@ async def handle_fetch(ctx, request):
         else:
             meta = cache.get(t.topic)
             topics.append((t.topic, meta.topic_id if meta else NULL_UUID, t.partitions))
+    watched = [(name, p.partition) for name, _, partitions in topics if name is not None for p in partitions]
     deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
     while True:
         responses, total, errors = _read_all(ctx, request, topics)
         remaining = deadline - time.monotonic()
-        if total >= request.min_bytes or errors or remaining <= 0 or not topics:
+        if total >= request.min_bytes or errors or remaining <= 0 or not watched:
             break
-        # the fetch purgatory (DelayedFetch): any append wakes us to read again
-        await ctx.broker.replica_manager.wait_for_data(remaining)
+        # the fetch purgatory (DelayedFetch): an append to a partition we asked for wakes us to read again
+        await ctx.broker.replica_manager.wait_for_data(watched, remaining)
     return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}

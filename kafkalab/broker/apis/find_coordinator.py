@@ -38,9 +38,6 @@ def _coordinator_for(broker, key: str | None, key_type: int) -> dict:
     if not key:
         out.update(error_code=ErrorCode.INVALID_REQUEST, error_message="group id must not be empty")
         return out
-    if coordinator is None:
-        out.update(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, error_message="no group coordinator")
-        return out
     try:
         coordinator.manager.ensure_offsets_topic()
     except KafkaError as exc:

@@ -13,16 +13,12 @@ FENCED_INSTANCE_ID (another process took your group.instance.id).
 """
 from kafka.protocol.consumer.group import HeartbeatRequest, HeartbeatResponse
 
-from ..errors import ErrorCode
 from . import api
 
 
 @api(HeartbeatRequest, HeartbeatResponse, versions=(0, 4))
 async def handle_heartbeat(ctx, request):
-    coordinator = ctx.broker.group_coordinator
-    if coordinator is None:
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
-    error = coordinator.heartbeat(request.group_id, request.member_id,
-                                  request.group_instance_id if ctx.api_version >= 3 else None,
-                                  request.generation_id)
+    error = ctx.broker.group_coordinator.heartbeat(request.group_id, request.member_id,
+                                                   request.group_instance_id if ctx.api_version >= 3 else None,
+                                                   request.generation_id)
     return {"throttle_time_ms": 0, "error_code": error}

@@ -19,24 +19,18 @@ subscription. See :mod:`kafkalab.broker.coordinator.group_coordinator`.
 """
 from kafka.protocol.consumer.group import JoinGroupRequest, JoinGroupResponse
 
-from ..errors import ErrorCode
 from . import api
 
 
 @api(JoinGroupRequest, JoinGroupResponse, versions=(0, 9))
 async def handle_join_group(ctx, request):
-    coordinator = ctx.broker.group_coordinator
     v = ctx.api_version
-    if coordinator is None:
-        result = {"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "generation_id": -1, "leader": "",
-                  "member_id": request.member_id, "members": []}
-    else:
-        result = await coordinator.join_group(
-            request.group_id, request.member_id or "", request.group_instance_id if v >= 5 else None,
-            ctx.client_id or "", ctx.client_host, request.rebalance_timeout_ms if v >= 1 else request.session_timeout_ms,
-            request.session_timeout_ms, request.protocol_type,
-            [(p.name, bytes(p.metadata or b"")) for p in request.protocols or []],
-            require_known_member_id=v >= 4, reason=request.reason if v >= 8 else None)
+    result = await ctx.broker.group_coordinator.join_group(
+        request.group_id, request.member_id or "", request.group_instance_id if v >= 5 else None,
+        ctx.client_id or "", ctx.client_host, request.rebalance_timeout_ms if v >= 1 else request.session_timeout_ms,
+        request.session_timeout_ms, request.protocol_type,
+        [(p.name, bytes(p.metadata or b"")) for p in request.protocols or []],
+        require_known_member_id=v >= 4, reason=request.reason if v >= 8 else None)
     result = dict(result, throttle_time_ms=0)
     if v < 7:  # protocol_name is nullable from v7 only
         result["protocol_name"] = result.get("protocol_name") or ""

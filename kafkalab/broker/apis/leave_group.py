@@ -20,17 +20,14 @@ from . import api
 
 @api(LeaveGroupRequest, LeaveGroupResponse, versions=(0, 5))
 async def handle_leave_group(ctx, request):
-    coordinator = ctx.broker.group_coordinator
     v = ctx.api_version
     if v >= 3:
         leaving = [(m.member_id or "", m.group_instance_id) for m in request.members or []]
         reasons = [m.reason for m in request.members or []] if v >= 5 else []
     else:
         leaving, reasons = [(request.member_id or "", None)], []
-    if coordinator is None:
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "members": []}
     reason = next((r for r in reasons if r), None)
-    error, member_errors = coordinator.leave_group(request.group_id, leaving, reason)
+    error, member_errors = ctx.broker.group_coordinator.leave_group(request.group_id, leaving, reason)
     if v < 3:
         if error == ErrorCode.NONE and member_errors:
             error = member_errors[0]

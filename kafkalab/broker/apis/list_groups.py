@@ -18,10 +18,7 @@ from . import api
 
 @api(ListGroupsRequest, ListGroupsResponse, versions=(0, 5))
 async def handle_list_groups(ctx, request):
-    coordinator = ctx.broker.group_coordinator
     v = ctx.api_version
-    if coordinator is None:
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "groups": []}
-    groups = coordinator.list_groups(states=request.states_filter if v >= 4 else None,
-                                     types=request.types_filter if v >= 5 else None)
+    groups = ctx.broker.group_coordinator.list_groups(states=request.states_filter if v >= 4 else None,
+                                                      types=request.types_filter if v >= 5 else None)
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "groups": groups}

@@ -28,7 +28,6 @@ from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsRespo
 from ..errors import ErrorCode, KafkaError
 from ..log.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from . import api
-from .fetch import check_current_leader_epoch
 
 EARLIEST_LOCAL_TIMESTAMP = -4
 MAX_TIMESTAMP = -3
@@ -44,17 +43,14 @@ def _lookup(ctx, topic, pdata, from_follower):
             raise KafkaError(ErrorCode.UNSUPPORTED_VERSION,
                              f"timestamp {ts} is not a special timestamp of ListOffsets v{ctx.api_version}")
         partition = broker.replica_manager.get_partition(topic, pdata.partition_index)
-        if not from_follower and partition.leader_id != broker.broker_id:
-            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
-                             f"broker {broker.broker_id} is not the leader of {partition.name}")
-        if ctx.api_version >= 4:
-            check_current_leader_epoch(partition, pdata.current_leader_epoch)
+        # (before v4 the request has no current_leader_epoch: the codec gives -1, "don't check")
+        log = partition.local_log_with_epoch(pdata.current_leader_epoch, require_leader=not from_follower)
         if ts == EARLIEST_LOCAL_TIMESTAMP:
             ts = EARLIEST_TIMESTAMP
         if ts == LATEST_TIMESTAMP and from_follower:
-            found = partition.log.log_end_offset, -1
+            found = log.log_end_offset, -1
         else:
-            found = partition.log.fetch_offset_by_timestamp(ts)
+            found = log.fetch_offset_by_timestamp(ts)
         offset, timestamp = found if found is not None else (-1, -1)
         return {"partition_index": pdata.partition_index, "error_code": 0, "timestamp": timestamp,
                 "offset": offset, "leader_epoch": partition.leader_epoch}

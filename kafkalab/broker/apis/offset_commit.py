@@ -19,11 +19,10 @@ Each partition is written as one record to ``__consumer_offsets``.
 Per partition: UNKNOWN_TOPIC_OR_PARTITION for a partition that does not
 exist, OFFSET_METADATA_TOO_LARGE over ``offset.metadata.max.bytes`` (4096).
 """
-import time
-import uuid
-
 from kafka.protocol.consumer.group import OffsetCommitRequest, OffsetCommitResponse
 
+from ..admin_manager import NULL_UUID
+from ..coordinator.group_metadata import now_ms
 from ..coordinator.offsets_topic import OffsetAndMetadata
 from ..errors import ErrorCode
 from . import api
@@ -34,7 +33,7 @@ async def handle_offset_commit(ctx, request):
     broker = ctx.broker
     v = ctx.api_version
     coordinator = broker.group_coordinator
-    now = int(time.time() * 1000)
+    now = now_ms()
     errors: dict[tuple, ErrorCode] = {}      # (topic key, partition) -> error decided here
     to_commit: dict[tuple[str, int], OffsetAndMetadata] = {}
     keys: dict[tuple[str, int], tuple] = {}  # (name, partition) -> (topic key, partition)
@@ -49,8 +48,6 @@ async def handle_offset_commit(ctx, request):
                 errors[k] = ErrorCode.UNKNOWN_TOPIC_ID if v >= 10 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif not 0 <= p.partition_index < meta.num_partitions:
                 errors[k] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif coordinator is None:
-                errors[k] = ErrorCode.COORDINATOR_NOT_AVAILABLE
             else:
                 tp = (meta.name, p.partition_index)
                 keys[tp] = k
@@ -68,5 +65,5 @@ async def handle_offset_commit(ctx, request):
         topics.setdefault(k[0], []).append({"partition_index": k[1], "error_code": errors[k]})
     field = "topic_id" if v >= 10 else "name"
     return {"throttle_time_ms": 0,
-            "topics": [{field: key if key is not None else (uuid.UUID(int=0) if v >= 10 else ""), "partitions": parts}
+            "topics": [{field: key if key is not None else (NULL_UUID if v >= 10 else ""), "partitions": parts}
                        for key, parts in topics.items()]}

@@ -15,15 +15,10 @@ Not implemented: v0 (ZooKeeper offsets).
 A partition without a committed offset answers offset -1, empty metadata and
 no error — also for a group that does not exist.
 """
-import uuid
-
 from kafka.protocol.consumer.group import OffsetFetchRequest, OffsetFetchResponse
 
 from ..errors import ErrorCode
 from . import api
-
-NULL_UUID = uuid.UUID(int=0)
-
 
 def _partition(index, om, error=ErrorCode.NONE):
     if om is None:
@@ -37,8 +32,6 @@ def _fetch_group(broker, group_id, topics, by_id: bool) -> tuple[ErrorCode, list
     """(group error, topics) where each topic is {name or topic_id, partitions}."""
     coordinator = broker.group_coordinator
     field = "topic_id" if by_id else "name"
-    if coordinator is None:
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
     if topics is None:  # everything the group committed
         by_topic: dict[str, list] = {}
         for (name, index), om in sorted(coordinator.fetch_offsets(group_id, None).items()):

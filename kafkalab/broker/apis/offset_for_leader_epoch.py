@@ -21,43 +21,18 @@ v4   flexible
 """
 from kafka.protocol.consumer.offsets import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 
-from ..errors import ErrorCode, KafkaError
+from ..errors import KafkaError
 from ..log.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from . import api
 
-NO_EPOCH = -1  # current_leader_epoch not given
-
-
-def check_current_leader_epoch(partition, current_leader_epoch: int) -> None:
-    """Kafka's ``Partition.checkCurrentLeaderEpoch``."""
-    if current_leader_epoch == NO_EPOCH:
-        return
-    if current_leader_epoch < partition.leader_epoch:
-        raise KafkaError(ErrorCode.FENCED_LEADER_EPOCH,
-                         f"{partition.name}: the request's leader epoch {current_leader_epoch} is older than the "
-                         f"leader's {partition.leader_epoch}")
-    if current_leader_epoch > partition.leader_epoch:
-        raise KafkaError(ErrorCode.UNKNOWN_LEADER_EPOCH,
-                         f"{partition.name}: the request's leader epoch {current_leader_epoch} is newer than the "
-                         f"leader's {partition.leader_epoch}")
-
-
-def last_offset_for_leader_epoch(partition, leader_epoch: int) -> tuple[int, int]:
-    """Kafka's ``Partition.lastOffsetForLeaderEpoch``: (epoch, end offset), or UNDEFINED."""
-    log = partition.log
-    cache = getattr(log, "leader_epoch_cache", None)
-    if cache is None:  # a log without an epoch cache: everything was written at the current epoch
-        if leader_epoch == partition.leader_epoch:
-            return leader_epoch, log.log_end_offset
-        return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
-    return cache.end_offset_for(leader_epoch, log.log_end_offset)
-
 
 def _answer(broker, topic: str, p) -> dict:
+    """Kafka's ``Partition.lastOffsetForLeaderEpoch``: check the requester's leader epoch and that we
+    lead the partition, then ask the leader epoch cache."""
     try:
         partition = broker.replica_manager.get_partition(topic, p.partition)
-        check_current_leader_epoch(partition, p.current_leader_epoch)
-        epoch, end_offset = last_offset_for_leader_epoch(partition, p.leader_epoch)
+        log = partition.local_log_with_epoch(p.current_leader_epoch, require_leader=True)
+        epoch, end_offset = log.leader_epoch_cache.end_offset_for(p.leader_epoch, log.log_end_offset)
         return {"error_code": 0, "partition": p.partition, "leader_epoch": epoch, "end_offset": end_offset}
     except KafkaError as exc:
         return {"error_code": exc.code, "partition": p.partition, "leader_epoch": UNDEFINED_EPOCH,

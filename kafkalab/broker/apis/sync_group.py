@@ -13,20 +13,15 @@ gets REBALANCE_IN_PROGRESS (rejoin), one from an old generation ILLEGAL_GENERATI
 """
 from kafka.protocol.consumer.group import SyncGroupRequest, SyncGroupResponse
 
-from ..errors import ErrorCode
 from . import api
 
 
 @api(SyncGroupRequest, SyncGroupResponse, versions=(0, 5))
 async def handle_sync_group(ctx, request):
-    coordinator = ctx.broker.group_coordinator
     v = ctx.api_version
-    if coordinator is None:
-        result = {"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "assignment": b""}
-    else:
-        result = await coordinator.sync_group(
-            request.group_id, request.generation_id, request.member_id,
-            request.group_instance_id if v >= 3 else None,
-            request.protocol_type if v >= 5 else None, request.protocol_name if v >= 5 else None,
-            {a.member_id: bytes(a.assignment or b"") for a in request.assignments or []})
+    result = await ctx.broker.group_coordinator.sync_group(
+        request.group_id, request.generation_id, request.member_id,
+        request.group_instance_id if v >= 3 else None,
+        request.protocol_type if v >= 5 else None, request.protocol_name if v >= 5 else None,
+        {a.member_id: bytes(a.assignment or b"") for a in request.assignments or []})
     return dict(result, throttle_time_ms=0)

@@ -1,14 +1,9 @@
 """Coordinators: consumer groups (``GroupCoordinator``) and producer ids (``ProducerIdManager``)."""
 from __future__ import annotations
 
+from .group_coordinator import GroupCoordinator
 from .producer_id_manager import ProducerIdManager
 
 
-def make_coordinators(broker):
-    try:
-        from .group_coordinator import GroupCoordinator
-    except ImportError:  # not built yet
-        group = None
-    else:
-        group = GroupCoordinator(broker)
-    return group, ProducerIdManager(broker.log_dir)
+def make_coordinators(broker) -> tuple[GroupCoordinator, ProducerIdManager]:
+    return GroupCoordinator(broker), ProducerIdManager(broker.log_dir)

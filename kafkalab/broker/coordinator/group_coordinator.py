@@ -158,15 +158,11 @@ class GroupCoordinator:
             return ErrorCode.UNKNOWN_MEMBER_ID
         return None
 
-    def get_group(self, group_id: str) -> GroupMetadata | None:
-        return self.groups.get(group_id)
-
     # -- heartbeats and session timeouts ------------------------------------------
 
     def _schedule_heartbeat(self, group: GroupMetadata, member: MemberMetadata) -> None:
         """Kafka's completeAndScheduleNextHeartbeatExpiration: the member is alive now; expire it after
         ``session.timeout.ms`` of silence."""
-        member.last_heartbeat_ms = now_ms()
         if member.heartbeat_handle is not None:
             member.heartbeat_handle.cancel()
         member.heartbeat_handle = self.loop.call_later(member.session_timeout_ms / 1000, self._on_expire_heartbeat,
@@ -191,10 +187,17 @@ class GroupCoordinator:
 
     def _expire_pending_member(self, group: GroupMetadata, member_id: str) -> None:
         """A member id handed out with MEMBER_ID_REQUIRED that never came back (KIP-394)."""
-        if group.pending_members.pop(member_id, 0) != 0:
+        if member_id in group.pending_members:
             log.info("group %s: pending member %s expired", group.group_id, member_id)
-            if group.is_(PREPARING):
-                self._try_complete_join(group)
+            self._remove_pending_member(group, member_id)
+
+    def _remove_pending_member(self, group: GroupMetadata, member_id: str) -> None:
+        """Forget a pending member id; a rebalance that was waiting for it may complete now."""
+        handle = group.pending_members.pop(member_id, None)
+        if handle is not None:
+            handle.cancel()
+        if group.is_(PREPARING):
+            self._try_complete_join(group)
 
     # -- JoinGroup ----------------------------------------------------------------
 
@@ -216,9 +219,13 @@ class GroupCoordinator:
         if group.is_(DEAD):
             # a group being deleted: the client retries and finds (or creates) it again
             return join_result(member_id, ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        is_new = is_unknown or member_id in group.pending_members
-        if is_new and group_instance_id is None and len(group.members) >= self.config["group.max.size"]:
-            return join_result(member_id, ErrorCode.GROUP_MAX_SIZE_REACHED)
+        # group.max.size: a join that would add a member (a restarted static member takes over its entry)
+        adds_member = (member_id in group.pending_members
+                       or (is_unknown and group.static_member_id(group_instance_id) is None))
+        if adds_member and len(group.members) >= self.config["group.max.size"]:
+            if member_id in group.pending_members:
+                self._remove_pending_member(group, member_id)
+            return join_result(UNKNOWN_MEMBER_ID, ErrorCode.GROUP_MAX_SIZE_REACHED)
         args = (group_instance_id, client_id, client_host, rebalance_timeout_ms, session_timeout_ms,
                 protocol_type, protocols)
         if is_unknown:
@@ -300,8 +307,7 @@ class GroupCoordinator:
         if handle is not None:
             handle.cancel()
         member = MemberMetadata(member_id, instance_id, client_id, client_host, rebalance_timeout_ms,
-                                session_timeout_ms, protocol_type, [(n, bytes(m)) for n, m in protocols],
-                                is_new=True)
+                                session_timeout_ms, protocol_type, [(n, bytes(m)) for n, m in protocols])
         member.join_future = fut = self._future()
         if group.is_(PREPARING) and group.generation_id == 0:
             group.new_member_added = True
@@ -443,7 +449,6 @@ class GroupCoordinator:
         for member in group.members.values():
             result = self._current_join_result(group, member)
             self._answer_join(member, result)
-            member.is_new = False
             self._schedule_heartbeat(group, member)
         generation = group.generation_id
         group.sync_timer = self.loop.call_later(group.rebalance_timeout_ms / 1000, self._on_expire_pending_sync,
@@ -585,11 +590,7 @@ class GroupCoordinator:
                 self._remove_member_and_update_group(group, group.members[current], why)
                 errors.append(ErrorCode.NONE)
             elif member_id in group.pending_members:
-                handle = group.pending_members.pop(member_id)
-                if handle is not None:
-                    handle.cancel()
-                if group.is_(PREPARING):
-                    self._try_complete_join(group)
+                self._remove_pending_member(group, member_id)
                 errors.append(ErrorCode.NONE)
             else:
                 error = self.validate_current_member(group, member_id, instance_id)

@@ -76,9 +76,7 @@ class MemberMetadata:
     assignment: bytes = b""
     join_future: asyncio.Future | None = None   # a JoinGroup waiting for the rebalance
     sync_future: asyncio.Future | None = None   # a SyncGroup waiting for the leader
-    is_new: bool = False
     heartbeat_handle: asyncio.TimerHandle | None = field(default=None, repr=False)
-    last_heartbeat_ms: int = field(default_factory=now_ms)
 
     @property
     def is_static(self) -> bool:
@@ -238,9 +236,3 @@ class GroupMetadata:
         """What the leader gets in its JoinGroup response: every member's subscription."""
         return [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
                  "metadata": m.metadata(self.protocol_name)} for m in self.members.values()]
-
-    # -- offsets ----------------------------------------------------------------
-
-    @property
-    def has_offsets(self) -> bool:
-        return bool(self.offsets)

@@ -147,11 +147,15 @@ class GroupMetadataManager:
 
     def load(self) -> dict[str, GroupMetadata]:
         """Replay ``__consumer_offsets``: the groups and committed offsets as they were at shutdown."""
+        latest: dict[bytes, bytes | None] = {}
+        for key, value in self.read_records():
+            if key is not None:
+                latest[key] = value  # the latest record per key wins, as compaction keeps it
         offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
-        metadata: dict[str, GroupMetadataValue | None] = {}
-        for key_bytes, value_bytes in self.read_records():
-            if key_bytes is None:
-                continue
+        metadata: dict[str, GroupMetadataValue] = {}
+        for key_bytes, value_bytes in latest.items():
+            if value_bytes is None:
+                continue  # a tombstone: the offset or the group was deleted
             try:
                 key = decode_key(key_bytes)
                 value = decode_value(key, value_bytes)
@@ -159,24 +163,15 @@ class GroupMetadataManager:
                 log.warning("skipping unreadable %s record: %r", OFFSETS_TOPIC, exc)
                 continue
             if isinstance(key, OffsetCommitKey):
-                group_offsets = offsets.setdefault(key.group, {})
-                if value is None:
-                    group_offsets.pop((key.topic, key.partition), None)
-                else:
-                    group_offsets[(key.topic, key.partition)] = value
+                offsets.setdefault(key.group, {})[(key.topic, key.partition)] = value
             elif isinstance(key, GroupMetadataKey):
                 metadata[key.group] = value
         groups: dict[str, GroupMetadata] = {}
-        for group_id in set(offsets) | set(metadata):
-            value = metadata.get(group_id)
-            group_offsets = offsets.get(group_id, {})
-            if value is None and not group_offsets:
-                continue
-            group = GroupMetadata(group_id)
-            group.offsets = group_offsets
-            if value is not None:
-                self._restore(group, value)
-            groups[group_id] = group
+        for group_id in offsets.keys() | metadata.keys():
+            group = groups[group_id] = GroupMetadata(group_id)
+            group.offsets = offsets.get(group_id, {})
+            if group_id in metadata:
+                self._restore(group, metadata[group_id])
         return groups
 
     @staticmethod

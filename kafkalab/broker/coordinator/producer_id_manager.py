@@ -25,7 +25,6 @@ class ProducerIdManager:
                 start = 0
         self._next = start
         self._block_end = start
-        self.epochs: dict[str, tuple[int, int]] = {}  # transactional.id -> (pid, epoch)
 
     def generate_producer_id(self) -> int:
         if self._next >= self._block_end:

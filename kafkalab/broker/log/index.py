@@ -70,16 +70,13 @@ class _Index:
         n = len(entries)
         while n > 1 and entries[n - 1] == zero:  # Kafka's preallocated, never written slots
             n -= 1
-        if n == 1 and entries[0] == zero and self._zero_entry_is_padding:
+        if n == 1 and entries[0] == zero:  # a lone all-zero entry is unwritten space too
             n = 0
         if n < len(entries):
             os.truncate(self.path, n * self.entry.size)
         for fields in entries[:n]:
             self._add(*fields)
         self.sanity_check()
-
-    #: whether a lone all-zero first entry is unwritten space rather than a real entry
-    _zero_entry_is_padding = True
 
     def _add(self, a: int, b: int) -> None:
         raise NotImplementedError
@@ -133,17 +130,6 @@ class _Index:
     def close(self) -> None:
         if not self._file.closed:
             self._file.close()
-
-    def delete(self) -> None:
-        self.close()
-        if os.path.exists(self.path):
-            os.remove(self.path)
-
-    def rename(self, new_path: str) -> None:
-        self.close()
-        os.replace(self.path, new_path)
-        self.path = new_path
-        self._file = open(new_path, "ab")
 
 
 class OffsetIndex(_Index):

@@ -18,7 +18,7 @@ Durability (``flush.messages``, ``flush.ms``): like Kafka, by default the log
 is *not* fsynced on append; a write sits in the OS page cache, which survives
 the broker process being killed (SIGKILL) but not a power cut. Durability
 comes from replication. A rolled segment is fsynced in the background
-(``flush_rolled_segments``) and the *recovery point* then moves past it; after
+(``LogManager.flush_dirty_logs_in_background``) and the *recovery point* then moves past it; after
 a crash only the segments from the recovery point on are re-checked
 (:mod:`kafkalab.broker.log.recovery`).
 
@@ -56,14 +56,6 @@ class LogAppendInfo:
     log_start_offset: int = 0
     duplicate: bool = False
     records_count: int = 0
-
-
-@dataclass
-class FetchDataInfo:
-    records: bytes
-    high_watermark: int
-    log_start_offset: int
-    last_stable_offset: int
 
 
 def parse_partition_dir(name: str) -> tuple[str, int] | None:
@@ -229,18 +221,21 @@ class UnifiedLog:
 
     def read(self, offset: int, max_bytes: int, max_offset: int | None = None,
              min_one_message: bool = True) -> bytes:
-        """Batches from ``offset`` on; OFFSET_OUT_OF_RANGE outside [log start, log end]."""
+        """Batches from ``offset`` on; OFFSET_OUT_OF_RANGE outside [log start, log end].
+
+        The read starts at the batch holding ``offset``; if compaction removed
+        that offset, at the next batch, which may sit in a later segment (a
+        cleaned segment can end before the next one begins, or be empty).
+        """
         if offset < self.log_start_offset or offset > self.log_end_offset:
             raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
                              f"offset {offset} is outside [{self.log_start_offset}, {self.log_end_offset}] "
                              f"of {self.name}")
-        i = self.segment_for(offset)
-        while i < len(self.segments):
-            data, _ = self.segments[i].read(offset, max_bytes, max_offset, min_one_message)
-            if data:
-                return data
-            i += 1
-        return b""
+        for seg in self.segments[self.segment_for(offset):]:
+            data, position = seg.read(offset, max_bytes, max_offset, min_one_message)
+            if position is not None:  # the batch holding ``offset`` (or the next one) is here, even if it
+                return data           # did not fit: never skip it for a later segment's batches
+        return b""  # ``offset`` is the log end offset, or every batch after it was compacted away
 
     def fetch_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """ListOffsets: (offset, timestamp) for a timestamp or one of the special values."""
@@ -347,11 +342,17 @@ class UnifiedLog:
                         if seg.base_offset < target]
 
     def flush_rolled_segments(self) -> None:
-        """fsync segments that rolled since the last flush and move the recovery point past them."""
+        """fsync segments that rolled since the last flush and move the recovery point past them
+        (the background flusher does the same with the fsyncs in a worker thread)."""
         target, segments = self.rolled_segments_to_flush()
         for seg in segments:
             seg.flush()
-        self.recovery_point = max(self.recovery_point, target)
+        self.mark_flushed(target)
+
+    def mark_flushed(self, offset: int) -> None:
+        """Everything below ``offset`` is on disk: move the recovery point up to it (Kafka's
+        ``markFlushed``), never back and never past the log end offset."""
+        self.recovery_point = max(self.recovery_point, min(offset, self.log_end_offset))
 
     def maybe_flush_by_time(self, now_ms: int) -> None:
         """``flush.ms``: fsync the log when the last flush is that old and there is something new."""

@@ -24,7 +24,14 @@ cleaner (Kafka's ``LogCleaner``/``Cleaner``) works like this:
   A batch keeps its base offset, last offset delta, producer id, epoch and
   base sequence, and a batch left empty is kept as an empty batch if it is
   its producer's last one, so idempotent producers carry on after cleaning.
-  Small neighbouring segments are merged (up to ``segment.bytes``).
+  Control batches (transaction markers) are copied as they are: the mini
+  broker has no transactions; Kafka drops a marker once its transaction's
+  records are gone and ``delete.retention.ms`` has passed.
+* **Grouping**: small neighbouring segments are merged into one (up to
+  ``segment.bytes`` and ``segment.index.bytes``). A group whose records all
+  go leaves an *empty* segment, as in Kafka: it keeps its base offset (a read
+  at an offset in it goes on to the next batch, in the next segment), and the
+  next run merges it into a neighbour, since it adds no bytes to a group.
 * **Tombstones** (a key with a null value) are kept for
   ``delete.retention.ms`` after the cleaner first saw them, so consumers can
   learn about the deletion; KIP-534: the cleaner stores the *delete horizon*
@@ -33,7 +40,9 @@ cleaner (Kafka's ``LogCleaner``/``Cleaner``) works like this:
 * **Crash safety**: a group of segments is written to ``.cleaned`` files,
   renamed ``.swap`` once complete and fsynced, then swapped in for the old
   segments (``UnifiedLog.replace_segments``); a restart deletes ``.cleaned``
-  leftovers and completes a ``.swap`` (see ``recovery.py``).
+  leftovers and completes a ``.swap`` (see ``recovery.py``). A run that
+  fails deletes its ``.cleaned`` files and the log is skipped from then on
+  (Kafka's *uncleanable* partitions); the other logs are still cleaned.
 """
 from __future__ import annotations
 
@@ -44,14 +53,13 @@ from dataclasses import dataclass, field
 
 from ..records import (CONTROL_MASK, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK, BatchHeader, build_batch, compute_crc,
                        iter_records)
-from .segment import CLEANED_FILE_SUFFIX, LogSegment
+from .segment import CLEANED_FILE_SUFFIX, MAX_RELATIVE_OFFSET, LogSegment
 
 log = logging.getLogger("kafkalab.broker.log.cleaner")
 
 CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 DELETE_HORIZON_MASK = 0x40  # batch attribute bit 6 (KIP-534): baseTimestamp holds the delete horizon
 _HEADER = struct.Struct(">qiibIhiqqqhii")
-_MAX_RELATIVE_OFFSET = 2**31 - 1
 
 
 @dataclass
@@ -105,7 +113,7 @@ def group_segments_by_size(segments: list[LogSegment], max_size: int, max_index_
     for seg in segments:
         if current and (size + seg.size > max_size
                         or index_size + seg.offset_index.size_in_bytes > max_index_size
-                        or seg.next_offset - 1 - current[0].base_offset > _MAX_RELATIVE_OFFSET):
+                        or seg.next_offset - 1 - current[0].base_offset > MAX_RELATIVE_OFFSET):
             groups.append(current)
             current, size, index_size = [], 0, 0
         current.append(seg)
@@ -135,6 +143,8 @@ class LogCleaner:
         self.first_dirty: dict[tuple[str, int], int] = read_checkpoint(self.checkpoint_path)
         #: (topic, partition) -> earliest delete horizon of a tombstone still in the log
         self.delete_horizons: dict[tuple[str, int], int] = {}
+        #: logs whose cleaning failed, skipped from then on (Kafka's markPartitionUncleanable)
+        self.uncleanable: set[tuple[str, int]] = set()
 
     # -- choosing ---------------------------------------------------------------
 
@@ -182,7 +192,7 @@ class LogCleaner:
         """Clean every compacted log that is cleanable (dirtiest first); ``force`` ignores the ratio."""
         candidates = []
         for ulog in logs:
-            if not ulog.config.compact:
+            if not ulog.config.compact or (ulog.topic, ulog.partition) in self.uncleanable:
                 continue
             ltc = self.log_to_clean(ulog, now_ms)
             reason = self.why_clean(ltc, now_ms)
@@ -194,7 +204,11 @@ class LogCleaner:
         stats = []
         for ltc, reason in candidates:
             log.info("cleaning %s: %s", ltc.log.name, reason)
-            stats.append(self.clean(ltc, now_ms))
+            try:
+                stats.append(self.clean(ltc, now_ms))
+            except Exception:  # e.g. a batch that cannot be decompressed: skip this log, clean the others
+                log.exception("cannot clean %s; it is marked uncleanable until the broker restarts", ltc.log.name)
+                self.uncleanable.add((ltc.log.topic, ltc.log.partition))
         if stats:
             self.checkpoint()
         return stats
@@ -250,16 +264,20 @@ class LogCleaner:
             cleaned.delete()
             cleaned = ulog._new_segment(base, file_suffix=CLEANED_FILE_SUFFIX)
         delete_retention = ulog.config["delete.retention.ms"]
-        for seg in group:
-            for pos, header in seg.batches_from(0):
-                data = seg.read_at(pos, header.size)
-                out, horizon = self._filter_batch(data, header, offset_map, last_batch_of, now_ms,
-                                                  delete_retention, stats)
-                if out:
-                    cleaned.append(out, [(0, BatchHeader.parse(out))])
-                if horizon is not None:
-                    horizons.append(horizon)
-        cleaned.on_become_inactive()
+        try:
+            for seg in group:
+                for pos, header in seg.batches_from(0):
+                    data = seg.read_at(pos, header.size)
+                    out, horizon = self._filter_batch(data, header, offset_map, last_batch_of, now_ms,
+                                                      delete_retention, stats)
+                    if out:
+                        cleaned.append(out, [(0, BatchHeader.parse(out))])
+                    if horizon is not None:
+                        horizons.append(horizon)
+            cleaned.on_become_inactive()
+        except BaseException:
+            cleaned.delete()  # as Kafka: an aborted run leaves no .cleaned files (nor open descriptors)
+            raise
         mtime = max(os.stat(s.path).st_mtime for s in group)
         ulog.replace_segments(cleaned, group)
         os.utime(cleaned.path, (mtime, mtime))  # Kafka keeps the newest source lastModified time
@@ -312,3 +330,4 @@ class LogCleaner:
     def forget(self, topic: str, partition: int) -> None:
         self.first_dirty.pop((topic, partition), None)
         self.delete_horizons.pop((topic, partition), None)
+        self.uncleanable.discard((topic, partition))

@@ -93,14 +93,6 @@ class LogManager:
         self._log_start_offsets = read_checkpoint(os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT))
         self.cleaner = LogCleaner(log_dir)
 
-    def existing_partition_dirs(self) -> list[tuple[str, int]]:
-        out = []
-        for name in os.listdir(self.log_dir):
-            parsed = parse_partition_dir(name)
-            if parsed and os.path.isdir(os.path.join(self.log_dir, name)):
-                out.append(parsed)
-        return out
-
     def get_or_create_log(self, topic: str, partition: int, log_config: LogConfig) -> UnifiedLog:
         key = (topic, partition)
         log_ = self.logs.get(key)
@@ -135,26 +127,30 @@ class LogManager:
         now_ms = int(time.time() * 1000) if now_ms is None else now_ms
         return self.cleaner.clean_logs(list(self.logs.values()), now_ms, force=force)
 
-    def flush_dirty_logs(self, now_ms: int | None = None) -> None:
-        """fsync rolled segments (moving recovery points) and logs due by ``flush.ms``."""
-        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-        for log_ in list(self.logs.values()):
-            log_.flush_rolled_segments()
-            log_.maybe_flush_by_time(now_ms)
-
     async def flush_dirty_logs_in_background(self) -> None:
-        """The flusher job: like :meth:`flush_dirty_logs`, but the fsyncs of rolled segments run
-        in a worker thread (Kafka's flusher is a scheduler thread too), so a slow disk never
-        stalls the connections served by the event loop."""
-        work = []
-        for log_ in list(self.logs.values()):
-            target, segments = log_.rolled_segments_to_flush()
-            if segments:
-                work.append((log_, target, [fd for seg in segments for fd in seg.dup_fds()]))
-        if work:
-            await asyncio.to_thread(_fsync_and_close, [fd for _, _, fds in work for fd in fds])
-            for log_, target, _ in work:
-                log_.recovery_point = max(log_.recovery_point, min(target, log_.log_end_offset))
+        """The flusher job: fsync the segments that rolled (``UnifiedLog.flush_rolled_segments``,
+        but in a worker thread, as Kafka's flusher is a scheduler thread too, so a slow disk never
+        stalls the connections served by the event loop), then the logs due by ``flush.ms``.
+
+        The thread fsyncs *duplicates* of the files' descriptors: retention, the cleaner or a
+        topic deletion may close and remove those segments meanwhile; their data was written
+        before the fsync began, and a log deleted meanwhile is left alone."""
+        work, fds = [], []
+        try:
+            for log_ in list(self.logs.values()):
+                target, segments = log_.rolled_segments_to_flush()
+                for seg in segments:
+                    fds += seg.dup_fds()
+                if segments:
+                    work.append((log_, target))
+        except BaseException:
+            _close_all(fds)
+            raise
+        if fds:
+            await asyncio.to_thread(_fsync_and_close, fds)
+            for log_, target in work:
+                if self.logs.get((log_.topic, log_.partition)) is log_:  # not deleted meanwhile
+                    log_.mark_flushed(target)
         now_ms = int(time.time() * 1000)
         for log_ in list(self.logs.values()):
             log_.maybe_flush_by_time(now_ms)
@@ -178,7 +174,7 @@ class LogManager:
         interval = cfg["log.flush.offset.checkpoint.interval.ms"]
         if interval > 0:
             broker.spawn(self._every("kafka-recovery-point-checkpoint", interval, self.checkpoint))
-        flush_interval = min(1000, cfg["log.flush.scheduler.interval.ms"])
+        flush_interval = min(1000, max(cfg["log.flush.scheduler.interval.ms"], 100))  # 0 would spin
         broker.spawn(self._every("kafka-log-flusher", flush_interval, self.flush_dirty_logs_in_background))
 
     @staticmethod
@@ -209,5 +205,9 @@ def _fsync_and_close(fds: list[int]) -> None:
         for fd in fds:
             os.fsync(fd)
     finally:
-        for fd in fds:
-            os.close(fd)
+        _close_all(fds)
+
+
+def _close_all(fds: list[int]) -> None:
+    for fd in fds:
+        os.close(fd)

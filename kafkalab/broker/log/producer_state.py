@@ -63,10 +63,14 @@ class ProducerStateManager:
         if pid < 0 or header.base_sequence < 0:
             return None
         entry = self.producers.get(pid)
-        if entry is None or header.producer_epoch > entry.epoch:
+        if entry is None:
+            # No state for this producer: its earlier batches may all be gone (retention,
+            # DeleteRecords), so Kafka accepts any sequence (ProducerAppendInfo.checkSequence).
+            return None
+        if header.producer_epoch > entry.epoch:
             if header.base_sequence != 0:
                 raise KafkaError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
-                                 f"producer {pid} epoch {header.producer_epoch} must start at sequence 0, "
+                                 f"producer {pid}: a new epoch {header.producer_epoch} must start at sequence 0, "
                                  f"got {header.base_sequence}")
             return None
         if header.producer_epoch < entry.epoch:

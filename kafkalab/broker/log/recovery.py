@@ -5,7 +5,8 @@ What Kafka's ``LogLoader`` does when a broker starts, in small:
 1. **Leftovers of interrupted operations.** ``.cleaned`` files (a cleaner run
    that did not finish) and ``.deleted`` files are removed. A ``.swap``
    segment is a cleaned segment that was complete when the broker stopped:
-   the segments it replaces are deleted and it takes their place.
+   the segments it replaces are deleted and it takes their place (its
+   indexes are rebuilt; stray ``.index.swap`` files are removed, as Kafka does).
 2. **Open the segments.** An index file that cannot be right (a size that is
    not a whole number of entries, entries that do not increase) or that is
    missing is rebuilt from the ``.log`` file, with a warning in the broker log.
@@ -19,7 +20,10 @@ What Kafka's ``LogLoader`` does when a broker starts, in small:
    and are trusted.
 4. **Producer state** (idempotence) is rebuilt from the batch headers, which
    also checks every segment's batch framing: a segment whose framing is
-   broken (garbage after a clean shutdown, say) is recovered too.
+   broken (garbage after a clean shutdown, say), or whose indexes point past
+   its end (a file cut by hand), is recovered too.
+5. **Checkpoints ahead of the files** (segment files removed or cut by hand):
+   the recovery point and the log start offset never stay past the log end.
 
 Everything repaired is logged at WARNING and listed in ``log.recovery_report``.
 """
@@ -29,7 +33,8 @@ import logging
 import os
 from typing import TYPE_CHECKING
 
-from .segment import CLEANED_FILE_SUFFIX, DELETED_FILE_SUFFIX, LOG_SUFFIX, SWAP_FILE_SUFFIX, LogSegment
+from .segment import (CLEANED_FILE_SUFFIX, DELETED_FILE_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_FILE_SUFFIX,
+                      TIME_INDEX_SUFFIX, LogSegment)
 
 if TYPE_CHECKING:
     from .log import UnifiedLog
@@ -55,6 +60,8 @@ def _remove_temporary_files(ulog: "UnifiedLog") -> None:
             os.remove(path)
         elif name.endswith(DELETED_FILE_SUFFIX):
             os.remove(path)
+        elif name.endswith((INDEX_SUFFIX + SWAP_FILE_SUFFIX, TIME_INDEX_SUFFIX + SWAP_FILE_SUFFIX)):
+            os.remove(path)  # as Kafka: a swapped-in segment's indexes are rebuilt from its log
 
 
 def _complete_swaps(ulog: "UnifiedLog") -> None:
@@ -83,10 +90,25 @@ def load_log(ulog: "UnifiedLog", had_clean_shutdown: bool) -> None:
                    if b is not None)
     for base in bases:
         ulog._add_segment(ulog._new_segment(base))
-    if not ulog.segments:
+    if not ulog.segments:  # a new log (or every segment file was removed): start at the log start offset
         ulog._add_segment(ulog._new_segment(ulog.log_start_offset))
-        return
+    else:
+        _recover_segments(ulog, had_clean_shutdown)
 
+    # the checkpoints may be ahead of what is on disk (files removed or cut by hand): never past the end
+    ulog.pending_flush_offset = ulog.active_segment.base_offset
+    end = ulog.log_end_offset
+    if had_clean_shutdown:
+        ulog.recovery_point = end
+    ulog.recovery_point = min(ulog.recovery_point, end)
+    first_base = ulog.segments[0].base_offset
+    if ulog.log_start_offset > end:
+        _report(ulog, f"log start offset {ulog.log_start_offset} is past the log end offset {end}; using {end}")
+        ulog.log_start_offset = end
+    ulog.log_start_offset = max(ulog.log_start_offset, first_base)
+
+
+def _recover_segments(ulog: "UnifiedLog", had_clean_shutdown: bool) -> None:
     # segments whose indexes are broken or missing: rebuild them whatever the shutdown was
     for seg in ulog.segments:
         if seg.index_problem is not None:
@@ -103,17 +125,6 @@ def load_log(ulog: "UnifiedLog", had_clean_shutdown: bool) -> None:
     for _ in range(len(ulog.segments) + 1):  # each failed pass recovers (and may drop) segments
         if _scan_headers(ulog):
             break
-
-    ulog.pending_flush_offset = ulog.active_segment.base_offset
-    end = ulog.log_end_offset
-    if had_clean_shutdown:
-        ulog.recovery_point = end
-    ulog.recovery_point = min(ulog.recovery_point, end)
-    first_base = ulog.segments[0].base_offset
-    if ulog.log_start_offset > end:
-        _report(ulog, f"log start offset {ulog.log_start_offset} is past the log end offset {end}; using {end}")
-        ulog.log_start_offset = end
-    ulog.log_start_offset = max(ulog.log_start_offset, first_base)
 
 
 def _recover_segment(ulog: "UnifiedLog", seg: LogSegment, why: str | None, min_offset: int = 0) -> None:
@@ -163,6 +174,8 @@ def _scan_headers(ulog: "UnifiedLog") -> bool:
         if problem is None and len(seg.offset_index) and (seg.offset_index.last_position >= max(end, 1)
                                                           or seg.offset_index.last_offset >= seg.next_offset):
             problem = "the offset index points past the end of the log"
+        if problem is None and len(seg.time_index) and seg.time_index.last_entry[1] >= seg.next_offset:
+            problem = "the time index points past the end of the log"
         if problem is not None:
             _recover_segment(ulog, seg, f"{problem}; checking every batch", min_offset=segment_min)
             return False

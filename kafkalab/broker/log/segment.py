@@ -39,7 +39,8 @@ LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX = ".log", ".index", ".timeindex"
 CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX, DELETED_FILE_SUFFIX = ".cleaned", ".swap", ".deleted"
 _READ_CHUNK = 64 * 1024
 _RECOVER_CHUNK = 1024 * 1024
-_MAX_RELATIVE_OFFSET = 2**31 - 1
+#: the largest offset - base offset an index entry can hold (a 32-bit relative offset)
+MAX_RELATIVE_OFFSET = 2**31 - 1
 
 log = logging.getLogger("kafkalab.broker.log")
 
@@ -158,7 +159,7 @@ class LogSegment:
                               > segment_ms - self.roll_jitter_ms):
             return True
         return (self.offset_index.is_full or self.time_index.is_full
-                or max_offset_in_messages - self.base_offset > _MAX_RELATIVE_OFFSET)
+                or max_offset_in_messages - self.base_offset > MAX_RELATIVE_OFFSET)
 
     # -- reading --------------------------------------------------------------
 
@@ -264,7 +265,7 @@ class LogSegment:
                 if header.base_offset < expected_offset or header.last_offset_delta < 0:
                     raise InvalidBatch(f"offsets {header.base_offset}..{header.last_offset} do not follow "
                                        f"offset {expected_offset - 1}")
-                if header.last_offset - self.base_offset > _MAX_RELATIVE_OFFSET:
+                if header.last_offset - self.base_offset > MAX_RELATIVE_OFFSET:
                     raise InvalidBatch(f"offset {header.last_offset} does not fit this segment's index")
                 if len(chunk) - rel < header.size:
                     if rel == 0:  # one batch larger than the chunk
