@@ -23,9 +23,8 @@ from typing import Any, Iterable
 
 from .config import TOPIC_CONFIGS, LogConfig, to_string
 from .errors import ErrorCode, KafkaError
-from .metadata import TopicMetadata, validate_topic_name
+from .metadata import NULL_UUID, TopicMetadata, validate_topic_name
 
-NULL_UUID = uuid.UUID(int=0)
 
 
 class ConfigResourceType(enum.IntEnum):

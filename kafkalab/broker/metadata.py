@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from .errors import ErrorCode, KafkaError
 
+NULL_UUID = uuid.UUID(int=0)  # Kafka's Uuid.ZERO_UUID: "no topic id"
 MAX_NAME_LENGTH = 249
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")  # used with fullmatch: "$" would let a trailing newline through
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})

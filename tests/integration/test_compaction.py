@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import Producer
 from kafka import KafkaConsumer, TopicPartition
 
 import kafkalab

@@ -185,7 +185,7 @@ def test_torn_tail_reported_like_kafka(simple_segment, tmp_path):
     torn = b1 + b2[:40]  # a crash in the middle of writing the second batch (not even a whole header)
     path = write(tmp_path / "00000000000000000000.log", torn)
     out, _ = run_dump(path)
-    assert f"Found 40 invalid bytes at the end of 00000000000000000000.log" in out
+    assert "Found 40 invalid bytes at the end of 00000000000000000000.log" in out
     dump = read_segment(path)
     assert dump.valid_bytes == len(b1) and dump.invalid_bytes == 40
     assert dump.batches[-1].torn and not dump.batches[-1].is_valid

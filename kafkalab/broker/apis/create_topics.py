@@ -25,7 +25,7 @@ from collections import Counter
 
 from kafka.protocol.admin.topics import CreateTopicsRequest, CreateTopicsResponse
 
-from ..admin_manager import NULL_UUID
+from ..metadata import NULL_UUID
 from ..config import LogConfig
 from ..errors import ErrorCode, KafkaError
 from . import api

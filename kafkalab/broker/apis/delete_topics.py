@@ -21,7 +21,7 @@ from collections import Counter
 
 from kafka.protocol.admin.topics import DeleteTopicsRequest, DeleteTopicsResponse
 
-from ..admin_manager import NULL_UUID
+from ..metadata import NULL_UUID
 from ..errors import ErrorCode, KafkaError
 from . import api
 

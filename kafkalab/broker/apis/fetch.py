@@ -28,14 +28,13 @@ no aborted transactions), fetch from follower (preferred read replica is -1),
 diverging epochs for followers of a truncated leader.
 """
 import time
-import uuid
 
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 
 from ..errors import ErrorCode, KafkaError
+from ..metadata import NULL_UUID
 from . import api
 
-NULL_UUID = uuid.UUID(int=0)
 #: FetchMetadata.INITIAL_EPOCH / FINAL_EPOCH: the two epochs of a full (sessionless) fetch
 INITIAL_EPOCH, FINAL_EPOCH = 0, -1
 READ_COMMITTED = 1  # isolation_level

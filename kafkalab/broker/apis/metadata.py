@@ -20,16 +20,14 @@ UNKNOWN_TOPIC_OR_PARTITION. An illegal name gets INVALID_TOPIC_EXCEPTION and
 is never created (as Kafka, whether or not auto-creation is on). A topic
 named twice is answered once.
 """
-import uuid
 
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
 from ..errors import ErrorCode, KafkaError
-from ..metadata import validate_topic_name
+from ..metadata import NULL_UUID, validate_topic_name
 from ..server import InvalidRequest
 from . import api
 
-NULL_UUID = uuid.UUID(int=0)
 
 
 def topic_entry(broker, topic) -> dict:

@@ -21,7 +21,7 @@ exist, OFFSET_METADATA_TOO_LARGE over ``offset.metadata.max.bytes`` (4096).
 """
 from kafka.protocol.consumer.group import OffsetCommitRequest, OffsetCommitResponse
 
-from ..admin_manager import NULL_UUID
+from ..metadata import NULL_UUID
 from ..coordinator.group_metadata import now_ms
 from ..coordinator.offsets_topic import OffsetAndMetadata
 from ..errors import ErrorCode

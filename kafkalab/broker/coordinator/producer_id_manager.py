@@ -2,13 +2,24 @@
 
 Kafka allocates producer ids in blocks recorded in ZooKeeper
 (``/latest_producer_id_block``) so two brokers never hand out the same id.
-A standalone broker records the next free id in ``<log.dirs>/producer-id``;
-ids therefore never repeat across restarts, which matters because the
-partition logs remember the sequence numbers of every id they have seen.
+A standalone broker records the end of its current block in
+``<log.dirs>/producer-id``; ids therefore never repeat across restarts, which
+matters because the partition logs remember the sequence numbers of every id
+they have seen.
+
+If that file cannot be read (damaged by hand, say), restarting at id 0 could
+hand out an id the logs already know, and its producer's first batches would
+be refused as out of order or fenced. So the broker then continues from an id
+derived from the clock (milliseconds since 1970 x 1000), which is above any id
+a broker handing out 1,000-id blocks can have reached, and says so in its log.
 """
 from __future__ import annotations
 
+import logging
 import os
+import time
+
+log = logging.getLogger("kafkalab.broker.coordinator")
 
 
 class ProducerIdManager:
@@ -20,9 +31,13 @@ class ProducerIdManager:
         if os.path.exists(self.path):
             try:
                 with open(self.path) as f:
-                    start = int(f.read().strip() or 0)
-            except ValueError:
-                start = 0
+                    start = int(f.read().strip())
+                if start < 0:
+                    raise ValueError(f"negative id {start}")
+            except (OSError, ValueError) as exc:
+                start = int(time.time() * 1000) * 1000
+                log.warning("%s is unreadable (%s); continuing with producer id %d, above any id handed out "
+                            "before", self.path, exc, start)
         self._next = start
         self._block_end = start
 
