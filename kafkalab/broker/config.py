@@ -225,8 +225,8 @@ BROKER_CONFIGS["log.roll.ms"] = ConfigDef("log.roll.ms", "long", None,
 BROKER_CONFIGS["log.roll.jitter.ms"] = ConfigDef("log.roll.jitter.ms", "long", None,
                                                  "segment.jitter.ms default; unset means log.roll.jitter.hours")
 
-_TRUE = {"true", "1", "yes"}
-_FALSE = {"false", "0", "no"}
+_TRUE = {"true"}    # Kafka's ConfigDef takes "true"/"false" only (any case), not 1/0 or yes/no
+_FALSE = {"false"}
 
 
 def parse(defn: ConfigDef, value: Any) -> Any:

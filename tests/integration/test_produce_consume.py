@@ -426,6 +426,19 @@ def test_fetch_min_bytes_waits_for_max_wait(shared_broker):
     assert parts[0].error_code == 0 and len(parts[0].records) > 0
 
 
+def test_a_partition_named_twice_in_one_produce_keeps_the_last_entry(shared_broker):
+    """Kafka reads a Produce request into a map by topic-partition: the last entry wins."""
+    create_topic(shared_broker, "twice", 1)
+    entries = [ProduceRequest.TopicProduceData.PartitionProduceData(
+        index=0, records=build_batch([Record(0, 1000, None, value, [])])) for value in (b"first", b"last")]
+    req = ProduceRequest(transactional_id=None, acks=-1, timeout_ms=30000, topic_data=[
+        ProduceRequest.TopicProduceData(name="twice", partition_data=entries)])
+    resp = wire.call(shared_broker.bootstrap_servers, req, ProduceResponse, 9)
+    [topic] = resp.responses
+    assert [(p.index, p.error_code, p.base_offset) for p in topic.partition_responses] == [(0, 0, 0)]
+    assert [r.value for _, records in stored_batches(shared_broker, "twice") for r in records] == [b"last"]
+
+
 def test_fetch_limits_kip74(shared_broker):
     create_topic(shared_broker, "kip74", 2)
     big_p, other = 0, 1

@@ -39,6 +39,8 @@ def test_valid_topic_values_parse_to_python_values(name, raw, expected):
     ("cleanup.policy", "compact,shred", "configuration cleanup.policy: must be one of delete, compact"),
     ("compression.type", "brotli", "compression.type: must be one of producer, uncompressed"),
     ("unclean.leader.election.enable", "maybe", "unclean.leader.election.enable: expected a bool"),
+    ("unclean.leader.election.enable", "1", "unclean.leader.election.enable: expected a bool"),
+    ("unclean.leader.election.enable", "yes", "unclean.leader.election.enable: expected a bool"),
     ("compression.gzip.level", "0", "compression.gzip.level: Value must be -1 or between 1 and 9"),
     ("remote.storage.enable", "true", "tiered storage (KIP-405) is not supported"),
     ("retention.mss", "1", "Unknown topic configuration 'retention.mss'"),

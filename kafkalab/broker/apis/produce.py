@@ -82,18 +82,16 @@ def validate_records(api_version: int, records) -> None:
 async def handle_produce(ctx, request):
     broker = ctx.broker
     acks = request.acks
-    responses = []
+    # Kafka reads the request into a map by topic-partition: a partition named twice keeps its last entry
+    latest = {(t.name, p.index): p for t in request.topic_data for p in t.partition_data}
+    by_topic: dict[str, list[dict]] = {}
     failed = []
-    for topic_data in request.topic_data:
-        name = topic_data.name
-        parts = []
-        topic = broker.metadata_cache.get(name)
-        for pdata in topic_data.partition_data:
-            result = _append(ctx, request, topic, name, pdata)
-            if result["error_code"]:
-                failed.append(f"{name}-{pdata.index}: {ErrorCode(result['error_code']).name}")
-            parts.append(result)
-        responses.append({"name": name, "partition_responses": parts})
+    for (name, index), pdata in latest.items():
+        result = _append(ctx, request, broker.metadata_cache.get(name), name, pdata)
+        if result["error_code"]:
+            failed.append(f"{name}-{index}: {ErrorCode(result['error_code']).name}")
+        by_topic.setdefault(name, []).append(result)
+    responses = [{"name": name, "partition_responses": parts} for name, parts in by_topic.items()]
     if acks == 0:
         if failed:  # Kafka closes the connection so that the producer refreshes its metadata
             raise CloseConnection(f"acks=0 Produce failed ({', '.join(failed)})")
