@@ -50,17 +50,22 @@ def result(resource, exc: KafkaError | None = None) -> dict:
             "resource_type": resource.resource_type, "resource_name": resource.resource_name}
 
 
-@api(AlterConfigsRequest, AlterConfigsResponse, versions=(0, 2))
-async def handle_alter_configs(ctx, request):
-    admin = ctx.broker.admin_manager
+def alter_each(request, apply) -> dict:
+    """Both config APIs: per resource, check it, ``apply(resource)``, answer its result or error."""
     responses = []
     for r in request.resources:
         try:
             check_resource_type(r.resource_type)
             check_duplicates(c.name for c in r.configs)
-            admin.alter_topic_configs(r.resource_name, {c.name: c.value for c in r.configs},
-                                      validate_only=bool(request.validate_only))
+            apply(r)
             responses.append(result(r))
         except KafkaError as exc:
             responses.append(result(r, exc))
     return {"throttle_time_ms": 0, "responses": responses}
+
+
+@api(AlterConfigsRequest, AlterConfigsResponse, versions=(0, 2))
+async def handle_alter_configs(ctx, request):
+    admin = ctx.broker.admin_manager
+    return alter_each(request, lambda r: admin.alter_topic_configs(
+        r.resource_name, {c.name: c.value for c in r.configs}, validate_only=bool(request.validate_only)))

@@ -20,23 +20,13 @@ value (Kafka starts from the built-in default, ignoring a broker-wide setting).
 """
 from kafka.protocol.admin.configs import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
 
-from ..errors import KafkaError
 from . import api
-from .alter_configs import check_duplicates, check_resource_type, result
+from .alter_configs import alter_each
 
 
 @api(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, versions=(0, 1))
 async def handle_incremental_alter_configs(ctx, request):
     admin = ctx.broker.admin_manager
-    responses = []
-    for r in request.resources:
-        try:
-            check_resource_type(r.resource_type)
-            check_duplicates(c.name for c in r.configs)
-            admin.incremental_alter_topic_configs(
-                r.resource_name, [(c.name, c.config_operation, c.value) for c in r.configs],
-                validate_only=bool(request.validate_only))
-            responses.append(result(r))
-        except KafkaError as exc:
-            responses.append(result(r, exc))
-    return {"throttle_time_ms": 0, "responses": responses}
+    return alter_each(request, lambda r: admin.incremental_alter_topic_configs(
+        r.resource_name, [(c.name, c.config_operation, c.value) for c in r.configs],
+        validate_only=bool(request.validate_only)))
