@@ -206,14 +206,18 @@ def validate_batch(buf, pos: int, header: BatchHeader) -> None:
         raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"compression codec {header.attributes & 7}")
 
 
-def assign_offsets(batch: bytearray, base_offset: int, log_append_time: int | None = None) -> None:
-    """Stamp the broker-assigned base offset (and LogAppendTime) into ``batch`` in place.
+def assign_offsets(batch: bytearray, base_offset: int, log_append_time: int | None = None,
+                   partition_leader_epoch: int | None = None) -> None:
+    """Stamp the broker-assigned base offset (the leader's epoch, and LogAppendTime) into ``batch`` in place.
 
-    The base offset is outside the CRC, so only a LogAppendTime rewrite needs
-    a new CRC: Kafka sets the timestamp-type bit and maxTimestamp to the
-    broker's clock and leaves the records' own deltas untouched.
+    The base offset and partition leader epoch are outside the CRC, so only a
+    LogAppendTime rewrite needs a new CRC: Kafka sets the timestamp-type bit
+    and maxTimestamp to the broker's clock and leaves the records' own deltas
+    untouched.
     """
     struct.pack_into(">q", batch, 0, base_offset)
+    if partition_leader_epoch is not None:
+        struct.pack_into(">i", batch, 12, partition_leader_epoch)
     if log_append_time is not None:
         (attributes,) = struct.unpack_from(">h", batch, 21)
         struct.pack_into(">h", batch, 21, attributes | TIMESTAMP_TYPE_MASK)

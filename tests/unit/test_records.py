@@ -89,9 +89,9 @@ def test_crc_mismatch_is_corrupt_message():
 
 def test_base_offset_and_leader_epoch_are_outside_the_crc():
     batch = bytearray(build_batch(RECORDS))
-    assign_offsets(batch, 1234)
-    batch[12:16] = (9).to_bytes(4, "big")
+    assign_offsets(batch, 1234, partition_leader_epoch=9)
     header = BatchHeader.parse(batch)
+    assert (header.base_offset, header.partition_leader_epoch) == (1234, 9)
     validate_batch(batch, 0, header)
     assert [r.offset for r in iter_records(batch)] == [1234 + i for i in range(5)]
 

@@ -166,13 +166,10 @@ class UnifiedLog:
             log_append_time = int(time.time() * 1000)
         offset = first = self.log_end_offset
         for pos, header in batches:
-            view = memoryview(buf)[pos:pos + header.size]
-            assign_offsets(view, offset, log_append_time)
+            assign_offsets(memoryview(buf)[pos:pos + header.size], offset, log_append_time, leader_epoch)
             header.base_offset = offset
             if log_append_time is not None:
                 header.max_timestamp = log_append_time
-            struct_epoch = leader_epoch  # partitionLeaderEpoch is outside the CRC
-            buf[pos + 12:pos + 16] = struct_epoch.to_bytes(4, "big", signed=True)
             offset = header.next_offset
         self._maybe_roll(len(buf), first, offset - 1, max(h.max_timestamp for _, h in batches))
         active = self.active_segment
