@@ -210,6 +210,33 @@ _BROKER_ONLY: list[ConfigDef] = [
        _positive),
     _d("cluster.id", "string", "", "Cluster id reported in Metadata (default: derived from log dir)"),
     _d("zookeeper.connect", "string", "", "ZooKeeper connection string (cluster mode)"),
+    # -- cluster mode (ZooKeeper): the controller, replication, leader balance ------------------
+    _d("zookeeper.session.timeout.ms", "int", 18_000, "ZooKeeper session timeout: a silent broker's "
+       "registration disappears after it", _positive),
+    _d("zookeeper.connection.timeout.ms", "int", None, "Longest wait to connect to ZooKeeper "
+       "(unset: zookeeper.session.timeout.ms)"),
+    _d("broker.rack", "string", None, "Rack of this broker (rack-aware replica placement)"),
+    _d("controller.socket.timeout.ms", "int", 30_000, "Socket timeout of controller-to-broker requests",
+       _positive),
+    _d("controlled.shutdown.enable", "bool", True, "Move leadership away before shutting down"),
+    _d("controlled.shutdown.max.retries", "int", 3, "ControlledShutdown attempts before shutting down anyway",
+       _nonneg),
+    _d("controlled.shutdown.retry.backoff.ms", "long", 5000, "Wait between ControlledShutdown attempts", _nonneg),
+    _d("auto.leader.rebalance.enable", "bool", True, "Move leadership back to preferred replicas in the "
+       "background"),
+    _d("leader.imbalance.check.interval.seconds", "long", 300, "How often the controller checks leader balance",
+       _positive),
+    _d("leader.imbalance.per.broker.percentage", "int", 10, "Share of non-preferred leaders on a broker that "
+       "triggers a preferred-leader election", _nonneg),
+    _d("replica.fetch.wait.max.ms", "int", 500, "Longest a follower's Fetch waits at the leader", _nonneg),
+    _d("replica.fetch.min.bytes", "int", 1, "Bytes a follower's Fetch waits for", _positive),
+    _d("replica.fetch.max.bytes", "int", 1_048_576, "Bytes a follower fetches per partition", _nonneg),
+    _d("replica.fetch.response.max.bytes", "int", 10_485_760, "Bytes a follower fetches per request", _nonneg),
+    _d("replica.fetch.backoff.ms", "int", 1000, "Sleep after a follower's fetch failed", _nonneg),
+    _d("replica.socket.timeout.ms", "int", 30_000, "Socket timeout of follower fetches", _positive),
+    _d("num.replica.fetchers", "int", 1, "Fetcher threads per source broker", _positive),
+    _d("replica.high.watermark.checkpoint.interval.ms", "long", 5000, "How often high watermarks are "
+       "written to replication-offset-checkpoint", _positive),
 ]
 
 #: Broker configs (server.properties), including the broker-wide topic defaults.

@@ -1,0 +1,96 @@
+"""``NetworkClient``: how one broker talks to another over Kafka's wire protocol.
+
+In cluster mode brokers are each other's clients: the controller sends
+LeaderAndIsr, UpdateMetadata and StopReplica to every broker (Kafka's
+``ControllerChannelManager``), a follower sends Fetch to the leader
+(``ReplicaFetcherThread``), a leader sends AlterPartition to the controller
+(``AlterPartitionManager``) and a stopping broker sends ControlledShutdown.
+They all use this small async client: one TCP connection to one broker, one
+request at a time, each request a kafka-python message class built with
+:func:`kafkalab.broker.apis.messages.build`::
+
+    conn = NetworkClient(host, port, client_id="broker-1-fetcher")
+    response = await conn.send(build(FetchRequest, 12, {...}))
+
+A failed connection or a timeout raises ``ConnectionError`` /
+``asyncio.TimeoutError`` and closes the socket; the next ``send`` connects
+again (callers back off, as Kafka's do with ``reconnect.backoff.ms``).
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import struct
+
+from kafka.protocol.api_header import ResponseClassRegistry
+
+_SIZE = struct.Struct(">i")
+API_VERSIONS_KEY = 18
+
+
+class NetworkClient:
+    def __init__(self, host: str, port: int, client_id: str = "kafkalab-broker", timeout_s: float = 30.0,
+                 max_response_bytes: int = 200 * 1024 * 1024):
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self.timeout_s = timeout_s
+        self.max_response_bytes = max_response_bytes
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._lock = asyncio.Lock()          # one request in flight: responses come back in order anyway
+        self._correlation = itertools.count(1)
+
+    @property
+    def connected(self) -> bool:
+        return self._writer is not None and not self._writer.is_closing()
+
+    async def connect(self) -> None:
+        if not self.connected:
+            self._reader, self._writer = await asyncio.wait_for(
+                asyncio.open_connection(self.host, self.port, limit=2**20), self.timeout_s)
+
+    async def send(self, request, timeout_s: float | None = None):
+        """Send ``request`` (its ``API_VERSION`` set) and return the decoded response.
+
+        The whole exchange is bounded by ``timeout_s`` (default: the client's); on
+        any failure the connection is closed and the error raised.
+        """
+        async with self._lock:
+            try:
+                return await asyncio.wait_for(self._exchange(request), timeout_s or self.timeout_s)
+            except BaseException:
+                await self.close()
+                raise
+
+    async def _exchange(self, request):
+        await self.connect()
+        correlation_id = next(self._correlation) & 0x7FFFFFFF
+        request.with_header(correlation_id=correlation_id, client_id=self.client_id)
+        self._writer.write(request.encode(header=True, framed=True))
+        await self._writer.drain()
+        (size,) = _SIZE.unpack(await self._reader.readexactly(4))
+        if not 0 < size <= self.max_response_bytes:
+            raise ConnectionError(f"{self.host}:{self.port} sent a response frame of {size} bytes")
+        frame = await self._reader.readexactly(size)
+        response_cls = ResponseClassRegistry.get_response_class(request.header)
+        if response_cls is None:
+            raise ValueError(f"no response class for API key {request.API_KEY}")
+        # ApiVersions responses always use response header v0 (KIP-511); the codec knows that
+        response = response_cls.decode(frame, version=request.API_VERSION, header=True)
+        if response.header.correlation_id != correlation_id:
+            raise ConnectionError(f"{self.host}:{self.port} answered correlation id "
+                                  f"{response.header.correlation_id}, expected {correlation_id}")
+        return response
+
+    async def close(self) -> None:
+        writer, self._reader, self._writer = self._writer, None, None
+        if writer is not None:
+            writer.close()
+            try:
+                await writer.wait_closed()
+            except (ConnectionError, OSError, asyncio.CancelledError):
+                pass
+
+    def __repr__(self) -> str:
+        return f"<NetworkClient {self.client_id} -> {self.host}:{self.port}>"

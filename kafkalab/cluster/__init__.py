@@ -1,0 +1,1 @@
+"""Clusters: a real ZooKeeper and several broker processes behind one ``Cluster`` API."""
