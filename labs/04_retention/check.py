@@ -57,11 +57,11 @@ def expected_layout() -> dict:
 def expected_log_start() -> int:
     """The first segment retention.ms=20 min keeps at NOW: the oldest whose newest record is recent enough."""
     bases = expected_layout()["bases"]
-    for base, next_base in zip(bases, bases[1:]):
+    for base, next_base in zip(bases, bases[1:] + [len(ORDERS)]):   # the active segment too
         newest = ORDERS[next_base - 1][2]
         if NOW - newest <= RETENTION_MS:
             return base
-    return bases[-1]   # the active segment is never deleted
+    return len(ORDERS)  # every segment expired, the active one too: Kafka rolls a new, empty one and deletes it
 
 
 def expected_prices() -> dict:

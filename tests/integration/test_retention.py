@@ -64,10 +64,17 @@ def test_retention_ms_by_record_timestamps_and_consumer_reset(broker):
     consumer.close()
     assert offsets == list(range(start, 60))
 
-    # everything expired: all inactive segments go, the active one stays
-    broker.call(lm.cleanup_logs, T0 + 100 * HOUR)
+    # everything expired, the active segment too: as Kafka, the log rolls a new empty active segment at
+    # the log end offset and deletes every old one; the partition is empty, its offsets carry on
+    n = len(after)
+    assert broker.call(lm.cleanup_logs, T0 + 100 * HOUR) == n
     final = segments(broker, "events")
-    assert len(final) == 1 and final[0]["active"] and final[0]["size"] > 0
+    assert len(final) == 1 and final[0]["active"] and final[0]["size"] == 0 and final[0]["base_offset"] == 60
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=None)
+    assert consumer.beginning_offsets([tp])[tp] == consumer.end_offsets([tp])[tp] == 60
+    consumer.close()
+    produce(broker.bootstrap_servers, "events", 1, ts_of=lambda i: T0 + 100 * HOUR)
+    assert segments(broker, "events")[0]["next_offset"] == 61
 
 
 @pytest.mark.timeout(60)

@@ -1,4 +1,5 @@
-"""LogCleaner: latest value per key, offsets kept, tombstones and delete horizon, crash-safe swap."""
+"""LogCleaner: latest value per key, offsets kept, when a log is cleanable, tombstones and delete horizon,
+crash-safe swap."""
 from __future__ import annotations
 
 import os
@@ -112,9 +113,74 @@ def test_tombstones_stay_for_delete_retention_ms_then_go(manager):
     assert next(iter_records(seg.read_at(pos, header.size))).timestamp == T0  # record timestamps unchanged
     manager.run_cleaner(T0 + DAY - 1, force=True)
     assert (10, b"k3", None) in records(log)                 # horizon not reached yet
-    stats = manager.run_cleaner(T0 + DAY + 1)                 # horizon passed: cleanable, tombstone goes
+    # horizon passed, but no new records: nothing is dirty, so Kafka's cleaner does not pick the log
+    # (LogCleanerManager.grabFilthiestCompactedLog has no delete-horizon trigger); the tombstone stays
+    assert manager.run_cleaner(T0 + DAY + 1) == []
+    assert manager.run_cleaner(T0 + 30 * DAY) == []
+    assert (10, b"k3", None) in records(log)
+    # the log gets dirty again (new records roll into new inactive segments): the next clean drops it
+    for i in range(20):
+        put(log, b"y%d" % i, b"filler" * 5, ts=T0 + DAY + 2)
+    stats = manager.run_cleaner(T0 + DAY + 3)
     assert stats and stats[0].tombstones_removed == 1
     assert not any(k == b"k3" for _, k, _ in records(log))
+
+
+def test_no_clean_without_dirty_bytes_or_compaction_lag(manager):
+    """Cleanable only if dirty ratio > min.cleanable.dirty.ratio (strictly) or max.compaction.lag.ms forces it."""
+    log = compacted_log(manager, **{"min.cleanable.dirty.ratio": 0.0})
+    for i in range(30):
+        put(log, b"k%d" % (i % 3), b"v%d" % i)
+    assert manager.run_cleaner(T0)                           # dirty ratio 1.0 > 0.0
+    assert manager.cleaner.log_to_clean(log, T0).cleanable_bytes == 0
+    assert manager.run_cleaner(T0) == []                     # ratio 0.0 is not > 0.0: nothing to do
+    assert manager.run_cleaner(T0 + 365 * DAY) == []         # and time alone changes nothing
+    log.config.set("segment.bytes", 1 << 20)
+    active = log.active_segment
+    put(log, b"k0", b"only-in-the-active-segment")
+    assert log.active_segment is active                      # no roll: the new record is in the active segment,
+    assert manager.run_cleaner(T0) == []                     # which is never cleanable: still nothing dirty
+
+
+def test_dirty_ratio_must_be_strictly_greater(manager):
+    log = compacted_log(manager, **{"min.cleanable.dirty.ratio": 0.99})
+    for i in range(20):
+        put(log, b"k%d" % i, b"v")
+    assert manager.run_cleaner(T0)
+    for i in range(20):
+        put(log, b"k%d" % i, b"w")
+    ltc = manager.cleaner.log_to_clean(log, T0)
+    assert 0 < ltc.cleanable_ratio < 1
+    log.config.set("min.cleanable.dirty.ratio", ltc.cleanable_ratio)    # ratio == min: not cleanable
+    assert manager.cleaner.why_clean(ltc, T0) is None and manager.run_cleaner(T0) == []
+    log.config.set("min.cleanable.dirty.ratio", ltc.cleanable_ratio - 1e-9)
+    assert manager.run_cleaner(T0)
+
+
+def test_max_compaction_lag_forces_a_clean_below_the_ratio(manager):
+    log = compacted_log(manager, **{"min.cleanable.dirty.ratio": 0.9, "max.compaction.lag.ms": DAY})
+    for i in range(20):
+        put(log, b"k%d" % i, b"v", ts=T0)
+    assert manager.run_cleaner(T0)                           # everything dirty: ratio 1.0
+    for i in range(4):
+        put(log, b"k%d" % i, b"w", ts=T0 + 10)
+    for i in range(4):
+        put(log, b"z%d" % i, b"z", ts=T0 + 10)
+    ltc = manager.cleaner.log_to_clean(log, T0 + DAY)
+    assert 0 < ltc.cleanable_ratio <= 0.9
+    assert manager.run_cleaner(T0 + DAY) == []               # the dirty records are not a day old yet
+    stats = manager.run_cleaner(T0 + DAY + 11)               # now they are: cleaned despite the ratio
+    assert stats and stats[0].superseded_removed > 0
+
+
+def test_min_compaction_lag_keeps_young_segments_dirty(manager):
+    log = compacted_log(manager, **{"min.cleanable.dirty.ratio": 0.01, "min.compaction.lag.ms": DAY})
+    for i in range(30):
+        put(log, b"k%d" % (i % 3), b"v%d" % i, ts=T0 + i)
+    assert manager.run_cleaner(T0 + 100) == []               # every record younger than a day: nothing cleanable
+    before = records(log)
+    stats = manager.run_cleaner(T0 + DAY + 100)              # a day later every inactive segment may be cleaned
+    assert stats and len(records(log)) < len(before)
 
 
 def test_idempotent_producer_state_survives_cleaning_and_restart(tmp_path):

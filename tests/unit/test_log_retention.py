@@ -1,6 +1,8 @@
 """Rolling and retention of UnifiedLog, with clock control (record timestamps and ``now_ms``)."""
 from __future__ import annotations
 
+import os
+
 import pytest
 from kafka_spec import batch
 
@@ -74,20 +76,76 @@ def test_runtime_config_changes_apply_without_restart(tmp_path):
     assert len(log.segments) > 2
 
 
-def test_retention_ms_deletes_old_segments_never_the_active_one(tmp_path):
+def test_retention_ms_deletes_old_segments_and_rolls_an_expired_active_one(tmp_path):
+    """Kafka's UnifiedLog.deleteOldSegments: when every segment has expired, the active one too, the log
+    first rolls a new empty active segment at the log end offset, then deletes all the old ones."""
     log = make_log(tmp_path, **{"segment.bytes": 300, "retention.ms": HOUR})
     for i in range(10):
         append(log, T0 + i * 60_000)  # a record a minute
     n = len(log.segments)
     assert n > 3
     assert log.delete_old_segments(now_ms=T0 + 9 * 60_000) == 0       # nothing older than an hour
+    old_active = log.active_segment
     deleted = log.delete_old_segments(now_ms=T0 + 100 * HOUR)          # everything expired
-    assert deleted == n - 1 and len(log.segments) == 1                  # the active segment stays
-    assert log.log_start_offset == log.active_segment.base_offset
+    assert deleted == n                                                 # the active segment too
+    assert len(log.segments) == 1 and log.active_segment is not old_active
+    assert log.active_segment.base_offset == log.log_end_offset == 10 and log.active_segment.size == 0
+    assert log.log_start_offset == 10                                   # the partition is empty
+    assert sorted(os.listdir(log.dir)) == sorted(
+        [f"{10:020d}.log", f"{10:020d}.index", f"{10:020d}.timeindex"] +
+        [f for f in os.listdir(log.dir) if not f[0].isdigit()])       # only the new segment's files
     with pytest.raises(KafkaError) as e:
         log.read(0, 1000)
     assert e.value.code == ErrorCode.OFFSET_OUT_OF_RANGE
-    assert log.read(log.log_start_offset, 10_000)
+    assert log.read(10, 10_000) == b""
+    assert log.delete_old_segments(now_ms=T0 + 200 * HOUR) == 0        # an empty active segment is never deleted
+    assert append(log, T0 + 200 * HOUR).first_offset == 10               # offsets carry on
+
+
+def test_expired_active_segment_stays_while_not_below_the_high_watermark(tmp_path):
+    log = make_log(tmp_path, **{"segment.bytes": 300, "retention.ms": HOUR})
+    for i in range(10):
+        append(log, T0 + i)
+    log.high_watermark = log.log_end_offset - 1     # the last record is not replicated to the whole ISR yet
+    n = len(log.segments)
+    assert log.delete_old_segments(now_ms=T0 + 100 * HOUR) == n - 1   # all but the active segment
+    assert len(log.segments) == 1 and log.active_segment.size > 0
+    assert log.log_start_offset == log.active_segment.base_offset <= log.high_watermark
+    log.high_watermark = log.log_end_offset
+    assert log.delete_old_segments(now_ms=T0 + 100 * HOUR) == 1       # now it goes, after a roll
+    assert log.log_start_offset == log.log_end_offset == 10
+
+
+def test_retention_bytes_zero_empties_the_partition(tmp_path):
+    log = make_log(tmp_path, **{"segment.bytes": 300, "retention.bytes": 0})
+    for i in range(10):
+        append(log, T0 + i)
+    assert log.delete_old_segments(now_ms=T0) > 1
+    assert log.size == 0 and log.log_start_offset == log.log_end_offset == 10
+
+
+def test_segment_ms_is_checked_on_append_only(tmp_path):
+    """An idle partition does not roll because segment.ms passed: Kafka checks it in maybeRoll on append."""
+    log = make_log(tmp_path, **{"segment.ms": HOUR, "retention.ms": 7 * 24 * HOUR})
+    append(log, T0)
+    append(log, T0 + 60_000)
+    for now in (T0 + 2 * HOUR, T0 + 48 * HOUR):
+        assert log.delete_old_segments(now_ms=now) == 0
+        assert len(log.segments) == 1                      # no roll while nothing is appended
+    append(log, T0 + 2 * HOUR)                             # the next append rolls it
+    assert [s.base_offset for s in log.segments] == [0, 2]
+
+
+def test_a_future_timestamp_keeps_its_segment_and_all_later_ones(tmp_path):
+    log = make_log(tmp_path, **{"segment.bytes": 300, "retention.ms": HOUR})
+    for i in range(10):
+        append(log, T0 + 365 * 24 * HOUR if i == 4 else T0 + i)   # one record stamped a year ahead
+    older = log.segment_for(4)                                         # segments before the one holding offset 4
+    future = log.segments[older]
+    assert older > 0 and len(log.segments) > older + 1
+    assert log.delete_old_segments(now_ms=T0 + 100 * HOUR) == older    # only the ones before it
+    assert log.log_start_offset == future.base_offset <= 4             # later expired segments wait too
+    assert len(log.segments) > 1
 
 
 def test_retention_ms_uses_each_segments_largest_timestamp(tmp_path):

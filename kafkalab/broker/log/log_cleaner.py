@@ -9,12 +9,19 @@ cleaner (Kafka's ``LogCleaner``/``Cleaner``) works like this:
   The first uncleanable offset is the active segment's base offset (the
   active segment is never cleaned), or earlier: the high watermark, or the
   first segment holding a record younger than ``min.compaction.lag.ms``.
-* A log is **cleanable** when dirty bytes / (clean + dirty bytes) reaches
-  ``min.cleanable.dirty.ratio``, when its oldest dirty record is older than
-  ``max.compaction.lag.ms``, or when tombstones it keeps have reached their
-  delete horizon. The background job (every ``log.cleaner.backoff.ms``, if
-  ``log.cleaner.enable``) cleans the dirtiest cleanable log first;
-  ``LogManager.run_cleaner(now_ms)`` does it on demand.
+* A log is **cleanable** (Kafka's ``LogCleanerManager.grabFilthiestCompactedLog``)
+  in exactly two cases: its dirty bytes / (clean + dirty bytes) is strictly
+  greater than ``min.cleanable.dirty.ratio``, or it has dirty bytes and the
+  first batch of some dirty inactive segment is older than
+  ``max.compaction.lag.ms``. Nothing else makes a log cleanable: not a
+  tombstone whose delete horizon has passed, so a log that gets no new
+  records keeps its tombstones until it is dirty again. The background job
+  (every ``log.cleaner.backoff.ms``, if ``log.cleaner.enable``) cleans the
+  dirtiest cleanable log first; ``LogManager.run_cleaner(now_ms)`` does the
+  same on demand. Kafka's cleaner threads take one log per pass and sleep
+  ``log.cleaner.backoff.ms`` only when none is cleanable; a pass here cleans
+  every cleanable log. (``force=True`` is the mini broker's own test hook:
+  it cleans a log that is not cleanable; Kafka has nothing like it.)
 * **Offset map**: one pass over the dirty part records, per key, the offset
   of its last record.
 * **Rewrite**: every inactive segment up to the first uncleanable offset is
@@ -36,7 +43,8 @@ cleaner (Kafka's ``LogCleaner``/``Cleaner``) works like this:
   ``delete.retention.ms`` after the cleaner first saw them, so consumers can
   learn about the deletion; KIP-534: the cleaner stores the *delete horizon*
   (now + ``delete.retention.ms``) in the batch's ``baseTimestamp`` and sets
-  attribute bit 6; a later run drops tombstones whose horizon has passed.
+  attribute bit 6; a later run, started because the log is dirty again (or
+  by ``max.compaction.lag.ms``), drops tombstones whose horizon has passed.
 * **Crash safety**: a group of segments is written to ``.cleaned`` files,
   renamed ``.swap`` once complete and fsynced, then swapped in for the old
   segments (``UnifiedLog.replace_segments``); a restart deletes ``.cleaned``
@@ -141,8 +149,6 @@ class LogCleaner:
         self.checkpoint_path = os.path.join(log_dir, CLEANER_OFFSET_CHECKPOINT)
         #: (topic, partition) -> first dirty offset
         self.first_dirty: dict[tuple[str, int], int] = read_checkpoint(self.checkpoint_path)
-        #: (topic, partition) -> earliest delete horizon of a tombstone still in the log
-        self.delete_horizons: dict[tuple[str, int], int] = {}
         #: logs whose cleaning failed, skipped from then on (Kafka's markPartitionUncleanable)
         self.uncleanable: set[tuple[str, int]] = set()
 
@@ -167,29 +173,32 @@ class LogCleaner:
         dirty = sum(s.size for s, n in zip(segments, ulog.segments[1:]) if n.base_offset > first_dirty)
         return LogToClean(ulog, first_dirty, end, clean, dirty, segments)
 
+    @staticmethod
+    def max_compaction_delay(ulog, first_dirty_offset: int, now_ms: int) -> int:
+        """How long past ``max.compaction.lag.ms`` the oldest dirty record is (0: not yet);
+        Kafka's ``LogCleanerManager.maxCompactionDelay`` over the first batch of each dirty
+        inactive segment."""
+        dirty = ulog.segments[ulog.segment_for(first_dirty_offset):-1]
+        firsts = [ts for ts in map(_first_batch_timestamp, dirty) if ts > 0]
+        clean_until = now_ms - max(ulog.config["max.compaction.lag.ms"], 0)
+        return clean_until - min(firsts) if firsts and min(firsts) < clean_until else 0
+
     def why_clean(self, ltc: LogToClean, now_ms: int) -> str | None:
-        """Why this log should be cleaned now, or None."""
+        """Why this log should be cleaned now, or None (Kafka's two conditions, nothing else)."""
         ulog = ltc.log
-        if not ltc.segments:
+        if not ltc.segments or ltc.total_bytes == 0:
             return None
         ratio = ulog.config["min.cleanable.dirty.ratio"]
-        if ltc.cleanable_bytes > 0 and ltc.cleanable_ratio >= ratio:
-            return f"dirty ratio {ltc.cleanable_ratio:.2f} >= min.cleanable.dirty.ratio={ratio}"
-        max_lag = ulog.config["max.compaction.lag.ms"]
-        if ltc.cleanable_bytes > 0 and max_lag < 2**63 - 1:
-            for seg in ltc.segments:
-                if seg.next_offset > ltc.first_dirty_offset:
-                    ts = _first_batch_timestamp(seg)
-                    if 0 <= ts < now_ms - max_lag:
-                        return f"dirty records older than max.compaction.lag.ms={max_lag}"
-                    break
-        horizon = self.delete_horizons.get((ulog.topic, ulog.partition))
-        if horizon is not None and horizon <= now_ms:
-            return "tombstones reached their delete horizon (delete.retention.ms)"
+        if ltc.cleanable_ratio > ratio:
+            return f"dirty ratio {ltc.cleanable_ratio:.2f} > min.cleanable.dirty.ratio={ratio}"
+        if ltc.cleanable_bytes > 0 and self.max_compaction_delay(ulog, ltc.first_dirty_offset, now_ms) > 0:
+            return f"dirty records older than max.compaction.lag.ms={ulog.config['max.compaction.lag.ms']}"
         return None
 
     def clean_logs(self, logs, now_ms: int, force: bool = False) -> list[CleanerStats]:
-        """Clean every compacted log that is cleanable (dirtiest first); ``force`` ignores the ratio."""
+        """Clean every compacted log that is cleanable (dirtiest first).
+
+        ``force`` (a test hook, not a Kafka feature) also cleans logs that are not cleanable."""
         candidates = []
         for ulog in logs:
             if not ulog.config.compact or (ulog.topic, ulog.partition) in self.uncleanable:
@@ -237,27 +246,22 @@ class LogCleaner:
         offset_map = self.build_offset_map(ltc)
         last_batch_of = {pid: entry.batches[-1].last_offset
                          for pid, entry in ulog.producer_state.producers.items() if entry.batches}
-        horizons: list[int] = []
         groups = group_segments_by_size(ltc.segments, ulog.config["segment.bytes"],
                                         ulog.config["segment.index.bytes"])
         for group in groups:
-            cleaned = self._clean_segments(ulog, group, offset_map, last_batch_of, now_ms, stats, horizons)
+            cleaned = self._clean_segments(ulog, group, offset_map, last_batch_of, now_ms, stats)
             stats.bytes_after += cleaned.size
             stats.segments_after += 1
         key = (ulog.topic, ulog.partition)
         self.first_dirty[key] = ltc.first_uncleanable_offset
-        if horizons:
-            self.delete_horizons[key] = min(horizons)
-        else:
-            self.delete_horizons.pop(key, None)
         log.info("cleaned %s: %d segments (%d bytes) -> %d segments (%d bytes); kept %d of %d records, "
                  "removed %d tombstones", ulog.name, stats.segments_before, stats.bytes_before,
                  stats.segments_after, stats.bytes_after, stats.records_kept, stats.records_read,
                  stats.tombstones_removed)
         return stats
 
-    def _clean_segments(self, ulog, group: list[LogSegment], offset_map, last_batch_of, now_ms, stats,
-                        horizons) -> LogSegment:
+    def _clean_segments(self, ulog, group: list[LogSegment], offset_map, last_batch_of, now_ms,
+                        stats) -> LogSegment:
         base = group[0].base_offset
         cleaned = ulog._new_segment(base, file_suffix=CLEANED_FILE_SUFFIX)
         if cleaned.size:  # a stale .cleaned file: start over
@@ -268,12 +272,10 @@ class LogCleaner:
             for seg in group:
                 for pos, header in seg.batches_from(0):
                     data = seg.read_at(pos, header.size)
-                    out, horizon = self._filter_batch(data, header, offset_map, last_batch_of, now_ms,
-                                                      delete_retention, stats)
+                    out, _ = self._filter_batch(data, header, offset_map, last_batch_of, now_ms,
+                                                delete_retention, stats)
                     if out:
                         cleaned.append(out, [(0, BatchHeader.parse(out))])
-                    if horizon is not None:
-                        horizons.append(horizon)
             cleaned.on_become_inactive()
         except BaseException:
             cleaned.delete()  # as Kafka: an aborted run leaves no .cleaned files (nor open descriptors)
@@ -329,5 +331,4 @@ class LogCleaner:
 
     def forget(self, topic: str, partition: int) -> None:
         self.first_dirty.pop((topic, partition), None)
-        self.delete_horizons.pop((topic, partition), None)
         self.uncleanable.discard((topic, partition))
