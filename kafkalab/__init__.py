@@ -1,11 +1,16 @@
 """kafkalab: learn Kafka by running it — real clients, real brokers, real failures.
 
 ``kafkalab.mini()`` starts a broker in this process (see :mod:`kafkalab.broker.mini`).
-``kafkalab.connect()`` is what the notebooks use: that embedded broker, or the external
-cluster named by ``$KAFKALAB_BOOTSTRAP_SERVERS`` (see :mod:`kafkalab.lab`).
+``kafkalab.cluster(brokers=3)`` starts a real ZooKeeper and three broker processes to
+break (see :mod:`kafkalab.cluster`).
+``kafkalab.connect()`` is what the notebooks use: that embedded broker, a local cluster
+(``connect(brokers=3)``), or the external cluster named by ``$KAFKALAB_BOOTSTRAP_SERVERS``
+(see :mod:`kafkalab.lab`).
 """
+from . import cluster  # a callable package: kafkalab.cluster(brokers=3) returns a Cluster
 from .broker.mini import MiniBroker, mini
+from .cluster import Cluster
 from .lab import LabKafka, connect
 
 __version__ = "0.1.0"
-__all__ = ["MiniBroker", "mini", "LabKafka", "connect", "__version__"]
+__all__ = ["MiniBroker", "mini", "cluster", "Cluster", "LabKafka", "connect", "__version__"]

@@ -10,6 +10,12 @@ the notebook runs:
 * **On a laptop or in CI** (the default): a fresh mini broker inside the
   notebook's own kernel (:func:`kafkalab.mini`), listening on a free port of
   127.0.0.1 and writing into a temporary directory that ``close()`` removes.
+* **A local cluster to break** — ``kafkalab.connect(brokers=3)``: a real
+  ZooKeeper and three broker processes (:func:`kafkalab.cluster`); the lab
+  defaults (:data:`kafkalab.cluster.LAB_DEFAULTS`) apply, ``broker_configs``
+  override them, ``kafka.cluster`` is the :class:`~kafkalab.cluster.Cluster`
+  with its controls (``kafka.cluster.kill(2)``, ``.describe(topic)``, ...),
+  and ``close()`` stops it all.
 * **Against a real cluster** — the workshop's ``docker compose up`` or any
   Kafka you run yourself: set the environment variable
   ``KAFKALAB_BOOTSTRAP_SERVERS`` (a comma-separated ``host:port`` list, the
@@ -33,6 +39,7 @@ import os
 import warnings
 
 from .broker.mini import MiniBroker, config_name
+from .cluster.cluster import Cluster
 
 ENV_VAR = "KAFKALAB_BOOTSTRAP_SERVERS"
 """Name of the environment variable that points the lessons at an external cluster."""
@@ -48,12 +55,14 @@ class LabKafka:
     """A handle on the Kafka a lesson uses: ``.bootstrap_servers``, ``.close()``.
 
     ``broker`` is the embedded :class:`~kafkalab.broker.mini.MiniBroker`, or
-    ``None`` when the lesson talks to an external cluster.
+    ``None`` when the lesson talks to a cluster. ``cluster`` is the local
+    :class:`~kafkalab.cluster.Cluster` that ``connect(brokers=N)`` started, or ``None``.
     """
 
-    def __init__(self, bootstrap_servers: str, broker: MiniBroker | None = None):
+    def __init__(self, bootstrap_servers: str, broker: MiniBroker | None = None, cluster: Cluster | None = None):
         self.bootstrap_servers = bootstrap_servers
         self.broker = broker
+        self.cluster = cluster
         self._closed = False
 
     @property
@@ -126,10 +135,13 @@ class LabKafka:
         return chosen
 
     def close(self) -> None:
-        """Stop the embedded broker (and delete its temporary log directory); a no-op for an external cluster."""
+        """Stop the embedded broker or the local cluster (and delete its temporary directory); a no-op for
+        an external cluster."""
         global _current
         if self.broker is not None:
             self.broker.close()
+        if self.cluster is not None:
+            self.cluster.close()
         self._closed = True
         if _current is self:
             _current = None
@@ -147,30 +159,38 @@ class LabKafka:
     def __repr__(self) -> str:
         if self.embedded:
             kind = "embedded mini broker"
+        elif self.cluster is not None:
+            kind = f"local cluster of {len(self.cluster.broker_ids)} brokers"
         else:
             kind = f"external cluster (from {ENV_VAR})"
         state = " closed" if self._closed else ""
         return f"<kafkalab{state}: {kind}, bootstrap_servers={self.bootstrap_servers!r}>"
 
 
-def connect(bootstrap_servers: str | None = None, **broker_configs) -> LabKafka:
+def connect(bootstrap_servers: str | None = None, brokers: int | None = None, **broker_configs) -> LabKafka:
     """The Kafka a lesson talks to; see the module docstring.
 
     ``bootstrap_servers`` (or else ``$KAFKALAB_BOOTSTRAP_SERVERS``) selects an
-    external cluster. Otherwise a mini broker starts in this process with
-    ``broker_configs`` (Kafka's broker config names, e.g.
-    ``**{"num.partitions": 3}``); they cannot change an external cluster and
-    are ignored there with a warning.
+    external cluster. Otherwise, with ``brokers=N`` a local cluster of N broker
+    processes and a ZooKeeper starts (:func:`kafkalab.cluster`), and without it
+    a mini broker starts in this process. ``broker_configs`` (Kafka's broker
+    config names, e.g. ``**{"num.partitions": 3}``) go to those brokers; they
+    cannot change an external cluster and are ignored there with a warning.
     """
     global _current
     if _current is not None and not _current.closed:
         _current.close()
     bootstrap_servers = bootstrap_servers or os.environ.get(ENV_VAR, "").strip() or None
     if bootstrap_servers:
-        if broker_configs:
-            warnings.warn(f"broker configs {sorted(broker_configs)} are ignored: {ENV_VAR} points at an external "
-                          f"cluster, whose brokers keep their own configuration", stacklevel=2)
+        if broker_configs or brokers is not None:
+            ignored = sorted(broker_configs) + (["brokers"] if brokers is not None else [])
+            warnings.warn(f"{ignored} are ignored: {ENV_VAR} points at an external cluster, which starts "
+                          f"nothing and whose brokers keep their own configuration", stacklevel=2)
         _current = LabKafka(bootstrap_servers)
+    elif brokers is not None:
+        from .cluster.cluster import cluster
+        started = cluster(brokers=brokers, **broker_configs)
+        _current = LabKafka(started.bootstrap_servers, cluster=started)
     else:
         broker = MiniBroker(**broker_configs)
         _current = LabKafka(broker.bootstrap_servers, broker)

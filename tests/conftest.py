@@ -105,3 +105,26 @@ def broker_process(tmp_path):
     yield make
     for bp in started:
         bp.stop()
+
+
+# -- clusters: a real ZooKeeper and broker processes -------------------------------------------------
+
+#: short timeouts so that failures show within a test's time (see kafkalab.cluster.LAB_DEFAULTS)
+SHARED_CLUSTER_CONFIGS = {"zookeeper.session.timeout.ms": 4000, "replica.lag.time.max.ms": 3000}
+
+
+@pytest.fixture(scope="session")
+def shared_cluster(tmp_path_factory):
+    """One 3-broker cluster (a ZooKeeper and three mini broker processes) for the whole test session.
+
+    Tests use their own topic names, and a test that kills, stops or pauses a broker brings it back
+    (``restart``/``resume``) before it ends. Skipped where there is no Java or ZooKeeper."""
+    from kafkalab.cluster import Cluster, ZooKeeperNotFound
+    try:
+        c = Cluster(brokers=3, dir=str(tmp_path_factory.mktemp("shared-cluster")), **SHARED_CLUSTER_CONFIGS)
+    except ZooKeeperNotFound as exc:
+        pytest.skip(str(exc))
+    try:
+        yield c
+    finally:
+        c.close()

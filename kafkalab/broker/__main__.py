@@ -7,7 +7,11 @@ connections::
     kafkalab broker 0 ready on 127.0.0.1:9092 log.dirs=/tmp/x
 
 SIGTERM and SIGINT shut it down cleanly (logs flushed, checkpoints written)
-and it exits with status 0. If it cannot start (the port is in use, the log
+and it exits with status 0. With ``--parent-pid P`` it also shuts down when
+process P is gone (the cluster launcher passes its own pid, so that a broker
+never outlives the notebook or test that started it, even one killed with
+SIGKILL): it checks every half second, and if the clean shutdown has not
+finished 10 s later it exits at once. If it cannot start (the port is in use, the log
 directory cannot be written) it prints ``error: ...`` and exits with status 1;
 a bad flag or config exits with status 2.
 """
@@ -16,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import sys
 
@@ -31,16 +36,47 @@ def parse_args(argv=None):
     p.add_argument("--broker-id", type=int, default=0)
     p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                    help="any broker config by its Kafka name, e.g. num.partitions=3 (repeatable)")
+    p.add_argument("--parent-pid", type=int, default=None,
+                   help="shut down when this process is gone (the launcher's pid)")
     p.add_argument("--log-level", default="WARNING", type=str.upper,
                    choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"])
     return p.parse_args(argv)
 
 
-async def run(config: BrokerConfig) -> None:
+PARENT_CHECK_S = 0.5
+PARENT_GONE_EXIT_S = 10.0
+
+
+def parent_alive(parent_pid: int, original_ppid: int) -> bool:
+    """Is the launcher still there? If it is our parent, its death shows as a new ppid (we are
+    adopted, even while the dead parent is a zombie); any other pid is probed with signal 0."""
+    if parent_pid == original_ppid:
+        return os.getppid() == parent_pid
+    try:
+        os.kill(parent_pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+async def watch_parent(parent_pid: int, stop: asyncio.Event) -> None:
+    """Set ``stop`` once ``parent_pid`` is gone; exit the process if stopping then takes too long."""
+    original_ppid = os.getppid()
+    while parent_alive(parent_pid, original_ppid):
+        await asyncio.sleep(PARENT_CHECK_S)
+    logging.getLogger("kafkalab.broker").warning("parent process %d is gone: shutting down", parent_pid)
+    stop.set()
+    asyncio.get_running_loop().call_later(PARENT_GONE_EXIT_S, os._exit, 1)
+
+
+async def run(config: BrokerConfig, parent_pid: int | None = None) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):  # before starting: a signal during log recovery stops cleanly too
         loop.add_signal_handler(sig, stop.set)
+    watcher = loop.create_task(watch_parent(parent_pid, stop)) if parent_pid else None
     server = KafkaServer(config)
     await server.start()
     try:
@@ -49,7 +85,11 @@ async def run(config: BrokerConfig) -> None:
                   f"log.dirs={server.log_dir}", flush=True)
             await stop.wait()
     finally:
-        await server.stop()
+        try:
+            await server.stop()
+        finally:
+            if watcher is not None:
+                watcher.cancel()
 
 
 def main(argv=None) -> int:
@@ -69,7 +109,7 @@ def main(argv=None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        asyncio.run(run(config))
+        asyncio.run(run(config, args.parent_pid))
     except StartupError as exc:  # the port is in use, the log dir cannot be written, ...
         print(f"error: {exc}", file=sys.stderr)
         return 1

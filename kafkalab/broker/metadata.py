@@ -7,23 +7,40 @@ truth, so it keeps the same facts in ``<log.dirs>/kafkalab-topics.json``
 (and, like Kafka since KIP-516, writes each partition directory's
 ``partition.metadata`` file with the topic id).
 
+In cluster mode (``zookeeper.connect`` set) ZooKeeper is the source of truth
+and this is Kafka's ``ZkMetadataCache``: nothing is saved to the JSON file;
+the controller's UpdateMetadata requests fill it (:meth:`MetadataCache.update_metadata`)
+with the live brokers and their endpoints, the controller id, and every
+partition's leader, leader epoch, ISR, replicas and offline replicas. A
+broker answers Metadata, FindCoordinator and DescribeCluster from it, so two
+brokers may briefly disagree until the controller's update reaches both.
+Topic config overrides come from ``/config/topics/<t>`` and are refreshed
+when a change notification appears under ``/config/changes``.
+
 Topic names follow Kafka's rules (``org.apache.kafka.common.internals.Topic``).
 """
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
+import time
 import uuid
 from dataclasses import dataclass, field
 
 from .errors import ErrorCode, KafkaError
+from .partition_state import LeaderAndIsrPartitionState
+
+log = logging.getLogger("kafkalab.broker.metadata")
 
 NULL_UUID = uuid.UUID(int=0)  # Kafka's Uuid.ZERO_UUID: "no topic id"
 MAX_NAME_LENGTH = 249
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")  # used with fullmatch: "$" would let a trailing newline through
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 METADATA_FILE = "kafkalab-topics.json"
+#: UpdateMetadata's leader of a partition whose topic is being deleted (Kafka's LeaderAndIsr.LeaderDuringDelete)
+LEADER_DURING_DELETE = -2
 
 
 def validate_topic_name(name: str | None) -> None:
@@ -59,12 +76,27 @@ class TopicMetadata:
         return self.name in INTERNAL_TOPICS
 
 
+@dataclass
+class BrokerEndpoint:
+    """A live broker as UpdateMetadata describes it (Kafka's ``UpdateMetadataBroker``): its PLAINTEXT endpoint."""
+    id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
 class MetadataCache:
-    def __init__(self, log_dir: str):
+    def __init__(self, log_dir: str, zk_mode: bool = False):
         self.path = os.path.join(log_dir, METADATA_FILE)
+        self.zk_mode = zk_mode
         self.topics: dict[str, TopicMetadata] = {}
         self._by_id: dict[uuid.UUID, TopicMetadata] = {}
-        if os.path.exists(self.path):
+        # -- cluster mode: what the controller's UpdateMetadata said --------------
+        #: topic -> partition -> its state (leader, leader epoch, ISR, replicas, offline replicas)
+        self.partition_states: dict[str, dict[int, LeaderAndIsrPartitionState]] = {}
+        self.alive_brokers: dict[int, BrokerEndpoint] = {}
+        self.controller_id: int | None = None
+        if not zk_mode and os.path.exists(self.path):
             with open(self.path) as f:
                 for t in json.load(f)["topics"]:
                     self._put(TopicMetadata(t["name"], uuid.UUID(t["topic_id"]), t["num_partitions"],
@@ -75,6 +107,8 @@ class MetadataCache:
         self._by_id[t.topic_id] = t
 
     def save(self) -> None:
+        if self.zk_mode:
+            return  # ZooKeeper is the source of truth; nothing to keep on disk
         data = {"version": 1, "topics": [
             {"name": t.name, "topic_id": str(t.topic_id), "num_partitions": t.num_partitions,
              "replication_factor": t.replication_factor, "configs": t.configs}
@@ -109,4 +143,126 @@ class MetadataCache:
         if t is not None:
             self._by_id.pop(t.topic_id, None)
             self.save()
+        self.partition_states.pop(name, None)
         return t
+
+    # -- cluster mode (Kafka's ZkMetadataCache) ---------------------------------------
+
+    def ensure_topic(self, name: str, topic_id: uuid.UUID, num_partitions: int = 0,
+                     configs: dict[str, str] | None = None) -> TopicMetadata:
+        """The cache's entry for ``name``, created (or replaced, if the topic was re-created under a new
+        id) as needed; never shrinks the partition count."""
+        t = self.topics.get(name)
+        if t is not None and t.topic_id != topic_id and topic_id != NULL_UUID:
+            self._by_id.pop(t.topic_id, None)
+            self.partition_states.pop(name, None)
+            t = None
+        if t is None:
+            t = TopicMetadata(name, topic_id, num_partitions, 1, dict(configs or {}))
+            self._put(t)
+        t.num_partitions = max(t.num_partitions, num_partitions)
+        return t
+
+    def update_metadata(self, controller_id: int,
+                        topic_states: list[tuple[str, uuid.UUID, list[LeaderAndIsrPartitionState]]],
+                        live_brokers: list[BrokerEndpoint]) -> tuple[list[str], list[tuple[str, int]]]:
+        """Apply an UpdateMetadata request (Kafka's ``ZkMetadataCache.updateMetadata``).
+
+        The live brokers are replaced as a whole; partition states are added or replaced one by one,
+        and a partition whose leader is -2 (its topic is being deleted) leaves the cache, with its
+        topic once no partition is left. Returns the topics new to the cache and the partitions removed.
+        """
+        self.controller_id = controller_id if controller_id >= 0 else None
+        self.alive_brokers = {b.id: b for b in live_brokers}
+        new_topics, deleted = [], []
+        for name, topic_id, states in topic_states:
+            for state in states:
+                if state.leader == LEADER_DURING_DELETE:
+                    if self.partition_states.get(name, {}).pop(state.partition, None) is not None:
+                        deleted.append((name, state.partition))
+                    continue
+                known = self.topics.get(name)
+                if known is None or (topic_id != NULL_UUID and known.topic_id != topic_id):
+                    new_topics.append(name)
+                topic = self.ensure_topic(name, topic_id, state.partition + 1)
+                self.partition_states.setdefault(name, {})[state.partition] = state
+                if state.partition == 0:
+                    topic.replication_factor = len(state.replicas)
+            if name in self.topics and not self.partition_states.get(name) and any(
+                    s.leader == LEADER_DURING_DELETE for s in states):
+                self.remove(name)
+        return list(dict.fromkeys(new_topics)), deleted
+
+    def partition_state(self, topic: str, partition: int) -> LeaderAndIsrPartitionState | None:
+        return self.partition_states.get(topic, {}).get(partition)
+
+    def alive_broker(self, broker_id: int) -> BrokerEndpoint | None:
+        return self.alive_brokers.get(broker_id)
+
+    def leader_endpoint(self, topic: str, partition: int) -> BrokerEndpoint | None:
+        """The live broker leading the partition, or None (no leader, or the leader is not alive)."""
+        state = self.partition_state(topic, partition)
+        return None if state is None else self.alive_brokers.get(state.leader)
+
+
+class ConfigChangeListener:
+    """Topic config changes reaching every broker (Kafka's ``ZkNodeChangeNotificationListener`` driving
+    the ``DynamicConfigManager``, for topics only).
+
+    Whoever changes a topic's overrides writes ``/config/topics/<t>`` and then a sequential
+    ``/config/changes/config_change_<seq>`` saying ``{"entity_path": "topics/<t>"}``. Every broker
+    watches the children of ``/config/changes``; for each notification newer than the last it handled,
+    it reads ``/config/topics/<t>`` again and swaps the overrides into the topic's live ``LogConfig``
+    (``KafkaServer.apply_topic_config_change``). At start it handles the notifications already there,
+    which only re-reads configs. Notifications older than 15 minutes are deleted (Kafka's
+    ``changeExpirationMs``), so the list does not grow forever.
+    """
+
+    CHANGE_EXPIRATION_MS = 15 * 60 * 1000
+
+    def __init__(self, broker):
+        self.broker = broker
+        self.last_executed = ""   # sequential names sort in creation order (10-digit, zero-padded)
+        self._stopped = False
+        self._scheduled = False
+
+    def start(self) -> None:
+        self.broker.zk_client.watch_config_changes(self._on_children)
+
+    def stop(self) -> None:
+        self._stopped = True
+
+    def _on_children(self, children) -> bool | None:
+        """kazoo's ChildrenWatch callback, on kazoo's thread: process on the broker's loop."""
+        if self._stopped:
+            return False  # kazoo: stop watching
+        loop = self.broker.loop
+        if loop is not None and not loop.is_closed() and not self._scheduled:
+            self._scheduled = True
+            loop.call_soon_threadsafe(self.process_notifications)
+        return None
+
+    def process_notifications(self) -> None:
+        self._scheduled = False
+        zk = self.broker.zk_client
+        if self._stopped or zk is None:
+            return
+        try:
+            names = zk.get_config_change_notifications()
+            now_ms = int(time.time() * 1000)
+            changed: list[str] = []
+            for name in names:
+                if name <= self.last_executed:
+                    continue
+                entity, ctime = zk.get_config_change(name)
+                if entity and entity.startswith("topics/"):
+                    topic = entity[len("topics/"):]
+                    if topic not in changed:
+                        changed.append(topic)
+                self.last_executed = name
+                if ctime and now_ms - ctime > self.CHANGE_EXPIRATION_MS:
+                    zk.delete_config_change_notification(name)
+            for topic in changed:
+                self.broker.apply_topic_config_change(topic, zk.get_topic_config(topic))
+        except Exception:  # ZooKeeper unreachable for a moment: the next notification retries
+            log.exception("broker %d: processing config change notifications failed", self.broker.broker_id)

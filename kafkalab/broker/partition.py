@@ -1,36 +1,234 @@
 """``Partition``: one topic-partition on this broker — its log and its replica state.
 
 Kafka's ``kafka.cluster.Partition`` holds the leader epoch, the assigned
-replicas, the in-sync replica set (ISR) and the local ``UnifiedLog``. On the
-leader, ``append_records_to_leader`` enforces ``min.insync.replicas`` for
-``acks=all`` (NOT_ENOUGH_REPLICAS) before writing.
+replicas, the in-sync replica set (ISR) and the local ``UnifiedLog``.
 
-A standalone mini broker is the only replica of every partition, so its ISR
-is itself and its high watermark follows its log end offset; the cluster
-mode adds followers and moves the high watermark as they catch up.
+A **standalone** mini broker is the only replica of every partition: its ISR
+is itself and its high watermark (HW) follows its log end offset (LEO) after
+every append. Nothing below runs for it.
+
+In **cluster mode** the controller makes each replica a leader or a follower
+(LeaderAndIsr: ``make_leader`` / ``make_follower``). The leader keeps, per
+follower, a ``Replica`` state (Kafka's ``ReplicaState``) which every follower
+Fetch updates:
+
+* the follower's LEO is the offset it fetches from (it has everything below);
+* its *last caught-up time* is the latest time at which it had fetched up to
+  the leader's LEO (exactly, or up to the leader's LEO at its previous fetch:
+  Kafka's ``updateFetchStateOrThrow``).
+
+From those the leader moves
+
+* the **high watermark** (``maybe_increment_leader_hw``): the smallest LEO over
+  the *maximal* ISR (the ISR plus a replica whose addition is pending) and the
+  caught-up followers about to join; only forward, and not while the ISR is
+  smaller than ``min.insync.replicas`` (Kafka 3.7+);
+* the **ISR**: a follower whose LEO reached the HW and the start of the current
+  leader epoch joins (``maybe_expand_isr``); one not caught up for
+  ``replica.lag.time.max.ms`` leaves (``maybe_shrink_isr``, run by the replica
+  manager every half of that). The leader does not change the ISR itself: it
+  *proposes* it to the controller with AlterPartition
+  (``AlterPartitionManager``); until the answer comes the partition is in a
+  pending state (``PendingExpandIsr`` / ``PendingShrinkIsr``, KIP-497) and
+  proposes nothing else. The controller's answer becomes the committed state;
+  FENCED_LEADER_EPOCH or INVALID_UPDATE_VERSION leave it pending until the
+  controller's next LeaderAndIsr says what is true.
+
+``acks=all`` (``append_records_to_leader`` + ``check_enough_replicas_reach_offset``):
+refused with NOT_ENOUGH_REPLICAS when the ISR is smaller than
+``min.insync.replicas`` (capped at the replication factor, Kafka's
+``effectiveMinIsr``), acknowledged once the HW passes the batch, with
+NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below the minimum meanwhile.
+
+Simplified: no reassignment (adding/removing replicas are kept, not acted on),
+no broker-epoch checks of KRaft, no fetch from follower for consumers.
 """
 from __future__ import annotations
 
+import logging
+import time
+from dataclasses import dataclass
+from typing import Callable
+
 from .errors import ErrorCode, KafkaError
+from .log.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from .log.log import LogAppendInfo, UnifiedLog
+
+log = logging.getLogger("kafkalab.broker.partition")
+
+UNKNOWN_OFFSET = -1
+NO_LEADER = -1
+
+
+def now_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+class Replica:
+    """The leader's view of one follower (Kafka's ``Replica`` and its ``ReplicaState``)."""
+
+    def __init__(self, broker_id: int):
+        self.broker_id = broker_id
+        self.log_start_offset = UNKNOWN_OFFSET
+        self.log_end_offset = UNKNOWN_OFFSET
+        #: the leader's LEO when this follower last fetched (decides whether it was caught up)
+        self.last_fetch_leader_log_end_offset = 0
+        self.last_fetch_time_ms = 0
+        #: the latest time the follower had everything the leader had
+        self.last_caught_up_time_ms = 0
+
+    def update_fetch_state(self, fetch_offset: int, start_offset: int, fetch_time_ms: int,
+                           leader_end_offset: int) -> None:
+        """A Fetch from this follower at ``fetch_offset`` (Kafka's ``updateFetchStateOrThrow``)."""
+        if fetch_offset >= leader_end_offset:
+            self.last_caught_up_time_ms = max(self.last_caught_up_time_ms, fetch_time_ms)
+        elif fetch_offset >= self.last_fetch_leader_log_end_offset:
+            # it now has what the leader had at its previous fetch: it was caught up then
+            self.last_caught_up_time_ms = max(self.last_caught_up_time_ms, self.last_fetch_time_ms)
+        self.log_start_offset = start_offset
+        self.log_end_offset = fetch_offset
+        self.last_fetch_leader_log_end_offset = max(leader_end_offset, self.last_fetch_leader_log_end_offset)
+        self.last_fetch_time_ms = fetch_time_ms
+
+    def reset(self, current_time_ms: int, leader_end_offset: int, is_new_leader: bool, in_sync: bool) -> None:
+        """A new leader epoch (Kafka's ``resetReplicaState``): an ISR member counts as caught up now."""
+        self.last_caught_up_time_ms = current_time_ms if in_sync else 0
+        if is_new_leader:
+            self.log_start_offset = UNKNOWN_OFFSET
+            self.log_end_offset = UNKNOWN_OFFSET
+            self.last_fetch_leader_log_end_offset = UNKNOWN_OFFSET
+            self.last_fetch_time_ms = 0
+        else:
+            self.last_fetch_leader_log_end_offset = leader_end_offset
+            self.last_fetch_time_ms = current_time_ms if in_sync else 0
+
+    def is_caught_up(self, leader_end_offset: int, current_time_ms: int, max_lag_ms: int) -> bool:
+        return (leader_end_offset == self.log_end_offset
+                or current_time_ms - self.last_caught_up_time_ms <= max_lag_ms)
+
+    def __repr__(self) -> str:
+        return (f"Replica({self.broker_id}, log_end_offset={self.log_end_offset}, "
+                f"last_caught_up_time_ms={self.last_caught_up_time_ms})")
+
+
+# -- the ISR state (KIP-497): committed, or a change sent to the controller and not yet answered --
+
+@dataclass(frozen=True)
+class CommittedPartitionState:
+    isr: frozenset
+    leader_recovery_state: int = 0
+    is_inflight = False
+
+    @property
+    def maximal_isr(self) -> frozenset:
+        return self.isr
+
+
+@dataclass(frozen=True)
+class PendingExpandIsr:
+    """``new_in_sync_replica`` was proposed for the ISR: it counts for the HW already (stricter, so safe)."""
+    new_in_sync_replica: int
+    sent_isr: tuple
+    last_committed_state: CommittedPartitionState
+    leader_recovery_state: int = 0
+    is_inflight = True
+
+    @property
+    def isr(self) -> frozenset:
+        return self.last_committed_state.isr
+
+    @property
+    def maximal_isr(self) -> frozenset:
+        return self.isr | {self.new_in_sync_replica}
+
+
+@dataclass(frozen=True)
+class PendingShrinkIsr:
+    """``out_of_sync_replicas`` were proposed for removal: until the controller agrees they still count."""
+    out_of_sync_replicas: frozenset
+    sent_isr: tuple
+    last_committed_state: CommittedPartitionState
+    leader_recovery_state: int = 0
+    is_inflight = True
+
+    @property
+    def isr(self) -> frozenset:
+        return self.last_committed_state.isr
+
+    @property
+    def maximal_isr(self) -> frozenset:
+        return self.isr
+
+
+@dataclass
+class FollowerReadResult:
+    """What the leader answers one follower partition of a Fetch (Kafka's ``LogReadInfo``)."""
+    records: bytes = b""
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    log_end_offset: int = -1
+    diverging_epoch: tuple[int, int] | None = None   # (epoch, end offset)
 
 
 class Partition:
-    def __init__(self, topic: str, index: int, log: UnifiedLog, broker_id: int):
+    def __init__(self, topic: str, index: int, log: UnifiedLog, broker_id: int, standalone: bool = True,
+                 clock: Callable[[], int] = now_ms):
         self.topic = topic
         self.index = index
         self.log = log
         self.local_broker_id = broker_id
-        self.leader_id = broker_id
-        self.leader_epoch = 0
-        self.replicas = [broker_id]
-        self.isr = [broker_id]
-        # becoming leader: the new epoch starts at the log end offset (Kafka's makeLeader)
-        log.leader_epoch_cache.assign(self.leader_epoch, log.log_end_offset)
+        self.clock = clock
+        #: ``replica.lag.time.max.ms`` (a broker config; the ReplicaManager sets it)
+        self.replica_lag_time_max_ms = 30_000
+        #: True until the controller first makes this replica a leader or a follower
+        self.standalone = standalone
+        self._high_watermark_initialized = False
+        self.topic_id = None
+        self.controller_epoch = 0
+        self.partition_epoch = 0
+        self.adding_replicas: list[int] = []
+        self.removing_replicas: list[int] = []
+        #: the followers' states, on the leader only (Kafka's remoteReplicasMap)
+        self.remote_replicas: dict[int, Replica] = {}
+        self.leader_epoch_start_offset: int | None = None
+        #: ``alter_partition(partition, pending_state)`` sends an ISR change to the controller (set by the
+        #: ReplicaManager; unit tests answer for the controller themselves)
+        self.alter_partition: Callable | None = None
+        #: called when the HW moved or the ISR changed: wakes DelayedProduces and Fetches (Kafka's
+        #: ``tryCompleteDelayedRequests``)
+        self.on_delayed_requests: Callable[["Partition"], None] | None = None
+        if standalone:
+            self.leader_id = broker_id
+            self.leader_epoch = 0
+            self.replicas = [broker_id]
+            self.partition_state = CommittedPartitionState(frozenset([broker_id]))
+            # becoming leader: the new epoch starts at the log end offset (Kafka's makeLeader)
+            log.leader_epoch_cache.assign(self.leader_epoch, log.log_end_offset)
+        else:
+            self.leader_id = NO_LEADER
+            self.leader_epoch = -1        # Kafka's LeaderAndIsr.InitialLeaderEpoch - 1: any first epoch is newer
+            self.replicas = []
+            self.partition_state = CommittedPartitionState(frozenset())
 
     @property
     def name(self) -> str:
         return f"{self.topic}-{self.index}"
+
+    @property
+    def isr(self) -> list[int]:
+        """The committed ISR (sorted, for printing)."""
+        return sorted(self.partition_state.isr)
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader_id == self.local_broker_id
+
+    def __repr__(self) -> str:
+        return (f"Partition({self.name}, leader={self.leader_id}, leader_epoch={self.leader_epoch}, "
+                f"replicas={self.replicas}, isr={self.isr}, hw={self.log.high_watermark}, "
+                f"leo={self.log.log_end_offset})")
+
+    # -- epochs and who leads ----------------------------------------------------------
 
     def check_current_leader_epoch(self, current_leader_epoch: int) -> None:
         """Kafka's ``checkCurrentLeaderEpoch`` (KIP-320): the epoch a client believes current (-1: don't check).
@@ -56,12 +254,338 @@ class Partition:
                              f"broker {self.local_broker_id} is not the leader of {self.name}")
         return self.log
 
+    # -- becoming leader or follower (LeaderAndIsr) ------------------------------------------
+
+    def _init_high_watermark(self, checkpointed: int | None) -> None:
+        """The first LeaderAndIsr: a partition made as a standalone one forgets being its own leader
+        at epoch 0 (any epoch the controller sends is new), and the HW comes from
+        ``replication-offset-checkpoint`` (0 if absent), clamped to the log, as Kafka's ``createLog`` does."""
+        if self.standalone:
+            self.standalone = False
+            self.leader_id = NO_LEADER
+            self.leader_epoch = -1
+            self.replicas = []
+            self.partition_state = CommittedPartitionState(frozenset())
+        if not self._high_watermark_initialized:
+            self._high_watermark_initialized = True
+            hw = 0 if checkpointed is None else checkpointed
+            self.log.high_watermark = min(max(hw, self.log.log_start_offset), self.log.log_end_offset)
+
+    def make_leader(self, state, checkpointed_high_watermark: int | None = None) -> bool:
+        """Kafka's ``makeLeader``; returns True if this broker was not the leader before.
+
+        A partition epoch older than ours is ignored (the AlterPartition answer may have told us a
+        newer one already). A new leader epoch starts at the log end offset in the leader epoch
+        cache, and the followers' states restart: an ISR member counts as caught up now.
+        """
+        if state.partition_epoch < self.partition_epoch:
+            log.info("%s: skipped become-leader at partition epoch %d, already at %d", self.name,
+                     state.partition_epoch, self.partition_epoch)
+            return False
+        self._init_high_watermark(checkpointed_high_watermark)
+        self.controller_epoch = state.controller_epoch
+        current = self.clock()
+        is_new_leader = not self.is_leader
+        is_new_leader_epoch = state.leader_epoch > self.leader_epoch
+        self._update_assignment_and_isr(state.replicas, True, state.isr, state)
+        if is_new_leader_epoch:
+            start = self.log.log_end_offset
+            # a follower may hold a later epoch than any this log knows; caching the new epoch lets it
+            # find where to truncate
+            self.log.leader_epoch_cache.assign(state.leader_epoch, start)
+            for replica in self.remote_replicas.values():
+                replica.reset(current, start, is_new_leader, replica.broker_id in state.isr)
+            self.leader_epoch = state.leader_epoch
+            self.leader_epoch_start_offset = start
+            log.info("%s: leader at epoch %d from offset %d, ISR %s, HW %d", self.name, state.leader_epoch,
+                     start, sorted(state.isr), self.log.high_watermark)
+        self.partition_epoch = state.partition_epoch
+        self.leader_id = self.local_broker_id
+        if self.maybe_increment_leader_hw(current):   # the ISR may be down to the leader alone
+            self._try_complete_delayed_requests()
+        return is_new_leader
+
+    def make_follower(self, state, checkpointed_high_watermark: int | None = None) -> bool:
+        """Kafka's ``makeFollower``: the leader and epoch from the controller, the ISR forgotten (only
+        leaders keep it). Returns True if the leader epoch changed (the fetcher must restart)."""
+        if state.partition_epoch < self.partition_epoch:
+            log.info("%s: skipped become-follower at partition epoch %d, already at %d", self.name,
+                     state.partition_epoch, self.partition_epoch)
+            return False
+        self._init_high_watermark(checkpointed_high_watermark)
+        self.controller_epoch = state.controller_epoch
+        is_new_leader_epoch = state.leader_epoch > self.leader_epoch
+        self.leader_id = state.leader
+        self.leader_epoch = state.leader_epoch
+        self.leader_epoch_start_offset = None
+        self.partition_epoch = state.partition_epoch
+        self._update_assignment_and_isr(state.replicas, False, [], state)
+        if is_new_leader_epoch:
+            log.info("%s: follower of %d at epoch %d from offset %d, HW %d", self.name, state.leader,
+                     state.leader_epoch, self.log.log_end_offset, self.log.high_watermark)
+        self._try_complete_delayed_requests()   # a DelayedProduce waiting here must fail now
+        return is_new_leader_epoch
+
+    def _update_assignment_and_isr(self, replicas, is_leader: bool, isr, state) -> None:
+        """Kafka's ``updateAssignmentAndIsr``: one ``Replica`` per follower on a leader, none on a follower."""
+        self.replicas = list(replicas)
+        if is_leader:
+            followers = [r for r in replicas if r != self.local_broker_id]
+            for r in followers:
+                self.remote_replicas.setdefault(r, Replica(r))
+            for r in list(self.remote_replicas):
+                if r not in followers:
+                    del self.remote_replicas[r]
+        else:
+            self.remote_replicas.clear()
+        self.adding_replicas = list(getattr(state, "adding_replicas", []) or [])
+        self.removing_replicas = list(getattr(state, "removing_replicas", []) or [])
+        self.partition_state = CommittedPartitionState(frozenset(isr))
+
+    def stop_being_leader(self) -> None:
+        """The partition is no longer hosted here (StopReplica): waiting produces must fail."""
+        self.leader_id = NO_LEADER
+        self.remote_replicas.clear()
+        self._try_complete_delayed_requests()
+
+    # -- the leader: follower fetches, HW, ISR ------------------------------------------------
+
+    def effective_min_isr(self) -> int:
+        """``min.insync.replicas``, at most the replication factor (Kafka's ``effectiveMinIsr``)."""
+        return min(self.log.config["min.insync.replicas"], len(self.remote_replicas) + 1)
+
+    def is_under_min_isr(self) -> bool:
+        return self.is_leader and len(self.partition_state.isr) < self.effective_min_isr()
+
+    def read_for_follower(self, replica_id: int, fetch_offset: int, last_fetched_epoch: int,
+                          current_leader_epoch: int, log_start_offset: int, max_bytes: int, min_one: bool,
+                          update_fetch_state: bool) -> FollowerReadResult:
+        """The leader side of a follower's Fetch (Kafka's ``fetchRecords`` for a follower).
+
+        Checks the epoch and leadership, the replica id (UNKNOWN_LEADER_EPOCH if it is not an assigned
+        replica and the request has an epoch, else NOT_LEADER_OR_FOLLOWER), then answers a
+        *diverging epoch* if the follower's last fetched epoch ends, here, below its fetch offset
+        (KIP-595's truncation through Fetch); otherwise reads past the HW and records the follower's
+        position, which may move the HW and the ISR.
+        """
+        log_ = self.local_log_with_epoch(current_leader_epoch, require_leader=True)
+        replica = self.remote_replicas.get(replica_id)
+        if replica is None:
+            code = ErrorCode.UNKNOWN_LEADER_EPOCH if current_leader_epoch != -1 else ErrorCode.NOT_LEADER_OR_FOLLOWER
+            raise KafkaError(code, f"replica {replica_id} is not a replica of {self.name} "
+                                   f"at leader epoch {self.leader_epoch}")
+        # the log end offset *before* the read: appends after it cannot keep the follower out of sync
+        hw, start, leo = log_.high_watermark, log_.log_start_offset, log_.log_end_offset
+        result = FollowerReadResult(high_watermark=hw, log_start_offset=start, log_end_offset=leo)
+        if last_fetched_epoch >= 0:
+            epoch, end = log_.leader_epoch_cache.end_offset_for(last_fetched_epoch, leo)
+            if epoch == UNDEFINED_EPOCH or end == UNDEFINED_EPOCH_OFFSET:
+                raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                                 f"{self.name}: no end offset for the last fetched epoch {last_fetched_epoch}")
+            if fetch_offset < start:
+                raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                                 f"{self.name}: offset {fetch_offset} is below the log start offset {start}")
+            if epoch < last_fetched_epoch or end < fetch_offset:
+                result.diverging_epoch = (epoch, end)
+                return result
+        result.records = log_.read(fetch_offset, max_bytes, None, min_one_message=min_one)
+        if update_fetch_state:
+            self.update_follower_fetch_state(replica, fetch_offset, log_start_offset, self.clock(), leo)
+        return result
+
+    def update_follower_fetch_state(self, replica: Replica | int, fetch_offset: int, start_offset: int,
+                                    fetch_time_ms: int, leader_end_offset: int) -> None:
+        """Kafka's ``updateFollowerFetchState``: record the position, then maybe expand the ISR and
+        maybe advance the HW (which wakes waiting produces and consumer fetches)."""
+        if isinstance(replica, int):
+            replica = self.remote_replicas[replica]
+        previous_end = replica.log_end_offset
+        replica.update_fetch_state(fetch_offset, start_offset, fetch_time_ms, leader_end_offset)
+        self.maybe_expand_isr(replica)
+        if replica.log_end_offset != previous_end and self.maybe_increment_leader_hw(fetch_time_ms):
+            self._try_complete_delayed_requests()
+
+    def maybe_increment_leader_hw(self, current_time_ms: int | None = None) -> bool:
+        """Kafka's ``maybeIncrementLeaderHW``: HW = the smallest LEO over the maximal ISR and the
+        followers caught up enough to join it; never backwards; not while under min ISR."""
+        if not self.is_leader or self.is_under_min_isr():
+            return False
+        current = self.clock() if current_time_ms is None else current_time_ms
+        log_ = self.log
+        leo = log_.log_end_offset
+        new_hw = leo
+        maximal_isr = self.partition_state.maximal_isr
+        max_lag = self.replica_lag_time_max_ms
+        for replica in self.remote_replicas.values():
+            if replica.log_end_offset < new_hw and (
+                    replica.broker_id in maximal_isr or replica.is_caught_up(leo, current, max_lag)):
+                new_hw = replica.log_end_offset
+        if new_hw > log_.high_watermark:
+            log_.high_watermark = new_hw
+            return True
+        return False
+
+    def maybe_expand_isr(self, replica: Replica) -> None:
+        """Kafka's ``maybeExpandIsr``: a follower not in the ISR whose LEO reached the HW and the
+        start of this leader epoch is proposed to the controller as an ISR member."""
+        state = self.partition_state
+        if state.is_inflight or replica.broker_id in state.isr or not self.is_leader:
+            return
+        if not self._is_follower_in_sync(replica):
+            return
+        sent = tuple(sorted(state.isr | {replica.broker_id}))
+        pending = PendingExpandIsr(replica.broker_id, sent, state)
+        log.info("%s: expanding ISR from %s to %s", self.name, sorted(state.isr), list(sent))
+        self._submit_alter_partition(pending)
+
+    def _is_follower_in_sync(self, replica: Replica) -> bool:
+        end = replica.log_end_offset
+        return (end >= self.log.high_watermark and self.leader_epoch_start_offset is not None
+                and end >= self.leader_epoch_start_offset)
+
+    def out_of_sync_replicas(self, max_lag_ms: int, current_time_ms: int | None = None) -> set[int]:
+        """Kafka's ``getOutOfSyncReplicas``: ISR followers not caught up within ``max_lag_ms``."""
+        state = self.partition_state
+        if state.is_inflight:
+            return set()
+        current = self.clock() if current_time_ms is None else current_time_ms
+        leo = self.log.log_end_offset
+        out = set()
+        for r in state.isr:
+            if r == self.local_broker_id:
+                continue
+            replica = self.remote_replicas.get(r)
+            if replica is None or not replica.is_caught_up(leo, current, max_lag_ms):
+                out.add(r)
+        return out
+
+    def maybe_shrink_isr(self, current_time_ms: int | None = None) -> None:
+        """Kafka's ``maybeShrinkIsr``: propose the ISR without the followers that fell behind."""
+        if not self.is_leader or self.partition_state.is_inflight:
+            return
+        out = self.out_of_sync_replicas(self.replica_lag_time_max_ms, current_time_ms)
+        if not out:
+            return
+        state = self.partition_state
+        sent = tuple(sorted(state.isr - out))
+        log.info("%s: shrinking ISR from %s to %s (out of sync: %s; HW %d, LEO %d)", self.name,
+                 sorted(state.isr), list(sent), sorted(out), self.log.high_watermark, self.log.log_end_offset)
+        self._submit_alter_partition(PendingShrinkIsr(frozenset(out), sent, state))
+
+    def _submit_alter_partition(self, pending) -> None:
+        self.partition_state = pending
+        if self.alter_partition is None:
+            log.warning("%s: no AlterPartitionManager; ISR change %s stays pending", self.name, pending)
+            return
+        self.alter_partition(self, pending)
+
+    # -- the controller's answer to AlterPartition ----------------------------------------------
+
+    def handle_alter_partition_response(self, pending, error: int, leader_epoch: int = -1,
+                                        isr: list[int] | None = None, partition_epoch: int = -1,
+                                        leader_recovery_state: int = 0) -> bool:
+        """Apply the controller's answer to ``pending`` (Kafka's ``submitAlterPartition`` callback).
+
+        Returns True if the same change should be sent again (an unexpected, retriable error).
+        """
+        if self.partition_state is not pending:
+            log.debug("%s: ignoring AlterPartition answer for %s, state is now %s", self.name, pending,
+                      self.partition_state)
+            return False
+        if error != ErrorCode.NONE:
+            if error in (ErrorCode.OPERATION_NOT_ATTEMPTED, ErrorCode.INELIGIBLE_REPLICA):
+                self.partition_state = pending.last_committed_state   # explicitly not applied
+                return False
+            if error in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID,
+                         ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.INVALID_UPDATE_VERSION,
+                         ErrorCode.INVALID_REQUEST, ErrorCode.NEW_LEADER_ELECTED):
+                log.info("%s: AlterPartition %s failed with %s; waiting for the controller's LeaderAndIsr",
+                         self.name, list(pending.sent_isr), ErrorCode(error).name)
+                return False   # stay pending until LeaderAndIsr tells the truth
+            log.warning("%s: AlterPartition failed with %s; retrying", self.name, ErrorCode(error).name)
+            return True
+        if leader_epoch != self.leader_epoch or partition_epoch < self.partition_epoch:
+            log.debug("%s: ignoring stale AlterPartition answer (epoch %d, partition epoch %d)", self.name,
+                      leader_epoch, partition_epoch)
+            return False
+        self.partition_state = CommittedPartitionState(frozenset(isr or ()), leader_recovery_state)
+        self.partition_epoch = partition_epoch
+        log.info("%s: ISR updated to %s, partition epoch %d%s", self.name, sorted(isr or ()), partition_epoch,
+                 " (under min ISR)" if self.is_under_min_isr() else "")
+        self.maybe_increment_leader_hw()
+        self._try_complete_delayed_requests()   # also NOT_ENOUGH_REPLICAS_AFTER_APPEND for waiting produces
+        return False
+
+    def _try_complete_delayed_requests(self) -> None:
+        if self.on_delayed_requests is not None:
+            self.on_delayed_requests(self)
+
+    # -- appends -----------------------------------------------------------------------------
+
     def append_records_to_leader(self, records: bytes, required_acks: int) -> LogAppendInfo:
-        min_isr = self.log.config["min.insync.replicas"]
-        if required_acks == -1 and len(self.isr) < min_isr:
-            raise KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS,
-                             f"{self.name}: ISR {self.isr} is smaller than min.insync.replicas={min_isr}")
-        info = self.log.append_as_leader(records, self.leader_epoch)
-        if self.isr == [self.leader_id]:
+        if self.standalone:   # the hot path of a standalone broker: the ISR is this broker alone
+            min_isr = self.log.config["min.insync.replicas"]
+            if required_acks == -1 and len(self.partition_state.isr) < min_isr:
+                raise KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS,
+                                 f"{self.name}: ISR {self.isr} is smaller than min.insync.replicas={min_isr}")
+            info = self.log.append_as_leader(records, self.leader_epoch)
             self.log.high_watermark = self.log.log_end_offset
+            return info
+        if not self.is_leader:
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                             f"Leader not local for partition {self.name} on broker {self.local_broker_id}")
+        min_isr = self.effective_min_isr()
+        if required_acks == -1 and len(self.partition_state.isr) < min_isr:
+            raise KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS,
+                             f"The size of the current ISR {self.isr} is insufficient to satisfy the min.isr "
+                             f"requirement of {min_isr} for partition {self.name}")
+        info = self.log.append_as_leader(records, self.leader_epoch)
+        if self.maybe_increment_leader_hw():   # the ISR may be the leader alone
+            self._try_complete_delayed_requests()
         return info
+
+    def check_enough_replicas_reach_offset(self, required_offset: int) -> tuple[bool, int]:
+        """Kafka's ``checkEnoughReplicasReachOffset``: (done, error code) for an acks=all produce
+        waiting for the HW to reach ``required_offset``."""
+        if not self.is_leader:
+            return True, ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if self.log.high_watermark >= required_offset:
+            if self.standalone or self.effective_min_isr() <= len(self.partition_state.maximal_isr):
+                return True, ErrorCode.NONE
+            return True, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        return False, ErrorCode.NONE
+
+    def append_records_to_follower(self, records) -> LogAppendInfo:
+        """The fetcher's append (Kafka's ``appendRecordsToFollowerOrFutureReplica``): the leader's
+        offsets and epochs as they are. A log that is empty at its start offset, asked to take a batch
+        that begins below it (the leader's log start fell inside a batch), restarts at that batch."""
+        log_ = self.log
+        try:
+            return log_.append_as_follower(records)
+        except KafkaError as exc:
+            if exc.code != ErrorCode.OFFSET_OUT_OF_RANGE or log_.log_end_offset != log_.log_start_offset:
+                raise
+            from .records import iter_batches
+            first = next(iter_batches(records, strict=False), None)
+            if first is None or first[1].base_offset >= log_.log_end_offset:
+                raise
+            log_.truncate_fully_and_start_at(first[1].base_offset)
+            return log_.append_as_follower(records)
+
+    def truncate_to(self, offset: int) -> None:
+        if offset < self.log.log_end_offset:
+            log.info("%s: truncating log from %d to %d", self.name, self.log.log_end_offset, offset)
+            self.log.truncate_to(offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        log.info("%s: truncating log fully, starting at %d", self.name, offset)
+        self.log.truncate_fully_and_start_at(offset)
+
+    def update_follower_high_watermark(self, leader_high_watermark: int) -> bool:
+        """A follower's HW is the leader's, but never past its own LEO (Kafka's ``updateHighWatermark``)."""
+        log_ = self.log
+        hw = min(max(leader_high_watermark, log_.log_start_offset), log_.log_end_offset)
+        if hw != log_.high_watermark:
+            log_.high_watermark = hw
+            return True
+        return False

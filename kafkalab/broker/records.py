@@ -33,6 +33,7 @@ from typing import Iterator
 
 import cramjam
 import crc32c
+import numpy
 from kafka.record.util import decode_varint, encode_varint
 
 from .errors import ErrorCode, KafkaError
@@ -120,26 +121,53 @@ class Record:
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 
-
-def _snappy_decompress(data: bytes) -> bytes:
-    """Kafka's Java client frames snappy the xerial way; librdkafka may send raw blocks."""
-    if data[:8] == _XERIAL_MAGIC:
-        out, pos = bytearray(), 16
-        while pos < len(data):
-            (n,) = struct.unpack_from(">i", data, pos)
-            if n < 0 or pos + 4 + n > len(data):
-                raise ValueError(f"xerial snappy block of {n} bytes does not fit the data")
-            out += bytes(cramjam.snappy.decompress_raw(data[pos + 4:pos + 4 + n]))
-            pos += 4 + n
-        return bytes(out)
-    return bytes(cramjam.snappy.decompress_raw(data))
+#: A compressed batch may inflate to at most this many times ``max.message.bytes`` (the log validator
+#: refuses a larger one with MESSAGE_TOO_LARGE); where the topic's limit is not at hand (the log
+#: cleaner, dump_log) the broker default ``message.max.bytes`` stands in for it.
+MAX_INFLATION = 16
+DEFAULT_MAX_MESSAGE_BYTES = 1_048_588
 
 
-_DECOMPRESS = {
-    1: lambda d: bytes(cramjam.gzip.decompress(d)),
-    2: _snappy_decompress,
-    3: lambda d: bytes(cramjam.lz4.decompress(d)),
-    4: lambda d: bytes(cramjam.zstd.decompress(d)),
+class InflationLimitExceeded(KafkaError):
+    """A compressed batch that inflates past the broker's bound (a "zip bomb")."""
+
+    def __init__(self, codec: int, limit: int):
+        super().__init__(ErrorCode.MESSAGE_TOO_LARGE,
+                         f"{COMPRESSION_NAMES[codec]} records inflate past {limit} bytes "
+                         f"({MAX_INFLATION} x max.message.bytes)")
+
+
+def _snappy_into(data: bytes, out) -> int:
+    """Kafka's Java client frames snappy the xerial way; librdkafka may send raw blocks.
+    A raw block states its inflated length up front, so the bound is checked before inflating."""
+    if data[:8] != _XERIAL_MAGIC:
+        return _raw_snappy_into(data, out, 0)
+    pos, n_out = 16, 0
+    while pos < len(data):
+        (n,) = struct.unpack_from(">i", data, pos)
+        if n < 0 or pos + 4 + n > len(data):
+            raise ValueError(f"xerial snappy block of {n} bytes does not fit the data")
+        n_out += _raw_snappy_into(data[pos + 4:pos + 4 + n], out, n_out)
+        pos += 4 + n
+    return n_out
+
+
+def _raw_snappy_into(block: bytes, out, at: int) -> int:
+    need = cramjam.snappy.decompress_raw_len(block)
+    if at + need > len(out) - 1:
+        raise _Overflow()
+    return cramjam.snappy.decompress_raw_into(block, memoryview(out)[at:])
+
+
+class _Overflow(Exception):
+    pass
+
+
+_DECOMPRESS_INTO = {
+    1: cramjam.gzip.decompress_into,
+    2: _snappy_into,
+    3: cramjam.lz4.decompress_into,
+    4: cramjam.zstd.decompress_into,
 }
 _COMPRESS = {
     1: lambda d: bytes(cramjam.gzip.compress(d)),
@@ -149,15 +177,30 @@ _COMPRESS = {
 }
 
 
-def decompress(codec: int, data: bytes) -> bytes:
+def decompress(codec: int, data: bytes, limit: int | None = None) -> bytes:
+    """The records area of a batch, inflated: at most ``limit`` bytes (default ``MAX_INFLATION`` x
+    the larger of the broker default ``message.max.bytes`` and the compressed size), else
+    MESSAGE_TOO_LARGE. The codecs write into one buffer of ``limit + 1`` bytes and stop where it
+    ends, so a bomb never takes more memory than that, whatever its ratio (the buffer is
+    ``numpy.empty``: pages the codec does not reach are never touched)."""
     if codec == 0:
         return bytes(data)
-    if codec not in _DECOMPRESS:
+    if codec not in _DECOMPRESS_INTO:
         raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"unknown compression codec {codec}")
+    if limit is None:
+        limit = MAX_INFLATION * max(DEFAULT_MAX_MESSAGE_BYTES, len(data))
+    out = numpy.empty(limit + 1, dtype=numpy.uint8)
     try:
-        return _DECOMPRESS[codec](bytes(data))
+        n = _DECOMPRESS_INTO[codec](bytes(data), out)
+    except _Overflow:
+        raise InflationLimitExceeded(codec, limit) from None
     except Exception as exc:  # cramjam raises its own DecompressionError
+        if "whole buffer" in str(exc) or "smaller than" in str(exc):
+            raise InflationLimitExceeded(codec, limit) from None
         raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"cannot decompress {COMPRESSION_NAMES[codec]}: {exc}") from None
+    if n > limit:
+        raise InflationLimitExceeded(codec, limit)
+    return out[:n].tobytes()
 
 
 def compress(codec: int, data: bytes) -> bytes:

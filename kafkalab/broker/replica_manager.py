@@ -4,43 +4,112 @@ Kafka's ReplicaManager is the entry point of Produce and Fetch: it finds the
 ``Partition``, appends or reads, and parks requests that must wait in a
 *purgatory*. A Fetch that wants ``min_bytes`` more data than there is waits
 (up to ``max_wait_ms``) in the fetch purgatory (``DelayedFetch``), watching
-the partitions it asked for: an append to one of them, or the partition
-going away, wakes it to read again. With ``acks=all`` a Produce waits in the
-same way until the ISR has the records (``DelayedProduce``); a standalone
-broker's ISR is itself, so that wait is empty.
+the partitions it asked for: an append to one of them, a high watermark that
+moves, or the partition going away wakes it to read again. With ``acks=all``
+a Produce waits in the produce purgatory (``DelayedProduce``, see
+:mod:`kafkalab.broker.delayed_produce`) until the ISR has the records; a
+standalone broker's ISR is itself, so that wait is empty.
+
+In cluster mode the controller drives it:
+
+* ``become_leader_or_follower`` (LeaderAndIsr): per partition, a leader epoch
+  newer than ours makes this broker the leader (``Partition.make_leader``; its
+  fetcher for the partition stops) or a follower (``Partition.make_follower``;
+  a fetcher to the new leader starts, see :mod:`kafkalab.broker.replica_fetcher`).
+  An older or equal epoch is answered STALE_CONTROLLER_EPOCH, as Kafka does; a
+  replica list without this broker UNKNOWN_TOPIC_OR_PARTITION. The
+  ``leadership_listeners`` (the group coordinator) hear of each change.
+* ``stop_replicas`` (StopReplica): stop fetching, and with ``delete`` drop the
+  partition and delete its log.
+
+and it runs two jobs, started by the first LeaderAndIsr, as Kafka's:
+
+* ``isr-expiration`` every ``replica.lag.time.max.ms`` / 2: each led partition
+  checks for followers that fell behind (``Partition.maybe_shrink_isr``);
+* ``highwatermark-checkpoint`` every ``replica.high.watermark.checkpoint.interval.ms``
+  (and at clean shutdown): every partition's high watermark goes to
+  ``replication-offset-checkpoint`` in the log dir (Kafka's checkpoint format:
+  version, count, ``<topic> <partition> <offset>`` lines). A replica's first
+  LeaderAndIsr after a restart reads its HW from there.
 """
 from __future__ import annotations
 
 import asyncio
 import collections
-from typing import Iterable
+import logging
+import os
+import shutil
+from typing import Callable, Iterable
 
+from .delayed_produce import DelayedProduce, ProducePurgatory
 from .errors import ErrorCode, KafkaError
+from .log.log_manager import read_checkpoint, write_checkpoint
 from .partition import Partition
+
+log = logging.getLogger("kafkalab.broker.replica_manager")
+
+HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
+#: StopReplica's leader epochs that skip the epoch check: the topic is being deleted / no epoch given
+EPOCH_DURING_DELETE, NO_EPOCH = -2, -1
 
 
 class ReplicaManager:
-    def __init__(self, broker_id: int):
+    def __init__(self, broker_id: int, broker=None):
         self.broker_id = broker_id
+        #: the KafkaServer (its config, log manager, live brokers and controller id)
+        self.broker = broker
         self.partitions: dict[tuple[str, int], Partition] = {}
         #: the fetch purgatory: (topic, partition) -> futures of the Fetches watching it
         self._fetch_waiters: dict[tuple[str, int], set[asyncio.Future]] = collections.defaultdict(set)
+        #: the produce purgatory (acks=all)
+        self.produce_purgatory = ProducePurgatory(self.partitions)
+        #: the newest controller epoch seen (Kafka's ``controllerEpoch``; starts at InitialControllerEpoch)
+        self.controller_epoch = 0
+        #: ``callable(topic, index, is_leader, leader_epoch)``, told of every leadership change
+        self.leadership_listeners: list[Callable[[str, int, bool, int], None]] = []
+        self.replica_fetcher_manager = None    # created by the first LeaderAndIsr
+        self.alter_partition_manager = None    # idem; tests may set their own before that
+        self._high_watermark_checkpoints: dict[tuple[str, int], int] | None = None
+        self._jobs: set[asyncio.Task] = set()       # one-off tasks (stopping idle fetchers)
+        self._periodic: list[asyncio.Task] = []     # isr-expiration, highwatermark-checkpoint
+        self._shut_down = False
+
+    @property
+    def config(self):
+        return self.broker.config
+
+    # -- hosted partitions ------------------------------------------------------------------
 
     def add_partition(self, partition: Partition) -> None:
         self.partitions[(partition.topic, partition.index)] = partition
+        partition.on_delayed_requests = self._try_complete_delayed_requests
+        if self.broker is not None:
+            partition.replica_lag_time_max_ms = self.broker.config["replica.lag.time.max.ms"]
+        partition.alter_partition = self._alter_partition
 
     def remove_partition(self, topic: str, index: int) -> Partition | None:
-        """Stop hosting a partition; a Fetch waiting on it answers at once (Kafka's stopPartitions)."""
+        """Stop hosting a partition; a Fetch or Produce waiting on it answers at once (Kafka's stopPartitions)."""
         partition = self.partitions.pop((topic, index), None)
+        if partition is not None and self.replica_fetcher_manager is not None:
+            self.replica_fetcher_manager.remove_fetcher_for_partitions([(topic, index)])
         self.notify_data_arrived(topic, index)
+        self.produce_purgatory.check_and_complete((topic, index))
         return partition
 
     def get_partition(self, topic: str, index: int) -> Partition:
         p = self.partitions.get((topic, index))
         if p is None:
+            cache = getattr(self.broker, "metadata_cache", None)
+            meta = cache.get(topic) if cache is not None else None
+            if meta is not None and 0 <= index < meta.num_partitions and getattr(self.broker, "zk_mode", False):
+                # Kafka's getPartitionOrError: a partition of a known topic that is not here is led elsewhere
+                raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                 f"broker {self.broker_id} does not host {topic}-{index}")
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                              f"This server does not host this topic-partition: {topic}-{index}")
         return p
+
+    # -- produce ---------------------------------------------------------------------------
 
     def append_records(self, topic: str, index: int, records: bytes, required_acks: int):
         info = self.get_partition(topic, index).append_records_to_leader(records, required_acks)
@@ -48,7 +117,33 @@ class ReplicaManager:
             self.notify_data_arrived(topic, index)
         return info
 
-    # -- the fetch purgatory -------------------------------------------------
+    async def wait_for_acks(self, required_offsets: dict[tuple[str, int], int], timeout_ms: int) -> dict:
+        """The produce purgatory: wait until each partition's HW reaches its required offset (last
+        appended offset + 1) or ``timeout_ms`` passes; returns an error code per partition."""
+        return await DelayedProduce(self.produce_purgatory, required_offsets).wait(timeout_ms)
+
+    async def append_records_and_wait(self, topic: str, index: int, records: bytes, required_acks: int,
+                                      timeout_ms: int):
+        """Append and, for ``required_acks == -1``, wait for the ISR (what a Produce does for one
+        partition; the group coordinator's offset commits use it). Raises ``KafkaError``."""
+        info = self.append_records(topic, index, records, required_acks)
+        if required_acks == -1:
+            required = info.last_offset + 1
+            partition = self.partitions.get((topic, index))
+            if partition is None or partition.log.high_watermark < required or not partition.standalone:
+                error = (await self.wait_for_acks({(topic, index): required}, timeout_ms))[(topic, index)]
+                if error != ErrorCode.NONE:
+                    raise KafkaError(error, f"{topic}-{index}: records appended up to offset {info.last_offset} "
+                                            f"but not acknowledged: {ErrorCode(error).name}")
+        return info
+
+    def _try_complete_delayed_requests(self, partition: Partition) -> None:
+        """The HW or the ISR of ``partition`` moved: wake waiting Fetches and DelayedProduces."""
+        key = (partition.topic, partition.index)
+        self.notify_data_arrived(*key)
+        self.produce_purgatory.check_and_complete(key)
+
+    # -- the fetch purgatory -------------------------------------------------------------------
 
     def notify_data_arrived(self, topic: str, index: int) -> None:
         """Wake the Fetches watching this partition, so they read again and check for min_bytes."""
@@ -73,3 +168,226 @@ class ReplicaManager:
                     waiters.discard(fut)
                     if not waiters:
                         del self._fetch_waiters[key]
+
+    # -- the controller's requests ---------------------------------------------------------------
+
+    def become_leader_or_follower(self, controller_id: int, controller_epoch: int, states: list,
+                                  topic_ids: dict, live_leaders: dict[int, tuple[str, int]]
+                                  ) -> dict[tuple[str, int], int]:
+        """LeaderAndIsr (Kafka's ``becomeLeaderOrFollower``); returns an error code per partition."""
+        if controller_epoch < self.controller_epoch:
+            raise KafkaError(ErrorCode.STALE_CONTROLLER_EPOCH,
+                             f"controller {controller_id}'s epoch {controller_epoch} is older than "
+                             f"{self.controller_epoch}")
+        self.controller_epoch = controller_epoch
+        self._start_cluster_jobs()
+        errors: dict[tuple[str, int], int] = {}
+        to_lead, to_follow = [], []
+        for state in states:
+            key = (state.topic, state.partition)
+            try:
+                partition = self.partitions.get(key)
+                if partition is None:
+                    partition = self.broker.get_or_create_partition(state.topic, state.partition,
+                                                                    topic_ids.get(state.topic))
+            except KafkaError as exc:
+                errors[key] = exc.code
+                continue
+            current = -1 if partition.standalone else partition.leader_epoch
+            if state.leader_epoch > current:
+                if self.broker_id not in state.replicas:
+                    log.warning("broker %d: ignoring LeaderAndIsr for %s: not among its replicas %s",
+                                self.broker_id, partition.name, state.replicas)
+                    errors[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                elif state.leader == self.broker_id:
+                    to_lead.append((partition, state))
+                else:
+                    to_follow.append((partition, state))
+            else:
+                # an older epoch is a stale controller's decision; an equal one we have already applied
+                log.info("broker %d: ignoring LeaderAndIsr for %s at leader epoch %d (ours is %d)",
+                         self.broker_id, partition.name, state.leader_epoch, current)
+                errors[key] = ErrorCode.STALE_CONTROLLER_EPOCH
+        checkpoints = self._read_high_watermark_checkpoints() if (to_lead or to_follow) else {}
+        fetchers = self._fetcher_manager()
+        if to_lead:
+            fetchers.remove_fetcher_for_partitions([(p.topic, p.index) for p, _ in to_lead])
+        for partition, state in to_lead:
+            key = (partition.topic, partition.index)
+            try:
+                partition.make_leader(state, checkpoints.get(key))
+                errors[key] = ErrorCode.NONE
+            except Exception:
+                log.exception("broker %d: error making %s the leader", self.broker_id, partition.name)
+                errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
+        restart = {}
+        for partition, state in to_follow:
+            key = (partition.topic, partition.index)
+            try:
+                if partition.make_follower(state, checkpoints.get(key)):
+                    restart[key] = state
+                errors[key] = ErrorCode.NONE
+            except Exception:
+                log.exception("broker %d: error making %s a follower", self.broker_id, partition.name)
+                errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
+        if restart:
+            from .replica_fetcher import InitialFetchState
+            fetchers.remove_fetcher_for_partitions(restart)
+            initial = {}
+            for key, state in restart.items():
+                address = live_leaders.get(state.leader) or self._broker_address(state.leader)
+                if address is None:   # the leader is not alive: follow once a LeaderAndIsr names a live one
+                    log.info("broker %d: leader %d of %s-%d is not alive; not fetching", self.broker_id,
+                             state.leader, *key)
+                    continue
+                initial[key] = InitialFetchState(state.leader, address[0], address[1], state.leader_epoch)
+            fetchers.add_fetcher_for_partitions(initial)
+        self._spawn(fetchers.shutdown_idle_fetcher_threads())
+        for partition, state in to_lead + to_follow:
+            if errors.get((partition.topic, partition.index)) == ErrorCode.NONE:
+                self._tell_listeners(partition.topic, partition.index, partition.is_leader, partition.leader_epoch)
+        return errors
+
+    def stop_replicas(self, controller_id: int, controller_epoch: int,
+                      partitions: list[tuple[str, int, int, bool]]) -> dict[tuple[str, int], int]:
+        """StopReplica (Kafka's ``stopReplicas``): stop fetching; with ``delete`` remove the partition and
+        its log. A leader epoch older than ours is FENCED_LEADER_EPOCH (-1 and -2 skip the check)."""
+        if controller_epoch < self.controller_epoch:
+            raise KafkaError(ErrorCode.STALE_CONTROLLER_EPOCH,
+                             f"controller {controller_id}'s epoch {controller_epoch} is older than "
+                             f"{self.controller_epoch}")
+        self.controller_epoch = controller_epoch
+        errors: dict[tuple[str, int], int] = {}
+        to_stop: list[tuple[str, int, bool]] = []
+        for topic, index, leader_epoch, delete in partitions:
+            partition = self.partitions.get((topic, index))
+            if partition is not None and leader_epoch not in (EPOCH_DURING_DELETE, NO_EPOCH) \
+                    and not partition.standalone and leader_epoch < partition.leader_epoch:
+                log.info("broker %d: ignoring StopReplica for %s at leader epoch %d (ours is %d)",
+                         self.broker_id, partition.name, leader_epoch, partition.leader_epoch)
+                errors[(topic, index)] = ErrorCode.FENCED_LEADER_EPOCH
+                continue
+            to_stop.append((topic, index, delete))
+            errors[(topic, index)] = ErrorCode.NONE
+        if self.replica_fetcher_manager is not None:
+            self.replica_fetcher_manager.remove_fetcher_for_partitions([(t, i) for t, i, _ in to_stop])
+            self._spawn(self.replica_fetcher_manager.shutdown_idle_fetcher_threads())
+        for topic, index, delete in to_stop:
+            partition = self.partitions.get((topic, index))
+            epoch = partition.leader_epoch if partition is not None else -1
+            if delete:
+                self.remove_partition(topic, index)
+                if partition is not None:
+                    partition.stop_being_leader()
+                if self.broker is not None:
+                    self.broker.log_manager.delete_log(topic, index)
+                    leftover = os.path.join(self.broker.log_dir, f"{topic}-{index}")
+                    if os.path.isdir(leftover):   # a directory no log was opened for
+                        shutil.rmtree(leftover, ignore_errors=True)
+                if self._high_watermark_checkpoints is not None:
+                    self._high_watermark_checkpoints.pop((topic, index), None)
+            else:
+                self.notify_data_arrived(topic, index)
+                self.produce_purgatory.check_and_complete((topic, index))
+            self._tell_listeners(topic, index, False, epoch)
+        return errors
+
+    def _tell_listeners(self, topic: str, index: int, is_leader: bool, leader_epoch: int) -> None:
+        for listener in list(self.leadership_listeners):
+            try:
+                listener(topic, index, is_leader, leader_epoch)
+            except Exception:
+                log.exception("broker %d: leadership listener %r failed for %s-%d", self.broker_id, listener,
+                              topic, index)
+
+    def _broker_address(self, broker_id: int) -> tuple[str, int] | None:
+        for b, host, port in (self.broker.live_brokers if self.broker is not None else []):
+            if b == broker_id:
+                return host, port
+        return None
+
+    # -- the parts cluster mode adds -------------------------------------------------------------
+
+    def _fetcher_manager(self):
+        if self.replica_fetcher_manager is None:
+            from .replica_fetcher import ReplicaFetcherManager
+            self.replica_fetcher_manager = ReplicaFetcherManager(self, self.broker.config)
+        return self.replica_fetcher_manager
+
+    def _alter_partition(self, partition: Partition, pending) -> None:
+        if self.alter_partition_manager is None:
+            from .alter_partition_manager import AlterPartitionManager
+            self.alter_partition_manager = AlterPartitionManager(self.broker_id, broker=self.broker)
+        self.alter_partition_manager.submit(partition, pending)
+
+    def _spawn(self, coro) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._jobs.add(task)
+        task.add_done_callback(self._jobs.discard)
+
+    def _start_cluster_jobs(self) -> None:
+        """Kafka starts ``isr-expiration`` at startup and the HW checkpoint thread at the first
+        LeaderAndIsr; both start here, at the first LeaderAndIsr, so a standalone broker runs neither."""
+        if self._periodic or self.broker is None:
+            return
+        cfg = self.broker.config
+        self._periodic = [
+            asyncio.get_running_loop().create_task(
+                self._every("isr-expiration", max(cfg["replica.lag.time.max.ms"] // 2, 10), self.maybe_shrink_isr)),
+            asyncio.get_running_loop().create_task(
+                self._every("highwatermark-checkpoint", cfg["replica.high.watermark.checkpoint.interval.ms"],
+                            self.checkpoint_high_watermarks)),
+        ]
+
+    @staticmethod
+    async def _every(name: str, interval_ms: int, job) -> None:
+        while True:
+            await asyncio.sleep(interval_ms / 1000)
+            try:
+                job()
+            except Exception:
+                log.exception("replica manager job %s failed", name)
+
+    def maybe_shrink_isr(self) -> None:
+        for partition in list(self.partitions.values()):
+            if partition.is_leader and not partition.standalone:
+                partition.maybe_shrink_isr()
+
+    # -- replication-offset-checkpoint ---------------------------------------------------------------
+
+    @property
+    def high_watermark_checkpoint_path(self) -> str:
+        return os.path.join(self.broker.log_dir, HIGH_WATERMARK_CHECKPOINT)
+
+    def _read_high_watermark_checkpoints(self) -> dict[tuple[str, int], int]:
+        if self._high_watermark_checkpoints is None:
+            self._high_watermark_checkpoints = read_checkpoint(self.high_watermark_checkpoint_path) \
+                if self.broker is not None else {}
+        return self._high_watermark_checkpoints
+
+    def checkpoint_high_watermarks(self) -> None:
+        """Write every replicated partition's high watermark (Kafka's ``checkpointHighWatermarks``)."""
+        if self.broker is None:
+            return
+        # a log whose partition has not had its first LeaderAndIsr since the restart keeps its old entry
+        logs = self.broker.log_manager.logs
+        hws = {key: hw for key, hw in self._read_high_watermark_checkpoints().items() if key in logs}
+        hws.update({key: p.log.high_watermark for key, p in self.partitions.items() if not p.standalone})
+        write_checkpoint(self.high_watermark_checkpoint_path, hws)
+        self._high_watermark_checkpoints = hws
+
+    async def shutdown(self) -> None:
+        """Clean shutdown: stop the fetchers and the jobs, then write the high watermarks one last time."""
+        if self._shut_down:
+            return
+        self._shut_down = True
+        tasks = list(self._periodic) + list(self._jobs)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self.replica_fetcher_manager is not None:
+            await self.replica_fetcher_manager.shutdown()
+        if self.alter_partition_manager is not None and hasattr(self.alter_partition_manager, "shutdown"):
+            await self.alter_partition_manager.shutdown()
+        if self._periodic:   # cluster mode ran: the HW checkpoint, as Kafka's shutdown(checkpointHW = true)
+            self.checkpoint_high_watermarks()

@@ -13,7 +13,8 @@ pipelines requests gets its responses in the order it sent them.
 Bad input never takes the broker down. A frame size that is negative or over
 ``socket.request.max.bytes`` closes that connection before anything is
 allocated; so does a frame that cannot be parsed or names an unknown API or
-version (Kafka closes with InvalidRequestException). ApiVersions is the
+version, or holds null where the API's schema forbids it, e.g. a null topic
+array (Kafka closes with InvalidRequestException). ApiVersions is the
 exception: an unsupported version gets an UNSUPPORTED_VERSION answer in v0,
 so the client can pick a version it shares with the broker. A handler that
 asks for it (``CloseConnection``, e.g. a failed ``acks=0`` Produce) closes
@@ -33,6 +34,7 @@ import struct
 
 from .apis import REGISTRY, RequestContext, load_all
 from .apis.api_versions import advertised
+from .apis.messages import null_violation
 from .errors import ErrorCode, KafkaError
 
 log = logging.getLogger("kafkalab.broker.server")
@@ -128,6 +130,10 @@ class SocketServer:
             request = spec.request.decode(frame, version=api_version, header=True)
         except Exception as exc:
             raise InvalidRequest(f"cannot parse {spec.name} v{api_version}: {exc!r}") from None
+        field = null_violation(spec.request, api_version, request)
+        if field is not None:  # Kafka's generated parser: "non-nullable field X was serialized as null"
+            raise InvalidRequest(f"cannot parse {spec.name} v{api_version}: non-nullable field {field} "
+                                 f"was serialized as null")
         ctx = RequestContext(self.broker, api_key, api_version, correlation_id, request.header.client_id,
                              client_host, conn_id)
         key = (ctx.client_id, spec.name, api_version)

@@ -248,7 +248,11 @@ def test_fetch_and_list_offsets_need_the_leader(broker):
     broker.call(setattr, partition, "leader_id", 7)  # as if broker 7 had become the leader
     try:
         assert fetch(-1) == list_offsets(-1) == ErrorCode.NOT_LEADER_OR_FOLLOWER
-        assert fetch(3) == list_offsets(3) == 0  # a follower may read from a follower
+        assert fetch(3) == 0  # a standalone broker lets a follower's Fetch read from a non-leader
+        # Kafka's ReplicaManager.fetchOffset: a follower's ListOffsets goes to the leader; only the
+        # debugging replica id -2 may read any replica (its log end offset)
+        assert list_offsets(3) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert list_offsets(-2) == 0
         assert list_offsets(-1, epoch=5) == ErrorCode.UNKNOWN_LEADER_EPOCH  # the epoch is checked first, as in Kafka
     finally:
         broker.call(setattr, partition, "leader_id", broker.server.broker_id)

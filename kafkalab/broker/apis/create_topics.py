@@ -19,7 +19,12 @@ v5   flexible; the result carries the created topic's partition count,
      replication factor and every config with its source (KIP-525)
 v6   same as v5 (quota violation errors, KIP-599: no quotas here)
 v7   + topic id in the result (KIP-516)
-``timeout_ms`` is ignored: a standalone broker creates the topic before it answers.
+``timeout_ms`` is ignored by a standalone broker: it creates the topic before it answers.
+In cluster mode the topic is written to ZooKeeper and the controller creates
+its partitions; as Kafka's ``DelayedCreatePartitions``, the answer waits up to
+``timeout_ms`` until this broker's metadata shows a leader for every new
+partition, and says REQUEST_TIMED_OUT for a topic still without them (the topic
+exists all the same). ``timeout_ms`` <= 0 answers at once.
 """
 from collections import Counter
 
@@ -53,6 +58,7 @@ async def handle_create_topics(ctx, request):
     admin = ctx.broker.admin_manager
     counts = Counter(t.name for t in request.topics)
     results = []
+    request_state = {}   # partitions this request added so far (max.partitions.per.request)
     for t in request.topics:
         if counts[t.name] > 1:
             results.append(_failed(t.name, KafkaError(
@@ -64,10 +70,22 @@ async def handle_create_topics(ctx, request):
             assignments = {a.partition_index: list(a.broker_ids) for a in t.assignments or []}
             if len(assignments) != len(t.assignments or []):
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "Duplicate partition index in replica assignments.")
-            topic = admin.create_topic(t.name, t.num_partitions, t.replication_factor,
-                                       {c.name: c.value for c in t.configs or []},
-                                       validate_only=bool(request.validate_only), assignments=assignments)
+            topic = await admin.create_topic_async(t.name, t.num_partitions, t.replication_factor,
+                                                   {c.name: c.value for c in t.configs or []},
+                                                   validate_only=bool(request.validate_only),
+                                                   assignments=assignments, request_state=request_state)
             results.append(_created(ctx, topic))
         except KafkaError as exc:
             results.append(_failed(t.name, exc))
+    broker = ctx.broker
+    if getattr(broker, "zk_mode", False) and not request.validate_only and request.timeout_ms > 0:
+        created = [r["name"] for r in results if r["error_code"] == 0]
+        admin = broker.admin_manager
+        done = await admin.wait_for_metadata(lambda: all(admin.partitions_have_leaders(n) for n in created),
+                                             request.timeout_ms)
+        if not done:
+            for r in results:
+                if r["name"] in created and not admin.partitions_have_leaders(r["name"]):
+                    r.update(error_code=ErrorCode.REQUEST_TIMED_OUT,
+                             error_message=f"Timed out waiting for the partitions of {r['name']} to get leaders.")
     return {"throttle_time_ms": 0, "topics": results}

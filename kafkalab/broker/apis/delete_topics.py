@@ -14,7 +14,11 @@ v2-3 same as v1
 v4   flexible
 v5   + error_message per topic
 v6   topics may be named by topic id (KIP-516); the result carries the id
-``timeout_ms`` is ignored: deletion is done before the answer.
+``timeout_ms`` is ignored by a standalone broker: deletion is done before the answer.
+In cluster mode the topic is marked for deletion in ZooKeeper
+(``/admin/delete_topics/<t>``) and the controller deletes it; as Kafka's
+``DelayedDeleteTopics``, the answer waits up to ``timeout_ms`` until the topic
+is gone from this broker's metadata, else REQUEST_TIMED_OUT (the deletion goes on).
 """
 import uuid
 from collections import Counter
@@ -53,4 +57,18 @@ async def handle_delete_topics(ctx, request):
         except KafkaError as exc:
             entry.update(error_code=exc.code, error_message=exc.message)
         responses.append(entry)
+    broker = ctx.broker
+    if getattr(broker, "zk_mode", False) and request.timeout_ms > 0:
+        deleted = [(e["name"], e["topic_id"]) for e in responses if e["error_code"] == 0]
+
+        def gone(name, topic_id):
+            t = broker.metadata_cache.get(name)
+            return t is None or t.topic_id != topic_id
+
+        if not await broker.admin_manager.wait_for_metadata(lambda: all(gone(*d) for d in deleted),
+                                                            request.timeout_ms):
+            for e in responses:
+                if e["error_code"] == 0 and not gone(e["name"], e["topic_id"]):
+                    e.update(error_code=ErrorCode.REQUEST_TIMED_OUT,
+                             error_message=f"Timed out waiting for topic {e['name']} to be deleted.")
     return {"throttle_time_ms": 0, "responses": responses}

@@ -1,7 +1,9 @@
 """DescribeCluster (key 60), versions 0-2: the brokers, the controller and the cluster id (KIP-700).
 
 What ``AdminClient.describe_cluster()`` shows. A standalone mini broker is
-the whole cluster and its own controller.
+the whole cluster and its own controller; in cluster mode the live brokers
+(with racks) and the controller id come from the metadata cache, as the
+controller's last UpdateMetadata described them.
 
 v0   brokers (id, host, port, rack), controller id, cluster id, cluster authorized operations
 v1   + endpoint_type (KIP-919): 1 = brokers; 2 = controllers gets UNSUPPORTED_ENDPOINT_TYPE
@@ -33,7 +35,7 @@ async def handle_describe_cluster(ctx, request):
         "endpoint_type": BROKERS_ENDPOINT,
         "cluster_id": broker.cluster_id,
         "controller_id": broker.controller_id,
-        "brokers": [{"broker_id": i, "host": h, "port": p, "rack": None, "is_fenced": False}
-                    for i, h, p in broker.live_brokers],
+        "brokers": [{"broker_id": b.id, "host": b.host, "port": b.port, "rack": b.rack, "is_fenced": False}
+                    for b in broker.live_broker_nodes],
         "authorized_operations": None,  # the codec writes None as -2147483648 (bit 31: "omitted")
     }

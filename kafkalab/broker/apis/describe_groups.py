@@ -15,7 +15,7 @@ Stable; ``protocol_data`` is the chosen assignor (e.g. ``range``,
 """
 from kafka.protocol.admin.groups import DescribeGroupsRequest, DescribeGroupsResponse
 
-from ..errors import ErrorCode
+from ..errors import ErrorCode, KafkaError
 from . import api
 
 
@@ -30,7 +30,12 @@ async def handle_describe_groups(ctx, request):
         if not group_id:
             entry["error_code"] = ErrorCode.INVALID_GROUP_ID
         else:
-            summary = coordinator.describe_group(group_id)
+            try:
+                summary = coordinator.describe_group(group_id)
+            except KafkaError as exc:  # cluster mode: the group is coordinated by another broker
+                entry["error_code"] = exc.code
+                groups.append(entry)
+                continue
             if summary is None:
                 if v >= 6:
                     entry.update(error_code=ErrorCode.GROUP_ID_NOT_FOUND,

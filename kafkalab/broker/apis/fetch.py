@@ -23,9 +23,18 @@ larger than the limits can never block a consumer. Consumers read up to the
 high watermark only; a fetch at the log end offset waits and returns empty,
 one outside [log start offset, log end offset] gets OFFSET_OUT_OF_RANGE and
 the consumer's ``auto.offset.reset`` decides where to go.
+A *follower* (replica id >= 0; from v15 ``replica_state.replica_id``) of a
+cluster-mode partition must fetch from the leader (else NOT_LEADER_OR_FOLLOWER)
+and be one of its replicas; it reads past the high watermark, and its fetch
+offset tells the leader how far its log goes, which moves the high watermark
+and may bring it into the ISR (``Partition.read_for_follower``). Only the
+first read of a fetch records that, not the reads after waiting, as Kafka's
+DelayedFetch. If the follower's ``last_fetched_epoch`` ends earlier on the
+leader than its fetch offset, the answer is a ``diverging_epoch`` (epoch, end
+offset) instead of records: the follower truncates there (KIP-595).
 Not implemented: transactions (the last stable offset is the high watermark,
-no aborted transactions), fetch from follower (preferred read replica is -1),
-diverging epochs for followers of a truncated leader.
+no aborted transactions), fetch from follower for consumers (preferred read
+replica is -1).
 """
 import time
 
@@ -40,9 +49,12 @@ INITIAL_EPOCH, FINAL_EPOCH = 0, -1
 READ_COMMITTED = 1  # isolation_level
 
 
-def _read_partition(ctx, topic_name, pdata, budget, min_one, from_follower, read_committed):
+def _read_partition(ctx, topic_name, pdata, budget, min_one, from_follower, read_committed, replica_id=-1,
+                    first_read=True):
     try:
         partition = ctx.broker.replica_manager.get_partition(topic_name, pdata.partition)
+        if from_follower and not partition.standalone:
+            return _read_for_follower(partition, pdata, budget, min_one, replica_id, first_read)
         # (before v9 the request has no current_leader_epoch: the codec gives -1, "don't check")
         log = partition.local_log_with_epoch(pdata.current_leader_epoch, require_leader=not from_follower)
         max_offset = None if from_follower else log.high_watermark
@@ -57,6 +69,21 @@ def _read_partition(ctx, topic_name, pdata, budget, min_one, from_follower, read
         return _error(pdata.partition, exc.code)
 
 
+def _read_for_follower(partition, pdata, budget, min_one, replica_id, first_read):
+    """A follower's read (raises KafkaError): past the HW, or a diverging epoch."""
+    last_fetched_epoch = getattr(pdata, "last_fetched_epoch", -1)   # v12+
+    result = partition.read_for_follower(
+        replica_id, pdata.fetch_offset, -1 if last_fetched_epoch is None else last_fetched_epoch,
+        pdata.current_leader_epoch, getattr(pdata, "log_start_offset", -1),
+        min(pdata.partition_max_bytes, budget), min_one, update_fetch_state=first_read)
+    answer = {"partition_index": pdata.partition, "error_code": 0, "high_watermark": result.high_watermark,
+              "last_stable_offset": result.high_watermark, "log_start_offset": result.log_start_offset,
+              "aborted_transactions": None, "preferred_read_replica": -1, "records": result.records}
+    if result.diverging_epoch is not None:
+        answer["diverging_epoch"] = {"epoch": result.diverging_epoch[0], "end_offset": result.diverging_epoch[1]}
+    return answer
+
+
 def _error(index, code):
     return {"partition_index": index, "error_code": code, "high_watermark": -1, "last_stable_offset": -1,
             "log_start_offset": -1, "preferred_read_replica": -1, "records": b""}
@@ -69,9 +96,10 @@ def _replica_id(ctx, request) -> int:
     return request.replica_id
 
 
-def _read_all(ctx, request, topics):
+def _read_all(ctx, request, topics, first_read=True):
     budget = request.max_bytes
-    from_follower = _replica_id(ctx, request) >= 0
+    replica_id = _replica_id(ctx, request)
+    from_follower = replica_id >= 0
     read_committed = request.isolation_level == READ_COMMITTED
     responses, total, errors = [], 0, False
     for name, topic_id, partitions in topics:
@@ -83,8 +111,9 @@ def _read_all(ctx, request, topics):
                 continue
             # KIP-74: until some partition returned data, the first batch is returned even if too large
             result = _read_partition(ctx, name, pdata, max(budget - total, 0), total == 0, from_follower,
-                                     read_committed)
-            errors = errors or result["error_code"] != 0
+                                     read_committed, replica_id, first_read)
+            # an error, or a diverging epoch, answers at once
+            errors = errors or result["error_code"] != 0 or "diverging_epoch" in result
             total += len(result["records"])
             parts.append(result)
         responses.append({"topic": name, "topic_id": topic_id, "partitions": parts})
@@ -108,8 +137,10 @@ async def handle_fetch(ctx, request):
             topics.append((t.topic, meta.topic_id if meta else NULL_UUID, t.partitions))
     watched = [(name, p.partition) for name, _, partitions in topics if name is not None for p in partitions]
     deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
+    first_read = True
     while True:
-        responses, total, errors = _read_all(ctx, request, topics)
+        responses, total, errors = _read_all(ctx, request, topics, first_read)
+        first_read = False
         remaining = deadline - time.monotonic()
         if total >= request.min_bytes or errors or remaining <= 0 or not watched:
             break

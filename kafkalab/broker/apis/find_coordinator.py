@@ -14,7 +14,13 @@ A group's coordinator is the leader of partition
 ``abs(groupId.hashCode()) % offsets.topic.num.partitions`` of
 ``__consumer_offsets``; the topic is created here on first use, as in Kafka.
 A standalone broker leads every partition, so it is every group's
-coordinator.
+coordinator. In cluster mode the answer comes from the metadata cache: the
+live leader of the group's partition, COORDINATOR_NOT_AVAILABLE while it has
+none. The first FindCoordinator writes ``__consumer_offsets`` to ZooKeeper
+(``offsets.topic.num.partitions`` partitions, ``offsets.topic.replication.factor``
+replicas) and answers COORDINATOR_NOT_AVAILABLE until the controller has
+elected leaders; with fewer live brokers than the replication factor the topic
+cannot be created and the answer stays COORDINATOR_NOT_AVAILABLE, as in Kafka.
 """
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 
@@ -44,6 +50,14 @@ def _coordinator_for(broker, key: str | None, key_type: int) -> dict:
         out.update(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, error_message=exc.message)
         return out
     partition = coordinator.manager.partition_for(key)
+    if getattr(broker, "zk_mode", False):
+        node = broker.metadata_cache.leader_endpoint("__consumer_offsets", partition)
+        if node is None:
+            out.update(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                       error_message=f"__consumer_offsets-{partition} has no leader")
+        else:
+            out.update(node_id=node.id, host=node.host, port=node.port)
+        return out
     leader = broker.replica_manager.partitions.get(("__consumer_offsets", partition))
     node = next((b for b in broker.live_brokers if leader is not None and b[0] == leader.leader_id), None)
     if node is None:

@@ -20,6 +20,13 @@ v8   EARLIEST_LOCAL
 Not implemented: v9+ (EARLIEST_PENDING_UPLOAD, timeout), tiered storage.
 Isolation level is accepted, but without transactions READ_COMMITTED's last
 stable offset is the high watermark.
+
+Who asks matters, as in Kafka's ``ReplicaManager.fetchOffset``: a consumer
+(``replica_id`` -1) must ask the leader and LATEST is the high watermark; a
+follower (its broker id) also asks the leader, and LATEST is the log end
+offset; ``replica_id`` -2 (``DEBUGGING_REPLICA_ID``, what
+``Cluster.describe`` uses) may ask *any* replica, which answers LATEST with its
+own log end offset.
 """
 import collections
 
@@ -29,13 +36,15 @@ from ..errors import ErrorCode, KafkaError
 from ..log.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from . import api
 
+CONSUMER_REPLICA_ID = -1
+DEBUGGING_REPLICA_ID = -2
 EARLIEST_LOCAL_TIMESTAMP = -4
 MAX_TIMESTAMP = -3
 #: the special timestamps each version may use
 SPECIAL_SINCE = {LATEST_TIMESTAMP: 1, EARLIEST_TIMESTAMP: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL_TIMESTAMP: 8}
 
 
-def _lookup(ctx, topic, pdata, from_follower):
+def _lookup(ctx, topic, pdata, replica_id):
     broker = ctx.broker
     try:
         ts = pdata.timestamp
@@ -44,10 +53,11 @@ def _lookup(ctx, topic, pdata, from_follower):
                              f"timestamp {ts} is not a special timestamp of ListOffsets v{ctx.api_version}")
         partition = broker.replica_manager.get_partition(topic, pdata.partition_index)
         # (before v4 the request has no current_leader_epoch: the codec gives -1, "don't check")
-        log = partition.local_log_with_epoch(pdata.current_leader_epoch, require_leader=not from_follower)
+        log = partition.local_log_with_epoch(pdata.current_leader_epoch,
+                                             require_leader=replica_id != DEBUGGING_REPLICA_ID)
         if ts == EARLIEST_LOCAL_TIMESTAMP:
             ts = EARLIEST_TIMESTAMP
-        if ts == LATEST_TIMESTAMP and from_follower:
+        if ts == LATEST_TIMESTAMP and replica_id != CONSUMER_REPLICA_ID:   # no isolation level: the LEO
             found = log.log_end_offset, -1
         else:
             found = log.fetch_offset_by_timestamp(ts)
@@ -60,7 +70,6 @@ def _lookup(ctx, topic, pdata, from_follower):
 
 @api(ListOffsetsRequest, ListOffsetsResponse, versions=(1, 8))
 async def handle_list_offsets(ctx, request):
-    from_follower = request.replica_id >= 0
     seen = collections.Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
     topics = []
     for t in request.topics:
@@ -69,6 +78,6 @@ async def handle_list_offsets(ctx, request):
             if seen[(t.name, p.partition_index)] > 1:  # Kafka answers duplicates with INVALID_REQUEST
                 parts.append({"partition_index": p.partition_index, "error_code": ErrorCode.INVALID_REQUEST})
             else:
-                parts.append(_lookup(ctx, t.name, p, from_follower))
+                parts.append(_lookup(ctx, t.name, p, request.replica_id))
         topics.append({"name": t.name, "partitions": parts})
     return {"throttle_time_ms": 0, "topics": topics}

@@ -55,9 +55,9 @@ async def handle_offset_commit(ctx, request):
                                                   p.committed_leader_epoch if v >= 6 else -1,
                                                   p.committed_metadata or "", now)
     if to_commit:
-        result = coordinator.commit_offsets(request.group_id, request.generation_id_or_member_epoch,
-                                            request.member_id or "", request.group_instance_id if v >= 7 else None,
-                                            to_commit)
+        result = await coordinator.commit_offsets_and_wait(
+            request.group_id, request.generation_id_or_member_epoch, request.member_id or "",
+            request.group_instance_id if v >= 7 else None, to_commit)
         for tp, code in result.items():
             errors[keys[tp]] = code
     topics: dict = {}

@@ -17,7 +17,7 @@ no error — also for a group that does not exist.
 """
 from kafka.protocol.consumer.group import OffsetFetchRequest, OffsetFetchResponse
 
-from ..errors import ErrorCode
+from ..errors import ErrorCode, KafkaError
 from . import api
 
 def _partition(index, om, error=ErrorCode.NONE):
@@ -32,6 +32,10 @@ def _fetch_group(broker, group_id, topics, by_id: bool) -> tuple[ErrorCode, list
     """(group error, topics) where each topic is {name or topic_id, partitions}."""
     coordinator = broker.group_coordinator
     field = "topic_id" if by_id else "name"
+    try:  # cluster mode: NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS for a group coordinated elsewhere
+        coordinator.check_group_status(group_id)
+    except KafkaError as exc:
+        return exc.code, []
     if topics is None:  # everything the group committed
         by_topic: dict[str, list] = {}
         for (name, index), om in sorted(coordinator.fetch_offsets(group_id, None).items()):

@@ -22,6 +22,15 @@ a topic that does not exist, INVALID_TOPIC_EXCEPTION for an internal topic,
 OUT_OF_ORDER_SEQUENCE_NUMBER for an idempotent producer's gap, ...
 With ``acks=0`` nothing is answered; if a partition failed, the connection is
 closed (as Kafka does), which is the only way such a producer can notice.
+
+With ``acks=all`` every partition is appended first; then the request waits
+in the produce purgatory (``DelayedProduce``) until the high watermark of each
+partition passed its records, at most ``timeout_ms``: REQUEST_TIMED_OUT for a
+partition still short then, NOT_ENOUGH_REPLICAS_AFTER_APPEND if its ISR shrank
+below ``min.insync.replicas`` meanwhile. A standalone broker is its own ISR:
+its high watermark passes the records as they are appended, nothing waits.
+A broker that does not lead the partition answers NOT_LEADER_OR_FOLLOWER, from
+v10 with the leader it knows of (``current_leader``, ``node_endpoints``, KIP-951).
 """
 import logging
 
@@ -86,17 +95,52 @@ async def handle_produce(ctx, request):
     latest = {(t.name, p.index): p for t in request.topic_data for p in t.partition_data}
     by_topic: dict[str, list[dict]] = {}
     failed = []
+    waiting = None   # acks=all: (topic, partition) -> (HW to reach, its result)
     for (name, index), pdata in latest.items():
         result = _append(ctx, request, broker.metadata_cache.get(name), name, pdata)
         if result["error_code"]:
             failed.append(f"{name}-{index}: {ErrorCode(result['error_code']).name}")
+        elif acks == -1:
+            required = result.pop("_required_offset")
+            if required is not None:
+                if waiting is None:
+                    waiting = {}
+                waiting[(name, index)] = (required, result)
         by_topic.setdefault(name, []).append(result)
+    if waiting:   # the produce purgatory: wait for the ISR
+        errors = await broker.replica_manager.wait_for_acks(
+            {key: required for key, (required, _) in waiting.items()}, request.timeout_ms)
+        for key, (_, result) in waiting.items():
+            code = errors.get(key, ErrorCode.NONE)
+            if code:
+                result.update(_partition_error(key[1], code, ErrorCode(code).name))
     responses = [{"name": name, "partition_responses": parts} for name, parts in by_topic.items()]
     if acks == 0:
         if failed:  # Kafka closes the connection so that the producer refreshes its metadata
             raise CloseConnection(f"acks=0 Produce failed ({', '.join(failed)})")
         return None
-    return {"responses": responses, "throttle_time_ms": 0}
+    answer = {"responses": responses, "throttle_time_ms": 0}
+    if ctx.api_version >= 10 and failed:
+        _add_leader_hints(broker, answer)
+    return answer
+
+
+def _add_leader_hints(broker, answer) -> None:
+    """KIP-951: with NOT_LEADER_OR_FOLLOWER, the leader this broker knows of and how to reach it."""
+    endpoints = {}
+    for topic in answer["responses"]:
+        for result in topic["partition_responses"]:
+            if result["error_code"] != ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                continue
+            partition = broker.replica_manager.partitions.get((topic["name"], result["index"]))
+            if partition is None or partition.leader_id < 0:
+                continue
+            result["current_leader"] = {"leader_id": partition.leader_id, "leader_epoch": partition.leader_epoch}
+            for b, host, port in broker.live_brokers:
+                if b == partition.leader_id:
+                    endpoints[b] = {"node_id": b, "host": host, "port": port, "rack": None}
+    if endpoints:
+        answer["node_endpoints"] = list(endpoints.values())
 
 
 def _append(ctx, request, topic, name, pdata) -> dict:
@@ -115,9 +159,19 @@ def _append(ctx, request, topic, name, pdata) -> dict:
     try:
         records = bytes(pdata.records or b"")
         validate_records(ctx.api_version, records)
-        info = ctx.broker.replica_manager.append_records(name, pdata.index, records, acks)
+        rm = ctx.broker.replica_manager
+        info = rm.append_records(name, pdata.index, records, acks)
     except KafkaError as exc:
         log.debug("produce to %s-%d failed: %s", name, pdata.index, exc)
-        return _partition_error(pdata.index, exc.code, exc.message)
-    return {"index": pdata.index, "error_code": 0, "base_offset": info.first_offset,
-            "log_append_time_ms": info.log_append_time, "log_start_offset": info.log_start_offset}
+        result = _partition_error(pdata.index, exc.code, exc.message)
+        if getattr(exc, "record_errors", None):   # v8+: which records were refused (KIP-467)
+            result["record_errors"] = [{"batch_index": i, "batch_index_error_message": m} for i, m in exc.record_errors]
+        return result
+    result = {"index": pdata.index, "error_code": 0, "base_offset": info.first_offset,
+              "log_append_time_ms": info.log_append_time, "log_start_offset": info.log_start_offset}
+    if acks == -1:   # wait only if the high watermark is not past the records yet (never when standalone)
+        required = info.last_offset + 1
+        partition = rm.partitions.get((name, pdata.index))
+        result["_required_offset"] = (required if partition is None or partition.log.high_watermark < required
+                                      else None)
+    return result

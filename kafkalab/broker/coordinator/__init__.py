@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 from .group_coordinator import GroupCoordinator
-from .producer_id_manager import ProducerIdManager
+from .producer_id_manager import ProducerIdManager, ZkProducerIdManager
 
 
-def make_coordinators(broker) -> tuple[GroupCoordinator, ProducerIdManager]:
+def make_coordinators(broker) -> tuple[GroupCoordinator, ProducerIdManager | ZkProducerIdManager]:
+    if getattr(broker, "zk_mode", False):
+        return GroupCoordinator(broker), ZkProducerIdManager(broker)
     return GroupCoordinator(broker), ProducerIdManager(broker.log_dir)

@@ -45,6 +45,16 @@ group expire after ``offsets.retention.minutes``.
 
 Everything runs on the broker's asyncio loop: timers are ``loop.call_later``
 handles and waiting requests are futures, so no locks are needed.
+
+**Cluster mode**: every broker runs a coordinator, and each serves only the
+groups whose ``__consumer_offsets`` partition it leads. When the controller
+makes this broker leader of such a partition (ReplicaManager's leadership
+listeners, Kafka's ``onElection``), the coordinator loads the partition's
+groups and offsets from its log; when leadership moves away
+(``onResignation``) it unloads them, and members waiting on it hear
+NOT_COORDINATOR and look for the new coordinator. A request for a group of
+another partition gets NOT_COORDINATOR; one for a partition still loading,
+COORDINATOR_LOAD_IN_PROGRESS.
 """
 from __future__ import annotations
 
@@ -87,12 +97,23 @@ class GroupCoordinator:
         self.manager = GroupMetadataManager(broker)
         self.loop: asyncio.AbstractEventLoop | None = None
         self._cleanup_handle: asyncio.TimerHandle | None = None
+        #: cluster mode: the __consumer_offsets partitions this broker leads (loaded) and is loading
+        self.zk_mode: bool = getattr(broker, "zk_mode", False)
+        self.owned_partitions: set[int] = set()
+        self.loading_partitions: set[int] = set()
 
     # -- lifecycle ------------------------------------------------------------
 
     async def start(self) -> None:
         """Load groups and offsets from ``__consumer_offsets``; members loaded must heartbeat again."""
         self.loop = asyncio.get_running_loop()
+        if self.zk_mode:  # groups are loaded partition by partition, as this broker becomes their leader
+            rm = self.broker.replica_manager
+            if not hasattr(rm, "leadership_listeners"):
+                rm.leadership_listeners = []
+            rm.leadership_listeners.append(self.on_leadership_change)
+            self._schedule_cleanup()
+            return
         self.groups = self.manager.load()
         for group in self.groups.values():
             for member in group.members.values():
@@ -100,6 +121,79 @@ class GroupCoordinator:
         if self.groups:
             log.info("loaded %d groups from __consumer_offsets", len(self.groups))
         self._schedule_cleanup()
+
+    # -- cluster mode: which groups this broker coordinates ---------------------------
+
+    def on_leadership_change(self, topic: str, index: int, is_leader: bool, leader_epoch: int) -> None:
+        """ReplicaManager's leadership listener: load a ``__consumer_offsets`` partition's groups when
+        this broker becomes its leader (Kafka's ``onElection``), unload them when it stops being it
+        (``onResignation``)."""
+        if topic != "__consumer_offsets":
+            return
+        if is_leader:
+            if index in self.owned_partitions or index in self.loading_partitions:
+                return
+            self.loading_partitions.add(index)
+            self.loop.call_soon(self._load_partition, index, leader_epoch)
+        else:
+            self._unload_partition(index)
+
+    def _load_partition(self, index: int, leader_epoch: int) -> None:
+        if index not in self.loading_partitions:
+            return  # resigned before the load ran
+        try:
+            loaded = self.manager.load(only_partition=index)
+        except Exception:
+            log.exception("loading __consumer_offsets-%d failed", index)
+            loaded = {}
+        for group_id, group in loaded.items():
+            if group_id in self.groups:
+                continue
+            self.groups[group_id] = group
+            for member in group.members.values():
+                self._schedule_heartbeat(group, member)
+        self.loading_partitions.discard(index)
+        self.owned_partitions.add(index)
+        log.info("loaded %d groups of __consumer_offsets-%d (leader epoch %d)", len(loaded), index, leader_epoch)
+
+    def _unload_partition(self, index: int) -> None:
+        self.loading_partitions.discard(index)
+        if index not in self.owned_partitions:
+            return
+        self.owned_partitions.discard(index)
+        gone = [g for g in self.groups.values() if self.manager.partition_for(g.group_id) == index]
+        for group in gone:
+            self._unload_group(group)
+            del self.groups[group.group_id]
+        log.info("unloaded %d groups of __consumer_offsets-%d: no longer its leader", len(gone), index)
+
+    def _unload_group(self, group: GroupMetadata) -> None:
+        """Kafka's ``onGroupUnloaded``: the group is Dead here; waiting members hear NOT_COORDINATOR."""
+        self._cancel_group_timers(group)
+        for member in group.members.values():
+            if member.heartbeat_handle is not None:
+                member.heartbeat_handle.cancel()
+                member.heartbeat_handle = None
+            self._answer_join(member, join_result(member.member_id, ErrorCode.NOT_COORDINATOR))
+            self._answer_sync(member, sync_result(ErrorCode.NOT_COORDINATOR))
+        group.transition_to(DEAD)
+
+    def group_status_error(self, group_id: str) -> ErrorCode | None:
+        """Kafka's ``validateGroupStatus``: COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR, else None."""
+        if not self.zk_mode or not group_id:
+            return None
+        partition = self.manager.partition_for(group_id)
+        if partition in self.loading_partitions:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        if partition not in self.owned_partitions:
+            return ErrorCode.NOT_COORDINATOR
+        return None
+
+    def check_group_status(self, group_id: str) -> None:
+        error = self.group_status_error(group_id)
+        if error is not None:
+            raise KafkaError(error, f"broker {self.broker.broker_id} is not the coordinator of group {group_id}"
+                             if error == ErrorCode.NOT_COORDINATOR else f"group {group_id} is loading")
 
     async def stop(self) -> None:
         if self._cleanup_handle is not None:
@@ -207,6 +301,8 @@ class GroupCoordinator:
                          require_known_member_id: bool, reason: str | None = None) -> dict:
         if not group_id:
             return join_result(member_id, ErrorCode.INVALID_GROUP_ID)
+        if (status := self.group_status_error(group_id)) is not None:
+            return join_result(member_id, status)
         if not (self.config["group.min.session.timeout.ms"] <= session_timeout_ms
                 <= self.config["group.max.session.timeout.ms"]):
             return join_result(member_id, ErrorCode.INVALID_SESSION_TIMEOUT)
@@ -499,6 +595,8 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if not group_id:
             return sync_result(ErrorCode.INVALID_GROUP_ID)
+        if (status := self.group_status_error(group_id)) is not None:
+            return sync_result(status)
         if group is None:
             return sync_result(ErrorCode.UNKNOWN_MEMBER_ID)
         if group.is_(DEAD):
@@ -550,6 +648,8 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID
+        if (status := self.group_status_error(group_id)) is not None:
+            return status
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if group.is_(DEAD):
@@ -575,6 +675,8 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID, []
+        if (status := self.group_status_error(group_id)) is not None:
+            return status, []
         if group is None:
             return ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID for _ in leaving]
         if group.is_(DEAD):
@@ -605,11 +707,50 @@ class GroupCoordinator:
     def commit_offsets(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None,
                        offsets: dict[tuple[str, int], OffsetAndMetadata]) -> dict[tuple[str, int], ErrorCode]:
         """OffsetCommit: one error code per partition."""
+        prepared = self._prepare_commit(group_id, generation_id, member_id, instance_id, offsets)
+        if isinstance(prepared, dict):
+            return prepared
+        result, group, to_store = prepared
+        try:
+            self.manager.store_offsets(group, to_store)
+        except KafkaError as exc:
+            code = exc.code
+        else:
+            code = ErrorCode.NONE
+        for tp in to_store:
+            result[tp] = code
+        return result
+
+    async def commit_offsets_and_wait(self, group_id: str, generation_id: int, member_id: str,
+                                      instance_id: str | None,
+                                      offsets: dict[tuple[str, int], OffsetAndMetadata]) -> dict[tuple[str, int], ErrorCode]:
+        """OffsetCommit as the handler calls it: in cluster mode the commit waits for the ISR of its
+        ``__consumer_offsets`` partition (acks=all); a standalone broker is its own ISR."""
+        if not (self.zk_mode and hasattr(self.broker.replica_manager, "append_records_and_wait")):
+            return self.commit_offsets(group_id, generation_id, member_id, instance_id, offsets)
+        prepared = self._prepare_commit(group_id, generation_id, member_id, instance_id, offsets)
+        if isinstance(prepared, dict):
+            return prepared
+        result, group, to_store = prepared
+        try:
+            await self.manager.store_offsets_and_wait(group, to_store)
+        except KafkaError as exc:
+            code = exc.code
+        else:
+            code = ErrorCode.NONE
+        for tp in to_store:
+            result[tp] = code
+        return result
+
+    def _prepare_commit(self, group_id, generation_id, member_id, instance_id, offsets):
+        """The checks of a commit: a dict of errors for every partition, or (partial result, group, to store)."""
         def all_(code):
             return {tp: code for tp in offsets}
 
         if not group_id:
             return all_(ErrorCode.INVALID_GROUP_ID)
+        if (status := self.group_status_error(group_id)) is not None:
+            return all_(status)
         group = self.groups.get(group_id)
         if group is None:
             if generation_id >= 0:
@@ -640,20 +781,14 @@ class GroupCoordinator:
                 result[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
             else:
                 to_store[tp] = om
-        try:
-            self.manager.store_offsets(group, to_store)
-        except KafkaError as exc:
-            code = exc.code
-        else:
-            code = ErrorCode.NONE
-        for tp in to_store:
-            result[tp] = code
-        return result
+        return result, group, to_store
 
     def fetch_offsets(self, group_id: str,
                       partitions: list[tuple[str, int]] | None) -> dict[tuple[str, int], OffsetAndMetadata | None]:
         """OffsetFetch: the committed offset per partition (None: nothing committed); all when ``partitions``
-        is None."""
+        is None. In cluster mode KafkaError NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS for a group
+        this broker does not coordinate."""
+        self.check_group_status(group_id)
         group = self.groups.get(group_id)
         offsets = group.offsets if group is not None and not group.is_(DEAD) else {}
         if partitions is None:
@@ -674,7 +809,9 @@ class GroupCoordinator:
     # -- admin --------------------------------------------------------------------
 
     def describe_group(self, group_id: str) -> dict | None:
-        """Kafka's GroupMetadata.summary; None when the group does not exist."""
+        """Kafka's GroupMetadata.summary; None when the group does not exist (cluster mode: KafkaError
+        NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS for a group this broker does not coordinate)."""
+        self.check_group_status(group_id)
         group = self.groups.get(group_id)
         if group is None:
             return None
@@ -709,6 +846,9 @@ class GroupCoordinator:
         for group_id in group_ids:
             if not group_id:
                 out[group_id] = ErrorCode.INVALID_GROUP_ID
+                continue
+            if (status := self.group_status_error(group_id)) is not None:
+                out[group_id] = status
                 continue
             group = self.groups.get(group_id)
             if group is None or group.is_(DEAD):

@@ -34,6 +34,8 @@ log = logging.getLogger("kafkalab.broker.coordinator")
 
 #: offsets.topic.segment.bytes: Kafka keeps the offsets topic's segments small so compaction runs often
 OFFSETS_TOPIC_SEGMENT_BYTES = 104_857_600
+#: offsets.commit.timeout.ms: how long a commit waits for the ISR of its __consumer_offsets partition
+OFFSET_COMMIT_TIMEOUT_MS = 5000
 
 
 class GroupMetadataManager:
@@ -49,30 +51,75 @@ class GroupMetadataManager:
         return partition_for(group_id, self.num_partitions)
 
     def ensure_offsets_topic(self) -> None:
-        """Create ``__consumer_offsets`` the first time a group needs it (as Kafka does on FindCoordinator)."""
+        """Create ``__consumer_offsets`` the first time a group needs it (as Kafka does on FindCoordinator).
+
+        In cluster mode it is written to ZooKeeper with ``offsets.topic.replication.factor`` replicas,
+        not capped: with fewer brokers registered, INVALID_REPLICATION_FACTOR (FindCoordinator then says
+        COORDINATOR_NOT_AVAILABLE); and it exists only once the controller's UpdateMetadata says so,
+        so this raises COORDINATOR_NOT_AVAILABLE until then."""
         if self.broker.metadata_cache.get(OFFSETS_TOPIC) is not None:
             return
         cfg = self.broker.config
-        rf = min(cfg["offsets.topic.replication.factor"], self.broker.live_broker_count)
-        self.broker.admin_manager.create_topic(
-            OFFSETS_TOPIC, cfg["offsets.topic.num.partitions"], rf,
-            {"cleanup.policy": "compact", "segment.bytes": str(OFFSETS_TOPIC_SEGMENT_BYTES),
-             "compression.type": "producer"})
+        zk_mode = getattr(self.broker, "zk_mode", False)
+        rf = cfg["offsets.topic.replication.factor"]
+        if not zk_mode:
+            rf = min(rf, self.broker.live_broker_count)
+        try:
+            self.broker.admin_manager.create_topic(
+                OFFSETS_TOPIC, cfg["offsets.topic.num.partitions"], rf,
+                {"cleanup.policy": "compact", "segment.bytes": str(OFFSETS_TOPIC_SEGMENT_BYTES),
+                 "compression.type": "producer"})
+        except KafkaError as exc:
+            if not (zk_mode and exc.code == ErrorCode.TOPIC_ALREADY_EXISTS):
+                raise
+        if zk_mode:
+            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                             f"{OFFSETS_TOPIC} is being created; its partitions have no leaders yet")
         log.info("created %s with %d partitions", OFFSETS_TOPIC, cfg["offsets.topic.num.partitions"])
 
     # -- writing ----------------------------------------------------------------
 
-    def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> None:
-        """Append (key, value) records for ``group_id`` as one batch; raise KafkaError with a group error code."""
-        if not records:
-            return
+    def _batch(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> tuple[int, bytes]:
         try:
             self.ensure_offsets_topic()
         except KafkaError as exc:
             raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"cannot create {OFFSETS_TOPIC}: {exc.message}")
         ts = now_ms()
-        batch = build_batch([Record(i, ts, k, v, []) for i, (k, v) in enumerate(records)])
-        partition = self.partition_for(group_id)
+        return self.partition_for(group_id), build_batch([Record(i, ts, k, v, []) for i, (k, v) in enumerate(records)])
+
+    async def store_offsets_and_wait(self, group: GroupMetadata,
+                                     offsets: dict[tuple[str, int], OffsetAndMetadata]) -> None:
+        """Cluster mode: write the commit with acks=all semantics, as Kafka's coordinator does: the
+        commit counts once every in-sync replica of the ``__consumer_offsets`` partition has it."""
+        records = [(offset_commit_key(group.group_id, t, p), offset_commit_value(om)) for (t, p), om in offsets.items()]
+        if records:
+            partition, batch = self._batch(group.group_id, records)
+            try:
+                await self.broker.replica_manager.append_records_and_wait(
+                    OFFSETS_TOPIC, partition, batch, -1, timeout_ms=OFFSET_COMMIT_TIMEOUT_MS)
+            except KafkaError as exc:
+                raise self._group_error(exc, partition) from None
+        group.offsets.update(offsets)
+
+    @staticmethod
+    def _group_error(exc: KafkaError, partition: int) -> KafkaError:
+        """Kafka's GroupMetadataManager maps log errors to what a group client understands."""
+        if exc.code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
+                        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, ErrorCode.REQUEST_TIMED_OUT):
+            code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        elif exc.code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
+            code = ErrorCode.NOT_COORDINATOR
+        elif exc.code in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE):
+            code = ErrorCode.INVALID_COMMIT_OFFSET_SIZE
+        else:
+            code = ErrorCode.UNKNOWN_SERVER_ERROR
+        return KafkaError(code, f"writing to {OFFSETS_TOPIC}-{partition}: {exc.message}")
+
+    def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> None:
+        """Append (key, value) records for ``group_id`` as one batch; raise KafkaError with a group error code."""
+        if not records:
+            return
+        partition, batch = self._batch(group_id, records)
         try:
             self.broker.replica_manager.append_records(OFFSETS_TOPIC, partition, batch, -1)
         except KafkaError as exc:
@@ -117,18 +164,23 @@ class GroupMetadataManager:
 
     # -- loading ----------------------------------------------------------------
 
-    def read_records(self):
-        """Every (key, value) record of ``__consumer_offsets``, partition by partition, oldest first."""
+    def read_records(self, only_partition: int | None = None):
+        """Every (key, value) record of ``__consumer_offsets``, partition by partition, oldest first.
+
+        ``only_partition``: just that one, read up to its log end offset (a new leader loads all it
+        has, as Kafka's ``doLoadGroupsAndOffsets``; its high watermark may not have caught up yet)."""
         topic = self.broker.metadata_cache.get(OFFSETS_TOPIC)
         if topic is None:
             return
-        for index in range(topic.num_partitions):
+        indexes = range(topic.num_partitions) if only_partition is None else [only_partition]
+        for index in indexes:
             partition = self.broker.replica_manager.partitions.get((OFFSETS_TOPIC, index))
             if partition is None:
                 continue
             plog = partition.log
             offset = plog.log_start_offset
-            while offset < plog.high_watermark:
+            end = plog.high_watermark if only_partition is None else plog.log_end_offset
+            while offset < end:
                 data = plog.read(offset, 1 << 20)
                 if not data:
                     break
@@ -145,10 +197,11 @@ class GroupMetadataManager:
                 if not moved:
                     break
 
-    def load(self) -> dict[str, GroupMetadata]:
-        """Replay ``__consumer_offsets``: the groups and committed offsets as they were at shutdown."""
+    def load(self, only_partition: int | None = None) -> dict[str, GroupMetadata]:
+        """Replay ``__consumer_offsets`` (or one of its partitions): the groups and committed offsets
+        as they were at shutdown, or as the previous leader of the partition left them."""
         latest: dict[bytes, bytes | None] = {}
-        for key, value in self.read_records():
+        for key, value in self.read_records(only_partition):
             if key is not None:
                 latest[key] = value  # the latest record per key wins, as compaction keeps it
         offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}

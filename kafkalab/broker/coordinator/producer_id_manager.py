@@ -12,6 +12,11 @@ hand out an id the logs already know, and its producer's first batches would
 be refused as out of order or fenced. So the broker then continues from an id
 derived from the clock (milliseconds since 1970 x 1000), which is above any id
 a broker handing out 1,000-id blocks can have reached, and says so in its log.
+
+In cluster mode ``ZkProducerIdManager`` is used instead, as Kafka's
+``ProducerIdManager.zk``: each broker claims blocks of 1,000 ids from
+``/latest_producer_id_block`` with a write conditional on the znode's version,
+so no two brokers ever hand out the same id.
 """
 from __future__ import annotations
 
@@ -48,6 +53,24 @@ class ProducerIdManager:
             with open(tmp, "w") as f:
                 f.write(str(self._block_end))
             os.replace(tmp, self.path)
+        pid = self._next
+        self._next += 1
+        return pid
+
+
+class ZkProducerIdManager:
+    """Producer ids from blocks claimed in ZooKeeper (``KafkaZkClient.allocate_producer_id_block``)."""
+
+    def __init__(self, broker):
+        self.broker = broker
+        self._next = 0
+        self._block_end = -1   # last id of the current block
+
+    def generate_producer_id(self) -> int:
+        if self._next > self._block_end:
+            start, end = self.broker.zk_client.allocate_producer_id_block(self.broker.broker_id)
+            log.info("broker %d: claimed producer id block %d-%d", self.broker.broker_id, start, end)
+            self._next, self._block_end = start, end
         pid = self._next
         self._next += 1
         return pid

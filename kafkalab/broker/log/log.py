@@ -23,8 +23,8 @@ a crash only the segments from the recovery point on are re-checked
 (:mod:`kafkalab.broker.log.recovery`).
 
 Deleting old data (:mod:`kafkalab.broker.log.retention`) and compaction
-(:mod:`kafkalab.broker.log.log_cleaner`) work on whole inactive segments; the
-active segment is never deleted or cleaned.
+(:mod:`kafkalab.broker.log.log_cleaner`) work on whole segments; the active
+segment is never cleaned, and retention deletes it only by rolling first.
 """
 from __future__ import annotations
 
@@ -37,8 +37,9 @@ from dataclasses import dataclass
 
 from ..config import LogConfig
 from ..errors import ErrorCode, KafkaError
-from ..records import BatchHeader, assign_offsets, iter_batches, iter_records, validate_batch
+from ..records import BatchHeader, assign_offsets, iter_batches, validate_batch
 from .leader_epoch_cache import LeaderEpochFileCache
+from .log_validator import validate_records
 from .producer_state import ProducerStateManager
 from .segment import CLEANED_FILE_SUFFIX, DELETED_FILE_SUFFIX, SWAP_FILE_SUFFIX, LogSegment
 
@@ -135,22 +136,8 @@ class UnifiedLog:
     # -- appending --------------------------------------------------------------
 
     def analyze_and_validate(self, records: bytes) -> list[tuple[int, BatchHeader]]:
-        batches = list(iter_batches(records, strict=True))
-        if not batches:
-            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "produce request carries no record batch")
-        max_bytes = self.config["max.message.bytes"]
-        compacted = self.config.compact
-        for pos, header in batches:
-            if header.size > max_bytes:
-                raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
-                                 f"batch of {header.size} bytes is larger than max.message.bytes={max_bytes}")
-            validate_batch(records, pos, header)
-            if compacted:
-                for record in iter_records(memoryview(records)[pos:pos + header.size]):
-                    if record.key is None:
-                        raise KafkaError(ErrorCode.INVALID_RECORD,
-                                         "compacted topic cannot accept a record without a key")
-        return batches
+        """Every batch and every record in it, as Kafka's LogValidator checks them (log_validator.py)."""
+        return validate_records(records, self.config)
 
     def append_as_leader(self, records: bytes, leader_epoch: int = 0) -> LogAppendInfo:
         batches = self.analyze_and_validate(records)
@@ -183,6 +170,43 @@ class UnifiedLog:
             self.flush()  # flush.messages (default: never; the page cache keeps the data)
         return LogAppendInfo(first, offset - 1, log_append_time if log_append_time is not None else -1,
                              self.log_start_offset, records_count=count)
+
+    def append_as_follower(self, records) -> LogAppendInfo:
+        """A follower's append (Kafka's ``appendAsFollower``): the batches keep the leader's offsets and
+        leader epochs. They are checked (whole batches, CRC, offsets rising) but never renumbered.
+
+        A fetch response may end in a partial batch (the leader cut it at ``max_bytes``); it is
+        dropped here and fetched again. A first offset below the log end offset is Kafka's
+        UnexpectedAppendOffsetException (OFFSET_OUT_OF_RANGE here): the follower's fetch state and
+        its log disagree. A gap above it is allowed (a compacted leader log has gaps).
+        """
+        batches = list(iter_batches(records, strict=False))
+        leo = self.log_end_offset
+        if not batches:
+            return LogAppendInfo(leo, leo - 1, -1, self.log_start_offset)
+        last_pos, last_header = batches[-1]
+        end = last_pos + last_header.size
+        buf = records if end == len(records) else records[:end]
+        expected = leo
+        for pos, header in batches:
+            validate_batch(buf, pos, header)
+            if header.base_offset < expected:
+                raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                                 f"{self.name}: follower append at offset {header.base_offset}, expected at least "
+                                 f"{expected} (log end offset {leo})")
+            expected = header.next_offset
+        first = batches[0][1].base_offset
+        self._maybe_roll(len(buf), first, last_header.last_offset, max(h.max_timestamp for _, h in batches))
+        active = self.active_segment
+        active.index_interval_bytes = self.config["index.interval.bytes"]
+        active.append(buf, batches)
+        for _, header in batches:
+            self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+            self.producer_state.update(header)
+        if self.log_end_offset - self.recovery_point >= self.config["flush.messages"]:
+            self.flush()
+        return LogAppendInfo(first, last_header.last_offset, -1, self.log_start_offset,
+                             records_count=sum(h.records_count for _, h in batches))
 
     def _maybe_roll(self, incoming: int, next_offset: int, max_offset: int | None = None,
                     max_timestamp: int = -1) -> None:
@@ -322,6 +346,22 @@ class UnifiedLog:
                 self.producer_state.update(header)
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
+
+    def truncate_fully_and_start_at(self, new_offset: int) -> None:
+        """Delete every segment and start the log empty at ``new_offset`` (Kafka's
+        ``truncateFullyAndStartAt``): a follower whose log ends before the leader's log start offset."""
+        for seg in self.segments:
+            seg.delete()
+        self.segments.clear()
+        self._bases.clear()
+        self._add_segment(self._new_segment(new_offset))
+        self.log_start_offset = new_offset
+        self.leader_epoch_cache.entries = []
+        self.leader_epoch_cache.flush()
+        self.producer_state.truncate()
+        self.high_watermark = new_offset
+        self.recovery_point = new_offset
+        self.pending_flush_offset = new_offset
 
     def flush(self) -> None:
         """fsync every segment not yet known flushed; the recovery point becomes the log end offset."""

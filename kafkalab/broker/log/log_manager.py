@@ -3,10 +3,21 @@
 Kafka's LogManager loads the partition directories at start-up, creates and
 deletes logs, and keeps these files in the log dir::
 
+    .lock                              held (flock) while a broker uses the directory
     recovery-point-offset-checkpoint   up to where each log is known flushed
     log-start-offset-checkpoint        each log's log start offset
     cleaner-offset-checkpoint          each compacted log's first dirty offset
     .kafka_cleanshutdown               written last by a clean shutdown
+
+Before it reads anything, a broker's LogManager locks the directory, as
+Kafka's ``LogManager.lockLogDirs`` does: an exclusive ``flock`` on
+``<log.dirs>/.lock``, held until ``close()`` (or until the process dies:
+the kernel drops the lock with it, so a killed broker never leaves its
+directory locked). A second broker pointed at a directory in use, in
+another process or in this one, fails with :class:`LogDirLockedError`
+instead of "recovering" the logs a live broker is writing. (``LogManager``
+built without ``lock_dir=True``, as the unit tests do to reopen a directory
+after a simulated crash, takes no lock.)
 
 The checkpoints use Kafka's text format: a version line (0), a count line,
 then one ``<topic> <partition> <offset>`` line per log. They are written
@@ -34,6 +45,11 @@ import logging
 import os
 import time
 
+try:
+    import fcntl
+except ImportError:  # Windows: no flock, the directory is not locked
+    fcntl = None
+
 from ..config import BrokerConfig, LogConfig
 from .log import UnifiedLog, parse_partition_dir
 from .log_cleaner import CleanerStats, LogCleaner
@@ -42,6 +58,7 @@ log = logging.getLogger("kafkalab.broker.log")
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 
+LOCK_FILE = ".lock"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 
@@ -76,12 +93,52 @@ def write_checkpoint(path: str, offsets: dict[tuple[str, int], int]) -> None:
     os.replace(tmp, path)
 
 
+class LogDirLockedError(RuntimeError):
+    """Another broker (process or thread) holds ``.lock`` in this log directory."""
+
+
+class LogDirLock:
+    """Kafka's ``FileLock`` on ``<dir>/.lock``: an exclusive, non-blocking ``flock``.
+
+    ``flock`` locks belong to the open file, so a second lock attempt fails
+    in the same process too (a second ``kafkalab.mini()`` on the directory).
+    """
+
+    def __init__(self, directory: str):
+        self.path = os.path.join(directory, LOCK_FILE)
+        self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        if fcntl is None:
+            return
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._fd)
+            self._fd = None
+            raise LogDirLockedError(f"Failed to acquire lock on file {LOCK_FILE} in {os.path.abspath(directory)}. "
+                                    "A Kafka instance in another process or thread is using this directory.")
+        except BaseException:
+            os.close(self._fd)
+            self._fd = None
+            raise
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)  # closing the only descriptor drops the flock
+
+
 class LogManager:
-    def __init__(self, log_dir: str, config: BrokerConfig):
+    def __init__(self, log_dir: str, config: BrokerConfig, lock_dir: bool = False):
         self.log_dir = log_dir
         self.config = config
         self.logs: dict[tuple[str, int], UnifiedLog] = {}
         os.makedirs(log_dir, exist_ok=True)
+        #: the directory's .lock, held while the broker runs (``lock_dir=True``, what KafkaServer asks for)
+        self.dir_lock: LogDirLock | None = LogDirLock(log_dir) if lock_dir else None
         marker = os.path.join(log_dir, CLEAN_SHUTDOWN_FILE)
         #: whether the previous broker on this log dir shut down cleanly (then no recovery is needed)
         self.had_clean_shutdown = os.path.exists(marker)
@@ -198,6 +255,12 @@ class LogManager:
         with open(os.path.join(self.log_dir, CLEAN_SHUTDOWN_FILE), "w") as f:
             f.flush()
             os.fsync(f.fileno())
+        self.release_lock()
+
+    def release_lock(self) -> None:
+        """Let another broker use the directory (``close()`` does it last; a failed start too)."""
+        if self.dir_lock is not None:
+            self.dir_lock.release()
 
 
 def _fsync_and_close(fds: list[int]) -> None:

@@ -31,7 +31,16 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from ..kafka_server import kafka_uuid_string  # noqa: F401  (re-exported: how Kafka prints ids)
+
+
+def kafka_uuid_string(raw: bytes) -> str:
+    """A 16-byte id the way Kafka prints its Uuids: URL-safe base64 without padding.
+
+    (The same function as ``kafka_server.kafka_uuid_string``, defined here so that
+    importing the znode formats does not import the whole broker.)
+    """
+    import base64
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 CLUSTER_ID = "/cluster/id"
 CONTROLLER = "/controller"

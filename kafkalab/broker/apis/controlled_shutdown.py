@@ -1,0 +1,29 @@
+"""ControlledShutdown (key 7), version 3: a stopping broker asks the controller to move its leaderships.
+
+Before closing its logs a ZooKeeper-mode broker (``controlled.shutdown.enable``)
+sends this to the controller. The controller moves the leadership of every
+partition the broker leads to another in-sync replica (leader epoch + 1),
+takes the broker out of the ISR of the partitions it follows, and answers
+with the partitions the broker *still* leads (those with no other in-sync
+replica). The broker retries (``controlled.shutdown.max.retries``) while that
+list is not empty, then shuts down anyway.
+
+v3   (the only version served) the first flexible version; has BrokerEpoch (since v2)
+Errors: NOT_CONTROLLER (this broker is not the active controller: find it again),
+STALE_BROKER_EPOCH, BROKER_NOT_AVAILABLE.
+"""
+from __future__ import annotations
+
+from ..errors import ErrorCode
+from . import api
+from .zk_messages import ControlledShutdownRequest, ControlledShutdownResponse
+
+
+@api(ControlledShutdownRequest, ControlledShutdownResponse, versions=(3, 3))
+async def handle_controlled_shutdown(ctx, request):
+    controller = getattr(ctx.broker, "kafka_controller", None)
+    if controller is None or not controller.is_active:
+        return {"error_code": ErrorCode.NOT_CONTROLLER, "remaining_partitions": []}
+    error, remaining = await controller.handle_controlled_shutdown(request.broker_id, request.broker_epoch)
+    return {"error_code": int(error),
+            "remaining_partitions": [{"topic_name": t, "partition_index": p} for t, p in remaining]}

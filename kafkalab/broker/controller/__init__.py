@@ -1,0 +1,19 @@
+"""Kafka's ZooKeeper-mode controller (``kafka.controller``), in small modules.
+
+* :mod:`.kafka_controller`            ``KafkaController``: election through ``/controller``, the event queue
+* :mod:`.controller_context`          ``ControllerContext``: the controller's view of the cluster
+* :mod:`.controller_channel_manager`  ``ControllerChannelManager`` and the request batch
+* :mod:`.election`                    leader election algorithms
+* :mod:`.replica_assignment`          rack-unaware replica placement for new topics
+"""
+from .replica_assignment import assign_replicas_to_brokers
+
+
+def __getattr__(name):   # KafkaController imported lazily: replica_assignment alone stays light
+    if name == "KafkaController":
+        from .kafka_controller import KafkaController
+        return KafkaController
+    raise AttributeError(name)
+
+
+__all__ = ["KafkaController", "assign_replicas_to_brokers"]

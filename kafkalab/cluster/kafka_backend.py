@@ -1,0 +1,197 @@
+"""How a cluster starts its brokers: mini brokers, or Apache Kafka's own.
+
+``kafkalab.cluster(backend="mini")`` (the default) runs each broker as
+``python -m kafkalab.broker --config zookeeper.connect=...``: the broker this
+repository teaches with. ``backend="kafka"`` runs the real thing, Apache
+Kafka 3.x in ZooKeeper mode, from the distribution ``$KAFKA_HOME`` points at
+(``kafka_2.13-3.9.0``, unpacked from Kafka's download page). Everything else
+— ZooKeeper, ``kill``/``stop``/``restart``/``pause``, ``describe`` — is the
+same, so a lab can be checked against Kafka itself.
+
+For Kafka each broker gets a ``server.properties`` file, as Kafka's own
+quickstart writes one per broker::
+
+    broker.id=2
+    listeners=PLAINTEXT://127.0.0.1:9093
+    advertised.listeners=PLAINTEXT://127.0.0.1:9093
+    log.dirs=<dir>/broker-2
+    zookeeper.connect=127.0.0.1:2181
+    ... the lab defaults and your configs ...
+
+and is started with ``$KAFKA_HOME/bin/kafka-server-start.sh <file>`` (the
+script execs ``java ... kafka.Kafka <file>``, so the pid we hold is the
+JVM's and our signals reach it). Kafka 4 removed ZooKeeper mode, so only
+3.x distributions are accepted.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import re
+import sys
+
+#: configs the cluster sets itself, per broker
+RESERVED = ("broker.id", "listeners", "advertised.listeners", "log.dirs", "log.dir", "zookeeper.connect")
+
+#: Kafka's transaction log wants 3 replicas (and an ISR of 2) by default: a smaller lab cluster could not
+#: use transactions. (The mini broker has no transactions, so these are the Kafka backend's only.)
+KAFKA_ONLY_DEFAULTS = {
+    "transaction.state.log.replication.factor": lambda n: min(3, n),
+    "transaction.state.log.min.isr": lambda n: min(2, n),
+}
+
+READY_LINE = re.compile(r"kafkalab broker (\d+) ready on (\S+):(\d+)")
+
+
+def config_value(value) -> str:
+    """A config value as server.properties and ``--config`` want it (booleans as true/false)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+class MiniBackend:
+    """Brokers are ``python -m kafkalab.broker`` processes."""
+
+    name = "mini"
+    #: a mini broker can bind port 0 and print the port it got
+    needs_fixed_port = False
+
+    def __init__(self, log_level: str = "INFO"):
+        #: the brokers' log level (their log is broker-<id>.log): INFO tells elections, ISR changes, rebalances
+        self.log_level = log_level
+
+    def command(self, broker_id: int, host: str, port: int, log_dir: str, configs: dict[str, str],
+                parent_pid: int | None, state_dir: str) -> list[str]:
+        cmd = [sys.executable, "-m", "kafkalab.broker", "--port", str(port), "--host", host,
+               "--log-dir", log_dir, "--broker-id", str(broker_id), "--log-level", self.log_level]
+        if parent_pid:
+            cmd += ["--parent-pid", str(parent_pid)]
+        for key, value in configs.items():
+            cmd += ["--config", f"{key}={config_value(value)}"]
+        return cmd
+
+    def env(self, broker_id: int, state_dir: str) -> dict | None:
+        from .processes import child_env
+        return child_env()
+
+    def ready_port(self, log_text: str, broker_id: int) -> int | None:
+        """The port from the broker's ``ready`` line, once it is in its log."""
+        for m in READY_LINE.finditer(log_text):
+            if int(m.group(1)) == broker_id:
+                return int(m.group(3))
+        return None
+
+
+class KafkaDistributionError(RuntimeError):
+    """``$KAFKA_HOME`` is unset, or not an Apache Kafka 3.x distribution."""
+
+
+_KAFKA_JAR = re.compile(r"^kafka_(\d+\.\d+)-(\d+)\.(\d+)\.(\d+)(?:-[A-Za-z0-9.]+)?\.jar$")
+
+
+def kafka_version(kafka_home: str) -> tuple[int, int, int]:
+    """The version of the distribution at ``kafka_home``, from its ``libs/kafka_<scala>-<version>.jar``."""
+    for path in sorted(glob.glob(os.path.join(kafka_home, "libs", "kafka_*.jar"))):
+        m = _KAFKA_JAR.match(os.path.basename(path))
+        if m and not path.endswith(("-sources.jar", "-javadoc.jar", "-test.jar", "-test-sources.jar")):
+            return int(m.group(2)), int(m.group(3)), int(m.group(4))
+    raise KafkaDistributionError(
+        f"KAFKA_HOME={kafka_home} is not an Apache Kafka distribution: it has no libs/kafka_<scala>-<version>.jar. "
+        "Download a Kafka 3.x binary release (e.g. kafka_2.13-3.9.0.tgz), unpack it and point KAFKA_HOME at the "
+        "unpacked directory")
+
+
+class KafkaBackend:
+    """Brokers are Apache Kafka 3.x (``$KAFKA_HOME``) in ZooKeeper mode."""
+
+    name = "kafka"
+    #: listeners and advertised.listeners name the port: it is chosen before the broker starts
+    needs_fixed_port = True
+
+    def __init__(self, kafka_home: str | None = None, heap_opts: str = "-Xms128m -Xmx512m",
+                 use_script: bool | None = None):
+        kafka_home = kafka_home or os.environ.get("KAFKA_HOME")
+        if not kafka_home:
+            raise KafkaDistributionError(
+                "backend='kafka' runs Apache Kafka's own brokers and needs KAFKA_HOME: download a Kafka 3.x binary "
+                "release (e.g. kafka_2.13-3.9.0.tgz), unpack it, and set KAFKA_HOME to the unpacked directory "
+                "(Kafka 4 has no ZooKeeper mode). Without it, use backend='mini'.")
+        if not os.path.isdir(kafka_home):
+            raise KafkaDistributionError(f"KAFKA_HOME={kafka_home} is not a directory")
+        self.kafka_home = os.path.abspath(kafka_home)
+        self.version = kafka_version(self.kafka_home)
+        if self.version[0] != 3:
+            why = ("Kafka 4 removed ZooKeeper mode" if self.version[0] >= 4
+                   else "kafkalab's clusters need a Kafka 3.x")
+            raise KafkaDistributionError(
+                f"KAFKA_HOME={kafka_home} holds Kafka {'.'.join(map(str, self.version))}; {why}. "
+                "Use a Kafka 3.x distribution (e.g. kafka_2.13-3.9.0)")
+        self.start_script = os.path.join(self.kafka_home, "bin", "kafka-server-start.sh")
+        if use_script is None:
+            use_script = os.name == "posix" and os.path.exists(self.start_script)
+        self.use_script = use_script
+        self.heap_opts = heap_opts
+
+    def server_properties(self, broker_id: int, host: str, port: int, log_dir: str, zookeeper_connect: str,
+                          configs: dict) -> str:
+        """The text of the broker's ``server.properties``."""
+        lines = [f"# written by kafkalab for broker {broker_id}: Kafka {'.'.join(map(str, self.version))}, "
+                 "ZooKeeper mode",
+                 f"broker.id={broker_id}",
+                 f"listeners=PLAINTEXT://{host}:{port}",
+                 f"advertised.listeners=PLAINTEXT://{host}:{port}",
+                 f"log.dirs={log_dir}",
+                 f"zookeeper.connect={zookeeper_connect}",
+                 "# the lab's defaults and the cluster's configs"]
+        for key, value in configs.items():
+            if key in RESERVED:
+                raise ValueError(f"{key} is set by the cluster for each broker")
+            lines.append(f"{key}={_escape(config_value(value))}")
+        return "\n".join(lines) + "\n"
+
+    def properties_path(self, state_dir: str, broker_id: int) -> str:
+        return os.path.join(state_dir, f"broker-{broker_id}.properties")
+
+    def write_properties(self, state_dir: str, broker_id: int, host: str, port: int, log_dir: str,
+                         zookeeper_connect: str, configs: dict) -> str:
+        path = self.properties_path(state_dir, broker_id)
+        with open(path, "w") as f:
+            f.write(self.server_properties(broker_id, host, port, log_dir, zookeeper_connect, configs))
+        return path
+
+    def command(self, properties_path: str) -> list[str]:
+        """``kafka-server-start.sh <props>``, or the java command line it amounts to."""
+        if self.use_script:
+            return [self.start_script, properties_path]
+        from .zookeeper import find_java
+        log4j = os.path.join(self.kafka_home, "config", "log4j.properties")
+        return [find_java(), *self.heap_opts.split(), "-XX:+UseG1GC", "-Djava.awt.headless=true",
+                f"-Dlog4j.configuration=file:{log4j}", "-cp", os.path.join(self.kafka_home, "libs", "*"),
+                "kafka.Kafka", properties_path]
+
+    def env(self, broker_id: int, state_dir: str) -> dict:
+        """Kafka's scripts read KAFKA_HEAP_OPTS (default 1 GB each) and LOG_DIR (its own log4j files)."""
+        env = dict(os.environ)
+        env["KAFKA_HEAP_OPTS"] = self.heap_opts
+        env["LOG_DIR"] = os.path.join(state_dir, f"broker-{broker_id}-kafka-logs")
+        return env
+
+    def ready_port(self, log_text: str, broker_id: int) -> int | None:
+        return None   # the port is known beforehand; readiness is the ZooKeeper registration
+
+
+def _escape(value: str) -> str:
+    """Java properties: backslashes and leading blanks need escaping; the rest is taken as is."""
+    value = value.replace("\\", "\\\\")
+    return "\\" + value if value[:1].isspace() else value
+
+
+def make_backend(backend) -> MiniBackend | KafkaBackend:
+    if isinstance(backend, (MiniBackend, KafkaBackend)):
+        return backend
+    if backend == "mini":
+        return MiniBackend()
+    if backend == "kafka":
+        return KafkaBackend()
+    raise ValueError(f"backend must be 'mini' or 'kafka', not {backend!r}")
