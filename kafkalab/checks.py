@@ -18,7 +18,19 @@ import pandas as pd
 
 
 class LabCheckFailed(AssertionError):
-    """At least one step of a lab check failed; the message lists which and why."""
+    """At least one step of a lab check failed; the message lists which and why.
+
+    The checklist printed above it says everything: in a notebook the error shows as one line instead of a
+    traceback into kafkalab's code (IPython's ``_render_traceback_``); it still stops a "Run All".
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"\x1b[0;31mLabCheckFailed\x1b[0m: {self}"]
+
+
+def shown(value) -> str:
+    """A student's value for a check's title or message: ``...`` reads as not filled in, not as ``Ellipsis``."""
+    return "`...` (not filled in yet)" if value is ... else repr(value)
 
 
 class Report:
@@ -128,7 +140,7 @@ def check_00(kafka, topic: str, delivered_offsets, readings, from_offset_3, wate
     - ``from_offset_3``: the values read after positioning the consumer at offset 3.
     - ``watermarks``: ``(low, high)`` of the partition after all the reading.
     """
-    report = Report(f"Lab 00 — first events (topic {topic!r})")
+    report = Report(f"Lab 00 — first events (topic {shown(topic)})")
     expected = READINGS_00
     stored = read_partition(kafka.bootstrap_servers, topic)
 
@@ -187,10 +199,15 @@ def check_00(kafka, topic: str, delivered_offsets, readings, from_offset_3, wate
             report.step(name, False, f"readings lacks the column(s) {sorted(missing)}; "
                                      f"it has {list(readings.columns)}")
         else:
-            got = [(int(o), as_text(k), as_text(v))
-                   for o, k, v in zip(readings["offset"], readings["key"], readings["value"])]
-            want = [(i, s, c) for i, (s, c, _) in enumerate(expected)]
-            report.step(name, got == want, f"got rows (offset, key, value) {got}\nexpected {want}")
+            raw = [v for column in ("key", "value") for v in readings[column]]
+            if any(isinstance(v, (bytes, bytearray)) for v in raw):
+                report.step(name, False, f"keys and values in readings are bytes (like {next(v for v in raw if isinstance(v, (bytes, bytearray)))!r}); "
+                                         f"the step asks for str — decode them: m.key().decode(), m.value().decode()")
+            else:
+                got = [(int(o), as_text(k), as_text(v))
+                       for o, k, v in zip(readings["offset"], readings["key"], readings["value"])]
+                want = [(i, s, c) for i, (s, c, _) in enumerate(expected)]
+                report.step(name, got == want, f"got rows (offset, key, value) {got}\nexpected {want}")
 
     # Step 3: the consumer chooses where to read.
     name = "step 3: reading from offset 3 gives exactly the last two values"
@@ -203,7 +220,10 @@ def check_00(kafka, topic: str, delivered_offsets, readings, from_offset_3, wate
             if any(callable(getattr(v, "value", None)) for v in got):
                 report.step(name, False, "from_offset_3 holds records (Message objects), expected their values "
                                          "as str — [m.value().decode() for m in ...]")
-            elif not all(isinstance(v, (str, bytes, bytearray)) for v in got):
+            elif any(isinstance(v, (bytes, bytearray)) for v in got):
+                report.step(name, False, f"from_offset_3 holds bytes ({got!r}); the step asks for the values as "
+                                         f"str, like {want!r} — m.value().decode()")
+            elif not all(isinstance(v, str) for v in got):
                 report.step(name, False, f"from_offset_3 is {got!r}, expected the values as str, like {want!r}")
             else:
                 got = [as_text(v) for v in got]

@@ -14,9 +14,16 @@ broker's. ``broker`` takes exactly the flags of ``python -m kafkalab.broker``.
 its own broker inside the notebook (``kafkalab.mini()``), so nothing else
 has to run first.
 
-Cluster commands (``up``, ``status``, ``kill``, ``restart``, ``down``) are
-planned: they will each be one more subcommand registered in
-:func:`build_parser`.
+A cluster to break from a terminal (see :mod:`kafkalab.cluster.supervisor`)::
+
+    kafkalab up [--brokers 3] [--backend mini|kafka] [--dir D]   start ZooKeeper + N brokers in the background
+    kafkalab status                                               brokers, controller, partitions, groups, lag
+    kafkalab kill|stop|restart|pause|resume ID                    break (and mend) a broker
+    kafkalab down [--delete]                                      stop it all (the data stays unless --delete)
+
+Every cluster command takes ``--dir`` (default ``$KAFKALAB_CLUSTER_DIR``, else
+``~/.kafkalab/cluster``). Errors are one line on stderr and exit status 1
+(2 for a usage error).
 """
 from __future__ import annotations
 
@@ -40,6 +47,11 @@ def _cmd_dump_log(args: argparse.Namespace) -> int:
     if not paths:
         print("kafkalab dump-log: give at least one file (PATH or --files)", file=sys.stderr)
         return 2
+    for path in paths:
+        problem = _not_a_partition_dir(path)
+        if problem:
+            print(f"kafkalab dump-log: {problem}", file=sys.stderr)
+            return 1
     try:
         ok = dump_files(paths, print_data_log=args.print_data_log, deep_iteration=args.deep_iteration,
                         skip_record_metadata=args.skip_record_metadata,
@@ -50,8 +62,35 @@ def _cmd_dump_log(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def _not_a_partition_dir(path: str) -> str | None:
+    """What is wrong with a directory given to dump-log (it must be a partition directory), or None."""
+    if not os.path.isdir(path):
+        return None
+    entries = sorted(os.listdir(path))
+    if any(e.endswith(".log") and os.path.isfile(os.path.join(path, e)) for e in entries):
+        return None
+    partitions = [e for e in entries if os.path.isdir(os.path.join(path, e)) and e.rpartition("-")[2].isdigit()
+                  and any(f.endswith(".log") for f in os.listdir(os.path.join(path, e)))]
+    if partitions:
+        example = os.path.join(path, partitions[0])
+        return (f"{path} is a broker's log directory (log.dirs), not a partition directory: give one of its "
+                f"{len(partitions)} partition directories (e.g. {example}) or a segment file in one "
+                f"(e.g. {os.path.join(example, '00000000000000000000.log')})")
+    what = "is empty" if not entries else "holds no .log segment files"
+    return (f"{path} {what}: give a partition directory (<log.dirs>/<topic>-<partition>, e.g. .../orders-0) "
+            f"or a .log, .index or .timeindex file")
+
+
 def _cmd_broker(argv: list[str]) -> int:
     from .broker.__main__ import main as broker_main
+
+    for i, arg in enumerate(argv):   # a file where the log directory should be: say so, not "[Errno 17]"
+        value = argv[i + 1] if arg == "--log-dir" and i + 1 < len(argv) else \
+            arg.split("=", 1)[1] if arg.startswith("--log-dir=") else None
+        if value and os.path.exists(value) and not os.path.isdir(value):
+            print(f"kafkalab broker: --log-dir {value} is a file; give a directory (the broker keeps its partitions "
+                  f"there and creates it if missing), e.g. --log-dir {value}.d", file=sys.stderr)
+            return 2
 
     try:
         return broker_main(argv)
@@ -67,6 +106,23 @@ def find_notebooks_dir() -> str | None:
     return None
 
 
+LAB_QUIET = ["--LabApp.news_url=None",
+             "--LabApp.check_for_updates_class=jupyterlab.handlers.announcements.NeverCheckForUpdate"]
+"""No "get notified about Jupyter news?" pop-up over the lesson, no update check."""
+
+
+JUPYTER_CONFIG = os.path.join(_HERE, "jupyter_config")
+"""Extra Jupyter config for the lab (labconfig/page_config.json turns the announcements plugin off)."""
+
+
+def lab_env() -> dict:
+    """This environment with kafkalab's Jupyter config dir on ``JUPYTER_CONFIG_PATH``."""
+    env = dict(os.environ)
+    env["JUPYTER_CONFIG_PATH"] = JUPYTER_CONFIG + (os.pathsep + env["JUPYTER_CONFIG_PATH"]
+                                                   if env.get("JUPYTER_CONFIG_PATH") else "")
+    return env
+
+
 def _cmd_lab(args: argparse.Namespace) -> int:
     notebook_dir = args.notebook_dir or find_notebooks_dir()
     if notebook_dir is None or not os.path.isdir(notebook_dir):
@@ -80,17 +136,255 @@ def _cmd_lab(args: argparse.Namespace) -> int:
         cmd = [sys.executable, "-m", "jupyterlab", f"--notebook-dir={root}",
                "--LabApp.default_url=/lab/tree/notebooks/00_first_events.ipynb"]
     cmd.append(f"--ServerApp.ip={args.ip}")
+    cmd += LAB_QUIET
     if args.port:
         cmd.append(f"--port={args.port}")
     if args.no_browser:
         cmd.append("--no-browser")
+    extra = list(getattr(args, "jupyter_args", []) or [])
+    if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in extra:
+        cmd.append("--allow-root")   # containers and CI machines often run as root (as scripts/lab.sh does)
+    cmd += extra                     # anything else is JupyterLab's (--IdentityProvider.token=..., ...)
     if args.dry_run:
         print(shlex.join(cmd))
         return 0
     try:
-        return subprocess.call(cmd)
+        return subprocess.call(cmd, env=lab_env())
     except KeyboardInterrupt:  # JupyterLab got the Ctrl-C too and shuts itself down
         return 130
+
+
+# -- the cluster commands --------------------------------------------------------------------------------------
+
+def _fail(message: str, code: int = 1) -> int:
+    print(f"kafkalab: {message}", file=sys.stderr)
+    return code
+
+
+def _config_pairs(items: list[str]) -> dict | None:
+    configs = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            return None
+        configs[key.strip()] = value.strip()
+    return configs
+
+
+def _cmd_up(args: argparse.Namespace) -> int:
+    from .cluster.supervisor import UpError, check_can_start, start
+    configs = _config_pairs(args.config)
+    if configs is None:
+        return _fail("--config takes NAME=VALUE (a broker config by Kafka's name), e.g. "
+                     "--config min.insync.replicas=2", 2)
+    directory = os.path.abspath(args.dir)
+    try:
+        check_can_start(directory, args.brokers, args.backend, args.host, args.base_port)
+    except UpError as exc:
+        return _fail(f"up: {exc}")
+    print(f"starting ZooKeeper and {args.brokers} {args.backend} broker(s) in {directory} ...", flush=True)
+    try:
+        report = start(directory, brokers=args.brokers, backend=args.backend, host=args.host,
+                       base_port=args.base_port, configs=configs, timeout_s=args.timeout)
+    except UpError as exc:
+        return _fail(f"up: {exc}")
+    took = report.get("start_time_s")
+    print(f"ready{f' in {took:.1f} s' if took else ''}: brokers {report['brokers']}, controller "
+          f"{report.get('controller')}, ZooKeeper {report['zookeeper_connect']} (supervisor pid {report['pid']})")
+    print(f"bootstrap servers: {report['bootstrap_servers']}")
+    print("\nFor notebooks and clients started from this shell (kafkalab.connect() then sees this cluster):")
+    print(f"export KAFKALAB_BOOTSTRAP_SERVERS={report['bootstrap_servers']}")
+    print(f"export KAFKALAB_CLUSTER_DIR={shlex.quote(directory)}")
+    print("\nThen: kafkalab status | kafkalab kill ID | kafkalab restart ID | kafkalab down")
+    return 0
+
+
+def _open(args: argparse.Namespace):
+    from .cluster.supervisor import open_cluster
+    return open_cluster(os.path.abspath(args.dir))
+
+
+def _cell(value) -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value) or "-"
+    return str(value)
+
+
+def _table(headers: list[str], rows: list[list]) -> str:
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
+    return "\n".join(lines)
+
+
+def format_status(snap, directory: str | None = None) -> str:
+    """``kafkalab status``'s text for a snapshot (kafkalab.viz.cluster_state)."""
+    out = []
+    where = f" in {directory}" if directory else ""
+    out.append(f"cluster{where}: {len(snap.brokers)} {snap.backend or ''} broker(s), controller "
+               f"{_cell(snap.controller)}, bootstrap servers {snap.bootstrap_servers}")
+    out.append("")
+    out.append(_table(["broker", "address", "pid", "state", "registered", "controller"],
+                      [[b.id, f"{b.host}:{b.port}", b.pid, b.state, b.registered, "*" if b.is_controller else ""]
+                       for b in snap.brokers]))
+    out.append("")
+    if snap.partitions:
+        rows = []
+        for p in snap.partitions:
+            flags = "OFFLINE" if p.offline else ("under-replicated" if p.under_replicated else "")
+            leos = " ".join(f"{r}:{_cell(p.leo.get(r))}" for r in p.replicas)
+            rows.append([p.topic, p.partition, p.leader, p.replicas, p.isr, p.high_watermark, leos, flags])
+        out.append(_table(["topic", "partition", "leader", "replicas", "isr", "high watermark",
+                           "log end offsets (replica:LEO)", ""], rows))
+    else:
+        out.append("no topics yet" if not [t for t in snap.topics if not t.startswith("__")] else "no partitions")
+    out.append("")
+    if snap.groups:
+        rows = []
+        for g in snap.groups:
+            owner = {tp: m.client_id or m.member_id for m in g.members for tp in m.assignment}
+            if not g.offsets:
+                rows.append([g.group_id, g.state, len(g.members), "-", "-", "-", "-", "-", "-"])
+            for o in g.offsets:
+                rows.append([g.group_id, g.state, len(g.members), o.topic, o.partition, o.committed, o.end, o.lag,
+                             owner.get((o.topic, o.partition), "")])
+        out.append(_table(["group", "state", "members", "topic", "partition", "committed", "end offset", "lag",
+                           "owner"], rows))
+    else:
+        out.append("no consumer groups")
+    for e in snap.errors:
+        out.append(f"note: {e}")
+    return "\n".join(out)
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    from .cluster.supervisor import UpError
+    from .viz.cluster_state import collect
+    try:
+        cluster = _open(args)
+    except UpError as exc:
+        return _fail(f"status: {exc}")
+    except Exception as exc:   # noqa: BLE001 -- e.g. ZooKeeper gone: say so in one line
+        return _fail(f"status: cannot read the cluster in {args.dir}: {exc}")
+    try:
+        snap = collect(cluster, topics=args.topic or None, internal=args.internal, timeout_s=args.timeout)
+        print(format_status(snap, os.path.abspath(args.dir)))
+    finally:
+        cluster.close()
+    return 0
+
+
+def _cmd_control(args: argparse.Namespace) -> int:
+    from .cluster.supervisor import UpError
+    op = args.command
+    try:
+        cluster = _open(args)
+    except UpError as exc:
+        return _fail(f"{op}: {exc}")
+    except Exception as exc:   # noqa: BLE001
+        return _fail(f"{op}: cannot reach the cluster in {args.dir}: {exc}")
+    try:
+        if args.id not in cluster.broker_ids:
+            return _fail(f"{op}: no broker {args.id} in this cluster; its brokers are "
+                         f"{', '.join(map(str, cluster.broker_ids))}")
+        try:
+            getattr(cluster, op)(args.id)
+        except (RuntimeError, KeyError, TimeoutError) as exc:
+            return _fail(f"{op}: {exc.args[0] if exc.args else exc}")
+        row = [r for r in _records(cluster.brokers) if r["id"] == args.id][0]
+        done = {"kill": "killed (SIGKILL)", "stop": "stopped (SIGTERM: controlled shutdown)",
+                "restart": "restarted", "pause": "paused (SIGSTOP)", "resume": "resumed (SIGCONT)"}[op]
+        print(f"broker {args.id} {done}: now {row['alive']}, pid {row['pid']}, controller {cluster.controller}")
+        if op == "kill":
+            session = cluster.configs.get("zookeeper.session.timeout.ms")
+            if session:
+                print(f"its registration (/brokers/ids/{args.id}) stays until its ZooKeeper session expires "
+                      f"({int(session) / 1000:g} s); watch with: kafkalab status")
+    finally:
+        cluster.close()
+    return 0
+
+
+def _records(rows):
+    return rows.to_dict("records") if hasattr(rows, "to_dict") else rows
+
+
+def _cmd_down(args: argparse.Namespace) -> int:
+    from .cluster.supervisor import UpError, stop
+    try:
+        print(stop(os.path.abspath(args.dir), delete=args.delete, timeout_s=args.timeout))
+    except UpError as exc:
+        return _fail(f"down: {exc}")
+    return 0
+
+
+def _broker_id(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a broker id is a number (1, 2, 3 ...), not {text!r}") from None
+
+
+def _add_cluster_commands(sub) -> None:
+    from .cluster.supervisor import DIR_ENV_VAR, default_dir
+
+    def dir_option(p):
+        p.add_argument("--dir", default=default_dir(),
+                       help=f"the cluster's state directory (default: ${DIR_ENV_VAR}, else ~/.kafkalab/cluster; "
+                            f"now %(default)s)")
+
+    up = sub.add_parser(
+        "up", help="start a cluster (ZooKeeper + N brokers) in the background",
+        description="Start a ZooKeeper-mode cluster that keeps running after this command returns, and print its "
+                    "bootstrap servers. A small supervisor process owns it; 'kafkalab down' stops it.",
+        epilog="example: kafkalab up --brokers 3 && kafkalab kill 2 && kafkalab status")
+    up.add_argument("--brokers", type=int, default=3, help="number of brokers, ids 1..N (default: %(default)s)")
+    up.add_argument("--backend", choices=["mini", "kafka"], default="mini",
+                    help="mini: kafkalab's Python brokers; kafka: Apache Kafka's own (needs KAFKA_HOME, a 3.x "
+                         "release) (default: %(default)s)")
+    dir_option(up)
+    up.add_argument("--host", default="127.0.0.1", help="address the brokers listen on (default: %(default)s)")
+    up.add_argument("--base-port", type=int, default=None,
+                    help="broker i listens on BASE_PORT + i - 1 (default: free ports)")
+    up.add_argument("--config", action="append", metavar="NAME=VALUE",
+                    help="a broker config for every broker, by Kafka's name (repeatable)")
+    up.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for the cluster (default: 90)")
+    up.set_defaults(run=_cmd_up)
+
+    st = sub.add_parser("status", help="brokers, controller, partitions (leader, ISR, offsets), groups and lag",
+                        description="Show the cluster 'kafkalab up' started: each broker's process and "
+                                    "registration, the controller, every partition's leader, replicas, ISR, high "
+                                    "watermark and each replica's log end offset, and consumer groups with lag.")
+    dir_option(st)
+    st.add_argument("--topic", action="append", help="only this topic (repeatable)")
+    st.add_argument("--internal", action="store_true", help="include internal topics (__consumer_offsets)")
+    st.add_argument("--timeout", type=float, default=2.0, help="seconds to wait for each answer (default: 2)")
+    st.set_defaults(run=_cmd_status)
+
+    helps = {"kill": "SIGKILL a broker: a crash (no controlled shutdown)",
+             "stop": "SIGTERM a broker: a controlled shutdown",
+             "restart": "start a broker again (same id, port and data)",
+             "pause": "SIGSTOP a broker: frozen, alive but silent",
+             "resume": "SIGCONT a paused broker"}
+    for name, text in helps.items():
+        p = sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+        p.add_argument("id", type=_broker_id, metavar="ID", help="the broker id (1..N; see kafkalab status)")
+        dir_option(p)
+        p.set_defaults(run=_cmd_control)
+
+    down = sub.add_parser("down", help="stop the cluster 'kafkalab up' started (its data stays)",
+                          description="Stop the brokers, then ZooKeeper, then the supervisor. The state directory "
+                                      "(data, logs) stays unless --delete: 'kafkalab up' starts the same cluster "
+                                      "again.")
+    dir_option(down)
+    down.add_argument("--delete", action="store_true", help="also remove the state directory (data and logs)")
+    down.add_argument("--timeout", type=float, default=60.0, help="seconds to wait (default: 60)")
+    down.set_defaults(run=_cmd_down)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -128,13 +422,16 @@ def build_parser() -> argparse.ArgumentParser:
     lab = sub.add_parser(
         "lab", help="open the lessons (notebooks/) in JupyterLab",
         description="Start JupyterLab on the notebooks/ folder. The notebooks start their own broker "
-                    "inside the notebook (kafkalab.mini()), so nothing else needs to run first.")
+                    "inside the notebook (kafkalab.mini()), so nothing else needs to run first. Options not "
+                    "listed here go to JupyterLab (e.g. --IdentityProvider.token=...); as root, --allow-root "
+                    "is added.")
     lab.add_argument("--notebook-dir", help="folder to open (default: this checkout, at lesson 00)")
     lab.add_argument("--port", type=int, default=0, help="JupyterLab's port (default: JupyterLab's choice)")
     lab.add_argument("--ip", default="127.0.0.1", help="address JupyterLab listens on (default: %(default)s)")
     lab.add_argument("--no-browser", action="store_true", help="do not open a browser")
     lab.add_argument("--dry-run", action="store_true", help="print the JupyterLab command instead of running it")
     lab.set_defaults(run=_cmd_lab)
+    _add_cluster_commands(sub)
     return parser
 
 
@@ -145,7 +442,11 @@ def main(argv: list[str] | None = None) -> int:
             print("kafkalab broker: runs one mini broker; it takes the flags of python -m kafkalab.broker:\n")
         return _cmd_broker(argv[1:])
     parser = build_parser()
-    args = parser.parse_args(argv)
+    if argv[:1] == ["lab"]:   # options kafkalab does not know are JupyterLab's, as with scripts/lab.sh
+        args, unknown = parser.parse_known_args(argv)
+        args.jupyter_args = unknown
+    else:
+        args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 2

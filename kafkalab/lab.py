@@ -16,11 +16,22 @@ the notebook runs:
   override them, ``kafka.cluster`` is the :class:`~kafkalab.cluster.Cluster`
   with its controls (``kafka.cluster.kill(2)``, ``.describe(topic)``, ...),
   and ``close()`` stops it all.
+* **A cluster started from a terminal** with ``kafkalab up``: with the two
+  lines it prints exported (``KAFKALAB_BOOTSTRAP_SERVERS`` and
+  ``KAFKALAB_CLUSTER_DIR``) before starting JupyterLab, ``connect()`` attaches
+  to it: ``kafka.cluster`` reads and controls it (through ``kafkalab up``'s
+  supervisor), so a notebook's dashboard watches while a terminal breaks it.
+  ``close()`` only disconnects; ``kafkalab down`` stops it.
 * **Against a real cluster** — the workshop's ``docker compose up`` or any
   Kafka you run yourself: set the environment variable
   ``KAFKALAB_BOOTSTRAP_SERVERS`` (a comma-separated ``host:port`` list, the
   value of the clients' ``bootstrap.servers`` config) before starting
   JupyterLab. ``connect()`` then starts nothing, and ``close()`` stops nothing.
+  Where the environment also says how that cluster is run
+  (``KAFKALAB_ZOOKEEPER_CONNECT`` or ``KAFKALAB_COMPOSE_PROJECT``, as the
+  workshop's compose file sets them), ``kafka.cluster`` is an
+  :class:`~kafkalab.cluster.external.ExternalCluster` with the same controls:
+  ``kill(2)`` goes through the Docker API or prints the ``docker compose`` command.
 
 Either way the object has ``.bootstrap_servers`` and ``.close()``, works as
 a context manager, and can create the topics a lesson needs
@@ -159,12 +170,40 @@ class LabKafka:
     def __repr__(self) -> str:
         if self.embedded:
             kind = "embedded mini broker"
-        elif self.cluster is not None:
+        elif self.cluster is not None and not getattr(self.cluster, "external", False):
             kind = f"local cluster of {len(self.cluster.broker_ids)} brokers"
         else:
             kind = f"external cluster (from {ENV_VAR})"
         state = " closed" if self._closed else ""
         return f"<kafkalab{state}: {kind}, bootstrap_servers={self.bootstrap_servers!r}>"
+
+
+def _up_cluster() -> Cluster | None:
+    """The cluster ``kafkalab up`` started, attached, when the environment points at it: ``$KAFKALAB_CLUSTER_DIR``
+    (what ``kafkalab up`` prints to export), or ``$KAFKALAB_BOOTSTRAP_SERVERS`` naming the brokers of the one in
+    the default state directory. Its controls (``kafka.cluster.kill(2)``, the dashboard's buttons) go through
+    ``kafkalab up``'s supervisor; ``close()`` only disconnects (``kafkalab down`` stops it)."""
+    from .cluster.supervisor import DIR_ENV_VAR, classify, default_dir, open_cluster, supervisor_state
+    directory = os.environ.get(DIR_ENV_VAR, "").strip()
+    if directory:
+        return open_cluster(directory)   # a clear error when it is not running
+    wanted = os.environ.get(ENV_VAR, "").strip()
+    if wanted:
+        directory = default_dir()
+        if classify(directory) == "running" and (supervisor_state(directory) or {}).get("bootstrap_servers") == wanted:
+            return open_cluster(directory)
+    return None
+
+
+def _external_cluster(bootstrap_servers: str):
+    """The controls of an external cluster whose environment says how it is run, else None (see
+    :meth:`kafkalab.cluster.external.ExternalCluster.from_env`); a failure there must not stop the lesson."""
+    from .cluster.external import ExternalCluster
+    try:
+        return ExternalCluster.from_env(bootstrap_servers)
+    except Exception as exc:   # noqa: BLE001 -- e.g. controls='docker' without Docker: produce/consume still work
+        warnings.warn(f"kafka.cluster is not available: {exc}", stacklevel=3)
+        return None
 
 
 def connect(bootstrap_servers: str | None = None, brokers: int | None = None, **broker_configs) -> LabKafka:
@@ -180,13 +219,19 @@ def connect(bootstrap_servers: str | None = None, brokers: int | None = None, **
     global _current
     if _current is not None and not _current.closed:
         _current.close()
+    attached = None if bootstrap_servers else _up_cluster()
     bootstrap_servers = bootstrap_servers or os.environ.get(ENV_VAR, "").strip() or None
-    if bootstrap_servers:
+    if attached is not None:
+        if broker_configs or brokers is not None:
+            warnings.warn(f"{sorted(broker_configs) + (['brokers'] if brokers is not None else [])} are ignored: "
+                          f"the cluster 'kafkalab up' started in {attached.dir} is used as it is", stacklevel=2)
+        _current = LabKafka(attached.bootstrap_servers, cluster=attached)
+    elif bootstrap_servers:
         if broker_configs or brokers is not None:
             ignored = sorted(broker_configs) + (["brokers"] if brokers is not None else [])
             warnings.warn(f"{ignored} are ignored: {ENV_VAR} points at an external cluster, which starts "
                           f"nothing and whose brokers keep their own configuration", stacklevel=2)
-        _current = LabKafka(bootstrap_servers)
+        _current = LabKafka(bootstrap_servers, cluster=_external_cluster(bootstrap_servers))
     elif brokers is not None:
         from .cluster.cluster import cluster
         started = cluster(brokers=brokers, **broker_configs)

@@ -51,7 +51,7 @@ export JUPYTER_PREFER_ENV_PATH=1   # use this venv's "python3" kernel, not one f
 unset PYTHONHOME
 
 if ! command -v java >/dev/null 2>&1; then
-    echo "warning: no 'java' on PATH. Lessons 00-02, 04 and 05 run without it, but PySpark (lesson 06)" >&2
-    echo "         and the ZooKeeper cluster (lesson 03) need Java 17: e.g. sudo apt-get install openjdk-17-jre-headless," >&2
+    echo "warning: no 'java' on PATH. Lessons 00, 01, 04 and 05 run without it, but PySpark (lesson 06)" >&2
+    echo "         and the ZooKeeper cluster (lessons 02 and 03) need Java 17: e.g. sudo apt-get install openjdk-17-jre-headless," >&2
     echo "         brew install openjdk@17, or conda install -c conda-forge openjdk=17. See README: Troubleshooting." >&2
 fi

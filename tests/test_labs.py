@@ -39,6 +39,13 @@ def _run(path):
         client.execute()
     except CellExecutionError as exc:
         return nb, exc
+    finally:
+        # nbclient leaves a kernel it was handed running; left to die with pytest it would exit without its
+        # atexit handlers (ipykernel's parent poller uses os._exit) and leave the broker's temporary directory
+        # and its connection file behind. Shut it down cleanly instead.
+        if km.has_kernel:
+            km.shutdown_kernel(now=False)
+        km.cleanup_resources()
     return nb, None
 
 
@@ -195,15 +202,18 @@ def test_check_00_turns_answers_of_the_wrong_shape_into_hints(lab_kafka, capsys)
         consumer.close()
 
 
-def test_check_00_accepts_bytes_where_text_was_asked(lab_kafka, capsys):
+def test_check_00_rejects_bytes_where_text_was_asked(lab_kafka, capsys):
+    """Steps 2 and 3 ask for keys and values decoded to str (issue 11: undecoded bytes used to pass)."""
     topic = lab_kafka.create_topic("readings")
     _produce(lab_kafka, topic, READINGS_00)
     answers = _answers()
     answers["readings"] = answers["readings"].assign(key=[s.encode() for s, _, _ in READINGS_00])
     answers["from_offset_3"] = [c.encode() for _, c, _ in READINGS_00[3:]]
     answers["watermarks"] = [0, 5]
-    check_00(lab_kafka, topic, **answers)
-    assert "All checks passed" in capsys.readouterr().out
+    with pytest.raises(LabCheckFailed, match="2 of 5 checks failed"):
+        check_00(lab_kafka, topic, **answers)
+    out = capsys.readouterr().out
+    assert "✗ step 2" in out and "decode them" in out and "✗ step 3" in out and "holds bytes" in out
 
 
 # --- check_04 on its own -------------------------------------------------------------------------
@@ -300,4 +310,5 @@ def test_check_04_turns_any_answer_into_a_checklist(lab04_kafka, capsys):
         lab04.check_04(lab04_kafka, **garbage)
     out = capsys.readouterr().out
     assert sum(line.startswith("  ✗ ") for line in out.splitlines()) == 7 and "Traceback" not in out
-    assert "segment_of_30 is None" in out and "prices is not the name of a topic" in out
+    assert "segment_of_30 is None" in out and "prices is still `...`" in out   # not "not the name of a topic"
+    assert "Ellipsis" not in out

@@ -44,6 +44,7 @@ import shutil
 import uuid
 from typing import Any, Iterable
 
+from .async_util import wait_done
 from .config import TOPIC_CONFIGS, LogConfig, to_string
 from .errors import ErrorCode, KafkaError
 from .metadata import NULL_UUID, TopicMetadata, validate_topic_name
@@ -120,10 +121,8 @@ class AdminManager:
                 return False
             fut = loop.create_future()
             self._metadata_waiters.add(fut)
-            try:
-                await asyncio.wait_for(fut, remaining)
-            except asyncio.TimeoutError:
-                pass
+            try:   # (not asyncio.wait_for: it can lose a cancellation, see async_util)
+                await wait_done(fut, remaining)
             finally:
                 self._metadata_waiters.discard(fut)
         return True

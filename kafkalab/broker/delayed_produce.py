@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import collections
 
+from .async_util import wait_done
 from .errors import ErrorCode
 
 Key = tuple[str, int]
@@ -65,12 +66,12 @@ class DelayedProduce:
         keys = list(self.pending)
         self.purgatory.watch(keys, self)
         try:
-            await asyncio.wait_for(asyncio.shield(self.future), max(timeout_ms, 0) / 1000)
-        except asyncio.TimeoutError:
-            self.try_complete()   # a last look, then the rest timed out (Kafka's onExpiration)
-            for key in self.pending:
-                self.errors[key] = ErrorCode.REQUEST_TIMED_OUT
-            self.pending.clear()
+            # (not asyncio.wait_for: on Python < 3.12 it can lose a cancellation; see async_util)
+            if not await wait_done(self.future, max(timeout_ms, 0) / 1000):
+                self.try_complete()   # a last look, then the rest timed out (Kafka's onExpiration)
+                for key in self.pending:
+                    self.errors[key] = ErrorCode.REQUEST_TIMED_OUT
+                self.pending.clear()
         finally:
             self.purgatory.unwatch(keys, self)
         return self.errors

@@ -53,6 +53,7 @@ import time
 import uuid
 
 from .admin_manager import AdminManager
+from .async_util import cancel_and_wait
 from .config import BrokerConfig, LogConfig
 from .log.log_manager import LogDirLockedError, LogManager
 from .errors import ErrorCode, KafkaError
@@ -192,7 +193,7 @@ class KafkaServer:
         for task in self._background:  # at once, so that no job starts while the connections close
             task.cancel()
         await self.socket_server.stop()
-        await asyncio.gather(*self._background, return_exceptions=True)
+        await cancel_and_wait(self._background)
         self._background.clear()
         if self.config_change_listener is not None:
             self.config_change_listener.stop()

@@ -207,7 +207,7 @@ class MetadataCache:
 
 class ConfigChangeListener:
     """Topic config changes reaching every broker (Kafka's ``ZkNodeChangeNotificationListener`` driving
-    the ``DynamicConfigManager``, for topics only).
+    the ``DynamicConfigManager``, for topics and client quotas).
 
     Whoever changes a topic's overrides writes ``/config/topics/<t>`` and then a sequential
     ``/config/changes/config_change_<seq>`` saying ``{"entity_path": "topics/<t>"}``. Every broker
@@ -251,6 +251,7 @@ class ConfigChangeListener:
             names = zk.get_config_change_notifications()
             now_ms = int(time.time() * 1000)
             changed: list[str] = []
+            quotas_changed = False
             for name in names:
                 if name <= self.last_executed:
                     continue
@@ -259,10 +260,14 @@ class ConfigChangeListener:
                     topic = entity[len("topics/"):]
                     if topic not in changed:
                         changed.append(topic)
+                elif entity and entity.startswith(("clients/", "users/")):   # client quotas: reload them
+                    quotas_changed = True
                 self.last_executed = name
                 if ctime and now_ms - ctime > self.CHANGE_EXPIRATION_MS:
                     zk.delete_config_change_notification(name)
             for topic in changed:
                 self.broker.apply_topic_config_change(topic, zk.get_topic_config(topic))
+            if quotas_changed:
+                self.broker.socket_server.quotas.load_zk()
         except Exception:  # ZooKeeper unreachable for a moment: the next notification retries
             log.exception("broker %d: processing config change notifications failed", self.broker.broker_id)

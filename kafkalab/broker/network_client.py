@@ -24,6 +24,8 @@ import struct
 
 from kafka.protocol.api_header import ResponseClassRegistry
 
+from .async_util import wait_for
+
 _SIZE = struct.Struct(">i")
 API_VERSIONS_KEY = 18
 
@@ -47,7 +49,7 @@ class NetworkClient:
 
     async def connect(self) -> None:
         if not self.connected:
-            self._reader, self._writer = await asyncio.wait_for(
+            self._reader, self._writer = await wait_for(
                 asyncio.open_connection(self.host, self.port, limit=2**20), self.timeout_s)
 
     async def send(self, request, timeout_s: float | None = None):
@@ -58,7 +60,8 @@ class NetworkClient:
         """
         async with self._lock:
             try:
-                return await asyncio.wait_for(self._exchange(request), timeout_s or self.timeout_s)
+                # (not asyncio.wait_for: on Python < 3.12 it can lose a cancellation; see async_util)
+                return await wait_for(self._exchange(request), timeout_s or self.timeout_s)
             except BaseException:
                 await self.close()
                 raise

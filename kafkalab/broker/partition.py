@@ -32,7 +32,10 @@ From those the leader moves
   pending state (``PendingExpandIsr`` / ``PendingShrinkIsr``, KIP-497) and
   proposes nothing else. The controller's answer becomes the committed state;
   FENCED_LEADER_EPOCH or INVALID_UPDATE_VERSION leave it pending until the
-  controller's next LeaderAndIsr says what is true.
+  controller's next LeaderAndIsr says what is true. A follower on a broker that
+  is shutting down is refused (INELIGIBLE_REPLICA / OPERATION_NOT_ATTEMPTED);
+  Kafka proposes it again at its next fetch, the mini broker at most every
+  ``ISR_EXPANSION_RETRY_BACKOFF_MS`` (not Kafka: it keeps the log readable).
 
 ``acks=all`` (``append_records_to_leader`` + ``check_enough_replicas_reach_offset``):
 refused with NOT_ENOUGH_REPLICAS when the ISR is smaller than
@@ -58,6 +61,9 @@ log = logging.getLogger("kafkalab.broker.partition")
 
 UNKNOWN_OFFSET = -1
 NO_LEADER = -1
+#: after the controller refused to add a follower to the ISR, the leader proposes it again at the
+#: first fetch of it this long after the refusal (Kafka: at its very next fetch; see maybe_expand_isr)
+ISR_EXPANSION_RETRY_BACKOFF_MS = 500
 
 
 def now_ms() -> int:
@@ -191,6 +197,8 @@ class Partition:
         #: the followers' states, on the leader only (Kafka's remoteReplicasMap)
         self.remote_replicas: dict[int, Replica] = {}
         self.leader_epoch_start_offset: int | None = None
+        #: followers the controller refused to add to the ISR -> when (clock ms) it last refused
+        self.isr_expansion_refused: dict[int, int] = {}
         #: ``alter_partition(partition, pending_state)`` sends an ISR change to the controller (set by the
         #: ReplicaManager; unit tests answer for the controller themselves)
         self.alter_partition: Callable | None = None
@@ -297,6 +305,7 @@ class Partition:
                 replica.reset(current, start, is_new_leader, replica.broker_id in state.isr)
             self.leader_epoch = state.leader_epoch
             self.leader_epoch_start_offset = start
+            self.isr_expansion_refused.clear()
             log.info("%s: leader at epoch %d from offset %d, ISR %s, HW %d", self.name, state.leader_epoch,
                      start, sorted(state.isr), self.log.high_watermark)
         self.partition_epoch = state.partition_epoch
@@ -427,15 +436,27 @@ class Partition:
 
     def maybe_expand_isr(self, replica: Replica) -> None:
         """Kafka's ``maybeExpandIsr``: a follower not in the ISR whose LEO reached the HW and the
-        start of this leader epoch is proposed to the controller as an ISR member."""
+        start of this leader epoch is proposed to the controller as an ISR member.
+
+        The controller refuses a replica on a broker that is not alive or is shutting down
+        (INELIGIBLE_REPLICA; OPERATION_NOT_ATTEMPTED in AlterPartition v1). Such a broker may still
+        be fetching: after a controlled shutdown a broker's fetchers run until it has stopped. Kafka
+        proposes it again at its next fetch, and logs each refusal; a follower fetching every few
+        milliseconds makes that hundreds of AlterPartitions and log lines a second. Here a refused
+        replica is proposed again only ``ISR_EXPANSION_RETRY_BACKOFF_MS`` after the refusal, and
+        only the first proposal and refusal are logged at INFO (the retries at DEBUG)."""
         state = self.partition_state
         if state.is_inflight or replica.broker_id in state.isr or not self.is_leader:
             return
         if not self._is_follower_in_sync(replica):
             return
+        refused_at = self.isr_expansion_refused.get(replica.broker_id)
+        if refused_at is not None and self.clock() - refused_at < ISR_EXPANSION_RETRY_BACKOFF_MS:
+            return
         sent = tuple(sorted(state.isr | {replica.broker_id}))
         pending = PendingExpandIsr(replica.broker_id, sent, state)
-        log.info("%s: expanding ISR from %s to %s", self.name, sorted(state.isr), list(sent))
+        log.log(logging.INFO if refused_at is None else logging.DEBUG, "%s: expanding ISR from %s to %s",
+                self.name, sorted(state.isr), list(sent))
         self._submit_alter_partition(pending)
 
     def _is_follower_in_sync(self, replica: Replica) -> bool:
@@ -495,6 +516,18 @@ class Partition:
         if error != ErrorCode.NONE:
             if error in (ErrorCode.OPERATION_NOT_ATTEMPTED, ErrorCode.INELIGIBLE_REPLICA):
                 self.partition_state = pending.last_committed_state   # explicitly not applied
+                if isinstance(pending, PendingExpandIsr):
+                    replica = pending.new_in_sync_replica
+                    first = replica not in self.isr_expansion_refused
+                    self.isr_expansion_refused[replica] = self.clock()
+                    log.log(logging.INFO if first else logging.DEBUG,
+                            "%s: AlterPartition %s not applied (%s: the controller counts broker %d as not alive "
+                            "or shutting down); proposing it again at most every %d ms while it keeps up",
+                            self.name, list(pending.sent_isr), ErrorCode(error).name, replica,
+                            ISR_EXPANSION_RETRY_BACKOFF_MS)
+                else:
+                    log.info("%s: AlterPartition %s not applied (%s)", self.name, list(pending.sent_isr),
+                             ErrorCode(error).name)
                 return False
             if error in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID,
                          ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.INVALID_UPDATE_VERSION,
@@ -510,6 +543,8 @@ class Partition:
             return False
         self.partition_state = CommittedPartitionState(frozenset(isr or ()), leader_recovery_state)
         self.partition_epoch = partition_epoch
+        for r in isr or ():
+            self.isr_expansion_refused.pop(r, None)
         log.info("%s: ISR updated to %s, partition epoch %d%s", self.name, sorted(isr or ()), partition_epoch,
                  " (under min ISR)" if self.is_under_min_isr() else "")
         self.maybe_increment_leader_hw()
@@ -573,9 +608,11 @@ class Partition:
             return log_.append_as_follower(records)
 
     def truncate_to(self, offset: int) -> None:
-        if offset < self.log.log_end_offset:
-            log.info("%s: truncating log from %d to %d", self.name, self.log.log_end_offset, offset)
-            self.log.truncate_to(offset)
+        """The follower's truncation (Kafka's ``Partition.truncateTo``). Called even when ``offset`` is
+        at or past the log end: the log stays, but a leader epoch starting there is dropped."""
+        before = self.log.log_end_offset
+        if self.log.truncate_to(offset):
+            log.info("%s: truncating log from %d to %d", self.name, before, self.log.log_end_offset)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         log.info("%s: truncating log fully, starting at %d", self.name, offset)

@@ -38,6 +38,11 @@ epoch, and the leader says if and where they diverge.
 
 Simplified: Fetch v12 with topic names and no fetch sessions (every request
 is a full fetch); no quotas or throttling; no tiered storage.
+
+Lab hook (not in Kafka): a ``pause_replication`` fault (:mod:`kafkalab.broker.faults`)
+holds the partitions it covers back from the fetch (and drops their data from a
+fetch already out), checked every 100 ms, so that a follower stops replicating for
+a while and falls out of the ISR.
 """
 from __future__ import annotations
 
@@ -49,6 +54,7 @@ from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest
 
 from .apis.messages import build
+from .async_util import cancel_and_wait, wait_for
 from .errors import ErrorCode
 from .log.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from .network_client import NetworkClient
@@ -122,8 +128,7 @@ class ReplicaFetcherThread:
 
     async def shutdown(self) -> None:
         if self.task is not None:
-            self.task.cancel()
-            await asyncio.gather(self.task, return_exceptions=True)
+            await cancel_and_wait([self.task])
             self.task = None
         await self.client.close()
 
@@ -135,11 +140,13 @@ class ReplicaFetcherThread:
         while True:
             now = loop.time()
             ready = {k: s for k, s in self.partitions.items() if s.is_ready(now)}
+            for key in self._paused(ready):   # a lab fault: this follower stops replicating
+                ready.pop(key).delayed_until = now + 0.1
             if not ready:
                 self._wakeup.clear()
                 delays = [s.delayed_until - now for s in self.partitions.values()]
-                try:
-                    await asyncio.wait_for(self._wakeup.wait(), min(delays) if delays else None)
+                try:   # (not asyncio.wait_for: it can lose a cancellation, see async_util)
+                    await wait_for(self._wakeup.wait(), min(delays) if delays else None)
                 except asyncio.TimeoutError:
                     pass
                 continue
@@ -153,6 +160,13 @@ class ReplicaFetcherThread:
                 continue
             self.fetches += 1
             await self.process_fetch_response(ready, response)
+
+    def _paused(self, keys) -> list[tuple[str, int]]:
+        """The partitions a ``pause_replication`` fault holds back (kafkalab.broker.faults)."""
+        faults = getattr(getattr(self.replica_manager.broker, "socket_server", None), "faults", None)
+        if faults is None or not faults.active:
+            return []
+        return [k for k in keys if faults.replication_paused_until(*k) is not None]
 
     def build_fetch_request(self, ready: dict[tuple[str, int], PartitionFetchState]):
         cfg = self.manager.config
@@ -174,6 +188,7 @@ class ReplicaFetcherThread:
     async def process_fetch_response(self, requested, response) -> None:
         loop = asyncio.get_running_loop()
         backoff = self.manager.config["replica.fetch.backoff.ms"] / 1000
+        paused = set(self._paused(requested))   # a fault came while the fetch was out: drop its data
         for t in response.responses:
             for p in t.partitions:
                 key = (t.topic, p.partition_index)
@@ -181,6 +196,9 @@ class ReplicaFetcherThread:
                 state = self.partitions.get(key)
                 # the partition was removed or re-added (new leader epoch) while the fetch was out
                 if sent is None or state is not sent:
+                    continue
+                if key in paused:
+                    state.delayed_until = loop.time() + 0.1
                     continue
                 partition = self.replica_manager.partitions.get(key)
                 if partition is None:
@@ -241,8 +259,12 @@ class ReplicaFetcherThread:
                 offset = min(local_end, leo)
             else:
                 offset = min(local_end, end_offset, leo)
-        log.info("%s: %s diverges from the leader at epoch %d (leader end offset %d): truncating %d -> %d",
-                 self.name, partition.name, epoch, end_offset, leo, offset)
+        if offset < leo:
+            log.info("%s: %s diverges from the leader at epoch %d (leader end offset %d): truncating %d -> %d",
+                     self.name, partition.name, epoch, end_offset, leo, offset)
+        else:   # nothing to cut; a leader epoch this log began but never wrote in is dropped
+            log.info("%s: %s diverges from the leader at epoch %d (leader end offset %d) at our log end %d",
+                     self.name, partition.name, epoch, end_offset, leo)
         partition.truncate_to(offset)
         state.fetch_offset = log_.log_end_offset
         latest = log_.leader_epoch_cache.latest_epoch
@@ -270,7 +292,7 @@ class ReplicaFetcherThread:
                 log.warning("%s: %s: reset fetch offset from %d to the leader's end offset %d", self.name,
                             partition.name, leo, leader_end)
                 partition.truncate_to(leader_end)
-                state.fetch_offset = leader_end
+                state.fetch_offset = log_.log_end_offset   # below leader_end if that fell inside a batch
             else:
                 leader_start = await self._list_offset(partition, state, EARLIEST_TIMESTAMP)
                 if leader_start > leo:

@@ -41,6 +41,7 @@ import os
 import shutil
 from typing import Callable, Iterable
 
+from .async_util import wait_done
 from .delayed_produce import DelayedProduce, ProducePurgatory
 from .errors import ErrorCode, KafkaError
 from .log.log_manager import read_checkpoint, write_checkpoint
@@ -157,10 +158,8 @@ class ReplicaManager:
         fut = asyncio.get_running_loop().create_future()
         for key in watched:
             self._fetch_waiters[key].add(fut)
-        try:
-            await asyncio.wait_for(fut, timeout_s)
-        except asyncio.TimeoutError:
-            pass
+        try:   # (never asyncio.wait_for here: it can lose the cancellation at shutdown, see async_util)
+            await wait_done(fut, timeout_s)
         finally:
             for key in watched:
                 waiters = self._fetch_waiters.get(key)

@@ -23,6 +23,17 @@ logged and closes only that connection.
 
 ``request_counts`` counts the requests served per (client id, API, version):
 a quick way to see which protocol versions a client really uses.
+
+Client quotas (``quotas``, :mod:`kafkalab.broker.client_quota_manager`): once a
+request is handled, its bytes and time are recorded against the client's quotas;
+a client over a quota gets ``throttle_time_ms`` in the response, and the
+connection is then *muted* for that time, as Kafka does (KIP-219): no further
+request of it is read until the throttle time has passed.
+
+A lab hook (not in Kafka): ``faults`` (:mod:`kafkalab.broker.faults`) may fail
+a request with an error code instead of running it, hold its response back, or
+lose its response; in cluster mode their control socket is started and stopped
+with the server.
 """
 from __future__ import annotations
 
@@ -31,11 +42,15 @@ import collections
 import itertools
 import logging
 import struct
+import time
 
 from .apis import REGISTRY, RequestContext, load_all
 from .apis.api_versions import advertised
 from .apis.messages import null_violation
+from .async_util import cancel_and_wait
+from .client_quota_manager import ClientQuotaManager
 from .errors import ErrorCode, KafkaError
+from .faults import ControlSocket, FaultInjector
 
 log = logging.getLogger("kafkalab.broker.server")
 _SIZE = struct.Struct(">i")
@@ -63,23 +78,33 @@ class SocketServer:
         self._ids = itertools.count()
         #: (client_id, api name, api version) -> requests served
         self.request_counts: collections.Counter = collections.Counter()
+        #: lab fault injection (kafkalab.broker.faults); its control socket in cluster mode
+        self.faults = FaultInjector(broker)
+        self._fault_control: ControlSocket | None = None
+        #: client quotas (KIP-13/219) and the connections muted while throttled: conn id -> seconds
+        self.quotas = ClientQuotaManager(broker)
+        self._mute: dict[int, float] = {}
         load_all()
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._serve, self.host, self.port, limit=2**20)
         self.port = self._server.sockets[0].getsockname()[1]
+        if getattr(self.broker, "zk_mode", False):
+            await asyncio.to_thread(self.quotas.load_zk)
+            self._fault_control = ControlSocket(self.faults, self.broker.log_dir)
+            await self._fault_control.start()
 
     async def stop(self) -> None:
         """Stop accepting, then end every connection, also one waiting in a purgatory (a long-poll Fetch)."""
         if self._server is not None:
             self._server.close()
         while self._connections:  # (a connection accepted just before close() may start meanwhile)
-            tasks = list(self._connections)
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            # cancelled again if it carries on: a handler that lost its cancellation must not hold the stop up
+            await cancel_and_wait(list(self._connections))
         if self._server is not None:
             await self._server.wait_closed()
+        if self._fault_control is not None:
+            await self._fault_control.stop()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn_id = next(self._ids)
@@ -104,6 +129,9 @@ class SocketServer:
                 if response is not None:
                     writer.write(response)
                     await writer.drain()
+                mute_s = self._mute.pop(conn_id, 0.0)
+                if mute_s:  # throttled: read nothing more from this client until the time has passed
+                    await asyncio.sleep(mute_s)
         except InvalidRequest as exc:
             log.warning("closing connection %d from %s: %s", conn_id, peer[0], exc)
         except CloseConnection as exc:
@@ -114,6 +142,7 @@ class SocketServer:
             log.exception("closing connection %d from %s after an unexpected error", conn_id, peer[0])
         finally:
             self._connections.discard(task)
+            self._mute.pop(conn_id, None)
             writer.close()
 
     async def _handle(self, frame: bytes, client_host: str, conn_id: int) -> bytes | bytearray | None:
@@ -139,13 +168,52 @@ class SocketServer:
         key = (ctx.client_id, spec.name, api_version)
         if key in self.request_counts or len(self.request_counts) < MAX_COUNTED_KEYS:
             self.request_counts[key] += 1
-        result = await spec.handler(ctx, request)
+        metered = self.quotas.enabled
+        started = time.perf_counter() if metered else 0.0
+        fault = self.faults.on_request(spec.name, request) if self.faults.active else None
+        if fault is not None and fault.fail is not None:   # answered with the error, the request not run
+            result = self.faults.answer_failed(spec.name, request, fault.fail)
+        else:
+            result = await spec.handler(ctx, request)
+        handler_s = time.perf_counter() - started if metered else 0.0
+        if fault is not None:
+            if fault.delay_s:
+                await asyncio.sleep(fault.delay_s)
+            if fault.drop:
+                if fault.close_connection:
+                    raise CloseConnection(f"fault: {spec.name} response dropped")
+                return None
         if result is None:
+            if metered:
+                self._throttle(conn_id, spec.name, ctx.client_id, request, len(frame), 0, handler_s)
             return None
         response = ctx.response(spec, result)
         response.with_header(correlation_id=correlation_id)
         # encode() already returns a fresh bytearray; bytes() would copy every Fetch response again
-        return response.encode(header=True, framed=True)
+        encoded = response.encode(header=True, framed=True)
+        if metered:
+            throttle_ms = self._throttle(conn_id, spec.name, ctx.client_id, request, len(frame), len(encoded),
+                                         handler_s)
+            if throttle_ms and "throttle_time_ms" in result:
+                result["throttle_time_ms"] = throttle_ms
+                response = ctx.response(spec, result)
+                response.with_header(correlation_id=correlation_id)
+                encoded = response.encode(header=True, framed=True)
+        return encoded
+
+    def _throttle(self, conn_id: int, api: str, client_id, request, request_bytes: int, response_bytes: int,
+                  handler_s: float) -> int:
+        """Record the request against the client's quotas; mute the connection if it went over one.
+        (A Fetch's time is not counted: most of it is the long poll's waiting, not work.)"""
+        replica_id = getattr(request, "replica_id", -1) if api == "Fetch" else -1
+        if api == "Fetch" and getattr(request, "replica_state", None) is not None:
+            replica_id = request.replica_state.replica_id
+        throttle_ms = self.quotas.throttle_for_request(api, client_id, request_bytes + 4, response_bytes,
+                                                       0.0 if api == "Fetch" else handler_s,
+                                                       replica_id is not None and replica_id >= 0)
+        if throttle_ms:
+            self._mute[conn_id] = throttle_ms / 1000
+        return throttle_ms
 
     def _unsupported_api_versions(self, correlation_id: int) -> bytearray:
         """ApiVersions in a version we do not know: answer in v0 with our list (KIP-511)."""

@@ -577,7 +577,8 @@ class Cluster:
             if self._state(b) not in ("running", "paused", "starting"):
                 raise RuntimeError(f"broker {b.id} is not running ({b.state})")
             b.send(signal.SIGKILL)
-            b.wait(10)
+            if not b.wait(10):
+                raise RuntimeError(f"broker {b.id} (pid {b.pid}) did not exit within 10 s of SIGKILL")
             b.state = "killed"
             self._reaped(b)
             self._write_state()
@@ -650,6 +651,34 @@ class Cluster:
             b.send(signal.SIGCONT)
             b.state = "running"
             self._write_state()
+
+    # -- lab faults (kafkalab.broker.faults: each broker process's control socket) --------
+
+    def inject_fault(self, broker_id: int, kind: str, api: str | None = None, **options) -> dict:
+        """Make one broker misbehave on cue (mini brokers only; see :mod:`kafkalab.broker.faults`), e.g.
+        ``inject_fault(1, "drop_response", api="Produce", count=2)``, ``inject_fault(2, "pause_replication",
+        duration_s=8)``. Returns the fault as :meth:`faults` lists it."""
+        from ..broker.faults import control_request
+        b = self._broker(broker_id)
+        if getattr(self.backend, "name", "mini") != "mini":
+            raise NotImplementedError("faults are a kafkalab lab tool: Apache Kafka's brokers have none")
+        return control_request(b.log_dir, "inject", {"kind": kind, "api": api, **options})
+
+    def faults(self) -> list[dict]:
+        """The active faults of every running broker, each with its ``broker`` id."""
+        from ..broker.faults import control_request
+        out = []
+        for b in self._res.brokers.values():
+            if self._state(b) == "running":
+                out += [{"broker": b.id, **f} for f in control_request(b.log_dir, "faults")]
+        return out
+
+    def clear_faults(self, broker_id: int | None = None, fault_id: int | None = None) -> int:
+        """End the faults of one broker (one fault by id), or of every running broker."""
+        from ..broker.faults import control_request
+        brokers = [self._broker(broker_id)] if broker_id is not None else list(self._res.brokers.values())
+        return sum(control_request(b.log_dir, "clear", {"fault_id": fault_id}) for b in brokers
+                   if self._state(b) == "running")
 
     # -- state file, attach ------------------------------------------------------------
 

@@ -8,10 +8,19 @@ The executors then read exactly those offset ranges. This module is that
 driver-side part: one confluent-kafka ``Consumer`` used only for metadata
 and ListOffsets (it never joins a group or commits).
 
+A request that fails — typically a ListOffsets sent to a partition leader
+that has just died, which the client keeps waiting for — is tried again, as
+Spark's reader does: ``fetchOffset.numRetries`` attempts in all (3),
+``fetchOffset.retryIntervalMs`` apart (1 s), each with a new consumer, which
+starts from fresh metadata and so finds the partition's new leader. Only
+when every attempt failed does the query fail.
+
 Offsets are kept as Spark writes them into a query's checkpoint:
 ``{"topic": {"0": 42, "1": 17}}`` (partition numbers as strings, JSON).
 """
 from __future__ import annotations
+
+import time
 
 from .options import EARLIEST, LATEST, KafkaOptionError
 
@@ -46,12 +55,17 @@ class KafkaOffsetReader:
     """Partitions and offsets for one query (lives on the driver)."""
 
     def __init__(self, options):
-        from confluent_kafka import Consumer, KafkaException
-
         self.options = options
         self.timeout = min(METADATA_TIMEOUT_S, options.poll_timeout_ms / 1000)
+        self.consumer = None
+        self._new_consumer()
+
+    def _new_consumer(self):
+        from confluent_kafka import Consumer, KafkaException
+
+        self.close()
         try:
-            self.consumer = Consumer(consumer_config(options, error_cb=lambda err: None))
+            self.consumer = Consumer(consumer_config(self.options, error_cb=lambda err: None))
         except KafkaException as exc:
             raise KafkaOptionError(f"the Kafka client refused a kafka.* option: {exc.args[0].str()}") from None
 
@@ -60,13 +74,26 @@ class KafkaOffsetReader:
             self.consumer.close()
             self.consumer = None
 
+    def _with_retries(self, request):
+        """``request()``, tried ``fetchOffset.numRetries`` times in all; a new consumer after each failure."""
+        from confluent_kafka import KafkaException
+
+        for attempt in range(1, self.options.fetch_offset_attempts + 1):
+            try:
+                return request()
+            except KafkaException:
+                if attempt == self.options.fetch_offset_attempts:
+                    raise
+                time.sleep(self.options.fetch_offset_interval_ms / 1000)
+                self._new_consumer()
+
     # -- which partitions -------------------------------------------------------------------------
     def topic_partitions(self) -> list[tuple[str, int]]:
         """The (topic, partition) pairs the query reads now: new partitions and topics show up here."""
         from confluent_kafka import KafkaException
 
         try:
-            metadata = self.consumer.list_topics(timeout=self.timeout)
+            metadata = self._with_retries(lambda: self.consumer.list_topics(timeout=self.timeout))
         except KafkaException as exc:
             raise _unreachable(self.options, exc.args[0].str()) from None
         if self.options.strategy == "assign":
@@ -86,8 +113,8 @@ class KafkaOffsetReader:
         result = {}
         for topic, partition in topic_partitions:
             try:
-                result[(topic, partition)] = self.consumer.get_watermark_offsets(
-                    TopicPartition(topic, partition), timeout=self.timeout)
+                result[(topic, partition)] = self._with_retries(lambda: self.consumer.get_watermark_offsets(
+                    TopicPartition(topic, partition), timeout=self.timeout))
             except KafkaException as exc:
                 raise _unreachable(self.options, f"ListOffsets for {topic}-{partition}: {exc.args[0].str()}") \
                     from None
@@ -97,8 +124,8 @@ class KafkaOffsetReader:
         """{(topic, partition): first offset whose timestamp is >= timestamp_ms, or None if there is none}."""
         from confluent_kafka import TopicPartition
 
-        found = self.consumer.offsets_for_times([TopicPartition(t, p, timestamp_ms) for t, p in topic_partitions],
-                                                timeout=self.timeout)
+        found = self._with_retries(lambda: self.consumer.offsets_for_times(
+            [TopicPartition(t, p, timestamp_ms) for t, p in topic_partitions], timeout=self.timeout))
         return {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None) for tp in found}
 
     def resolve(self, spec, topic_partitions, name, timestamp=None, ending=False) -> dict:

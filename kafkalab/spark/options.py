@@ -41,7 +41,8 @@ FORBIDDEN = {
 READ_OPTIONS = {
     "subscribe", "subscribepattern", "assign", "startingoffsets", "endingoffsets", "startingtimestamp",
     "endingtimestamp", "startingoffsetsbytimestampstrategy", "maxoffsetspertrigger", "failondataloss",
-    "includeheaders", "kafkaconsumer.polltimeoutms", "groupidprefix", "path",
+    "includeheaders", "kafkaconsumer.polltimeoutms", "groupidprefix", "path", "fetchoffset.numretries",
+    "fetchoffset.retryintervalms",
 }
 WRITE_OPTIONS = {"topic", "path", "checkpointlocation", "queryname"}
 
@@ -151,6 +152,13 @@ class ReadOptions:
         self.fail_on_data_loss = _bool(options, "failOnDataLoss", True)
         self.include_headers = _bool(options, "includeHeaders", False)
         self.poll_timeout_ms = _long(options, "kafkaConsumer.pollTimeoutMs") or 120_000
+        # Spark's KafkaOffsetReader: attempts at fetching offsets, and the pause between them
+        retries, interval = _long(options, "fetchOffset.numRetries"), _long(options, "fetchOffset.retryIntervalMs")
+        self.fetch_offset_attempts = 3 if retries is None else retries
+        self.fetch_offset_interval_ms = 1000 if interval is None else interval
+        if self.fetch_offset_attempts < 1 or self.fetch_offset_interval_ms < 0:
+            raise KafkaOptionError("option 'fetchOffset.numRetries' must be at least 1 and "
+                                   "'fetchOffset.retryIntervalMs' at least 0")
         self.group_id = self.config.pop("group.id", None) or \
             f"{_get(options, 'groupIdPrefix') or 'spark-kafka-source'}-{uuid.uuid4()}"
 

@@ -275,6 +275,8 @@ class Collector:
         admin = self.admin()
         t = self.timeout_s
         listed = admin.list_consumer_groups(request_timeout=t).result(t * 2)
+        for err in listed.errors:   # a broker that did not answer ListGroups: its groups are missing
+            snap.errors.append(f"consumer groups: {err}")
         ids = sorted(g.group_id for g in listed.valid if not g.group_id.startswith("kafkalab-check-"))
         if not ids:
             return
@@ -309,7 +311,8 @@ class Collector:
                                                  request_timeout=t)
                     for tp, fut in futures.items():
                         try:
-                            ends[(tp.topic, tp.partition)] = fut.result(t * 2).offset
+                            offset = fut.result(t * 2).offset
+                            ends[(tp.topic, tp.partition)] = offset if offset >= 0 else None
                         except Exception:   # noqa: BLE001 -- its leader is down: no end offset
                             pass
                 except Exception as exc:   # noqa: BLE001

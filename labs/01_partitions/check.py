@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import collections
 
-from kafkalab.checks import Report, as_text, read_partition, unfilled, unfilled_detail
+from kafkalab.checks import Report, as_text, read_partition, unfilled, unfilled_detail, shown
 from kafkalab.partitioner import murmur2_partition
 
 PARTITIONS = 6
@@ -51,7 +51,7 @@ def _parse(value: bytes):
 
 def check_01(kafka, topic, predicted_partition, partitions_of, in_order) -> None:
     """Check lab 01 (``labs/01_partitions``); the arguments are the variables the lab asks for."""
-    report = Report(f"Lab 01 — partitions and keys (topic {topic!r})")
+    report = Report(f"Lab 01 — partitions and keys (topic {shown(topic)})")
     count = None if unfilled(topic) else _partitions_of(kafka, str(topic))
 
     name = f"step 1: the topic has {PARTITIONS} partitions and holds the {len(PAYMENTS)} payments once each"

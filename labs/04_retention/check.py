@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 
 from kafkalab.broker.records import Record, build_batch
-from kafkalab.checks import Report, as_text, unfilled, unfilled_detail
+from kafkalab.checks import Report, as_text, shown, unfilled, unfilled_detail
 from kafkalab.tools import dump_log_df, list_segments
 
 T0 = 1735722000000          # 2025-01-01 09:00 UTC
@@ -78,7 +78,7 @@ def _topic_config(kafka, topic):
 def check_04(kafka, orders, segment_count, segment_of_30, position_of_30, log_start, first_offset_read,
              prices, latest_prices) -> None:
     """Check lab 04 (``labs/04_retention``); the arguments are the variables the lab asks for."""
-    report = Report(f"Lab 04 — retention and segments (topics {orders!r}, {prices!r})")
+    report = Report(f"Lab 04 — retention and segments (topics {shown(orders)}, {shown(prices)})")
     layout = expected_layout()
     if kafka.broker is None:
         report.step("the lab runs on the embedded broker", False,
@@ -91,8 +91,10 @@ def check_04(kafka, orders, segment_count, segment_of_30, position_of_30, log_st
     config = None if unfilled(orders) else _topic_config(kafka, orders)
     ulog = None if config is None else log_manager.get_log(orders, 0)
     if config is None:
-        report.step(name, False, "orders is not the name of a topic on this broker — "
-                                 "orders = kafka.create_topic('orders', partitions=1, **{...})")
+        report.step(name, False, unfilled_detail("orders", orders, "orders = kafka.create_topic('orders', partitions=1, **{...})")
+                    if unfilled(orders) else
+                    f"orders is {orders!r}, not the name of a topic on this broker — "
+                    "orders = kafka.create_topic('orders', partitions=1, **{...})")
     else:
         problems = []
         if config["segment.bytes"] != SEGMENT_BYTES:
@@ -176,8 +178,10 @@ def check_04(kafka, orders, segment_count, segment_of_30, position_of_30, log_st
     name = "step 5: 'prices' is compacted: in its cleaned segments each product appears once"
     config = None if unfilled(prices) else _topic_config(kafka, prices)
     if config is None:
-        report.step(name, False, "prices is not the name of a topic on this broker — "
-                                 "prices = kafka.create_topic('prices', partitions=1, **{...})")
+        report.step(name, False, unfilled_detail("prices", prices, "prices = kafka.create_topic('prices', partitions=1, **{...})")
+                    if unfilled(prices) else
+                    f"prices is {prices!r}, not the name of a topic on this broker — "
+                    "prices = kafka.create_topic('prices', partitions=1, **{...})")
     else:
         problems = []
         if not config.compact:

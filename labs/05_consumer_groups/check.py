@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import collections
 
-from kafkalab.checks import Report, unfilled, unfilled_detail
+from kafkalab.checks import Report, unfilled, unfilled_detail, shown
 
 RECORDS = 50
 CRASH_AT = 23      # the first run crashes while processing its 23rd record
@@ -32,7 +32,7 @@ def committed_offset(kafka, group: str, topic: str):
 
 def check_05(kafka, topic, group, processed, duplicates) -> None:
     """Check lab 05 (``labs/05_consumer_groups``); the arguments are the variables the lab asks for."""
-    report = Report(f"Lab 05 — an at-least-once consumer (topic {topic!r}, group {group!r})")
+    report = Report(f"Lab 05 — an at-least-once consumer (topic {shown(topic)}, group {shown(group)})")
     offsets = [int(o) for o in processed]
     seen = collections.Counter(offsets)
 

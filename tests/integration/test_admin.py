@@ -675,7 +675,8 @@ def test_confluent_consumer_detects_truncation_with_offset_for_leader_epoch(brok
 
     monkeypatch.setattr(spec, "handler", recording)
     create(admin(broker), NewTopic("truncated", 1, 1))
-    produce_n(broker, "truncated", 8)
+    produce_n(broker, "truncated", 5)   # two flushes: offset 5 starts a batch, as the cut below needs
+    produce_n(broker, "truncated", 3)   # (a log is never cut inside a batch)
     c = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "kip320",
                   "enable.auto.commit": False, "auto.offset.reset": reset})
     try:
@@ -690,6 +691,7 @@ def test_confluent_consumer_detects_truncation_with_offset_for_leader_epoch(brok
         def unclean_leader_change():  # what an unclean election does to the log
             p = broker.server.replica_manager.get_partition("truncated", 0)
             p.log.truncate_to(5)
+            assert p.log.log_end_offset == 5
             p.leader_epoch = 1
             p.log.leader_epoch_cache.assign(1, p.log.log_end_offset)
 

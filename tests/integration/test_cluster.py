@@ -187,7 +187,8 @@ def test_attach_controls_a_cluster_from_its_state_file(own_cluster, tmp_path):
         assert other.bootstrap_servers == c.bootstrap_servers and other.controller == c.controller
         assert [r["pid"] for r in other.brokers.to_dict("records")] == [r["pid"] for r in c.brokers.to_dict("records")]
         other.kill(2)
-        assert rows(c)[2]["alive"] == "killed"                  # the owner sees its child died of SIGKILL
+        # the owner sees its child died of SIGKILL (as soon as it has reaped it)
+        wait_until(lambda: rows(c)[2]["alive"] == "killed", "the owner to see broker 2 killed", 5)
     finally:
         other.close()                                           # only disconnects
     assert rows(c)[1]["alive"] == "running" and not gone(rows(c)[1]["pid"])

@@ -1,6 +1,10 @@
 """Kafka's ZooKeeper-mode controller (``kafka.controller``), in small modules.
 
-* :mod:`.kafka_controller`            ``KafkaController``: election through ``/controller``, the event queue
+* :mod:`.kafka_controller`            ``KafkaController``: election through ``/controller``, failover, the events
+* :mod:`.controller_event_manager`    ``ControllerEventManager``: the single event queue
+* :mod:`.partition_state_machine`     ``PartitionStateMachine``: partitions going online, leader elections
+* :mod:`.replica_state_machine`       ``ReplicaStateMachine``: replicas going online / offline (out of the ISR)
+* :mod:`.topic_deletion_manager`      ``TopicDeletionManager``: deleting topics
 * :mod:`.controller_context`          ``ControllerContext``: the controller's view of the cluster
 * :mod:`.controller_channel_manager`  ``ControllerChannelManager`` and the request batch
 * :mod:`.election`                    leader election algorithms

@@ -218,7 +218,7 @@ class ControllerBrokerRequestBatch:
             request = self._leader_and_isr_request(broker_id, controller_epoch, partitions)
             if request is not None:
                 cb = self.on_leader_and_isr_response
-                self.channels.send(broker_id, request, (lambda r, b=broker_id: cb(b, r)) if cb else None)
+                self.channels.send(broker_id, request, (lambda r, b=broker_id, cb=cb: cb(b, r)) if cb else None)
         if self.update_metadata_brokers:
             topic_states = self.update_metadata_partition_states(self.update_metadata_partitions)
             for broker_id in sorted(self.update_metadata_brokers):
@@ -227,5 +227,5 @@ class ControllerBrokerRequestBatch:
         for broker_id, partitions in sorted(self.stop_replica.items()):
             request = self._stop_replica_request(broker_id, controller_epoch, partitions)
             cb = self.on_stop_replica_response
-            self.channels.send(broker_id, request, (lambda r, b=broker_id: cb(b, r)) if cb else None)
+            self.channels.send(broker_id, request, (lambda r, b=broker_id, cb=cb: cb(b, r)) if cb else None)
         self.new_batch()

@@ -74,8 +74,12 @@ class ControllerContext:
         return [tp for tp in self.all_partitions() if broker_id in self.replicas(tp)]
 
     def partition_leaders_on_broker(self, broker_id: int) -> list[TopicPartition]:
+        """Partitions with more than one replica that ``broker_id`` leads (a controlled shutdown's "remaining").
+
+        A partition with a single replica is left out, as in Kafka: nobody could take over its leadership.
+        """
         return [tp for tp, s in sorted(self.leadership.items())
-                if s.leader == broker_id and tp[0] not in self.topics_to_be_deleted]
+                if s.leader == broker_id and tp[0] not in self.topics_to_be_deleted and len(self.replicas(tp)) > 1]
 
     def partitions_with_leaders(self) -> list[TopicPartition]:
         return [tp for tp in self.all_partitions() if tp in self.leadership]

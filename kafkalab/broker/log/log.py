@@ -333,19 +333,42 @@ class UnifiedLog:
         new_segment.change_file_suffixes(SWAP_FILE_SUFFIX, "")
         _fsync_dir(self.dir)
 
-    def truncate_to(self, offset: int) -> None:
-        """Drop everything at or after ``offset`` (a follower fencing off a diverged tail)."""
+    def truncate_to(self, offset: int) -> bool:
+        """Drop everything at or after ``offset`` (a follower fencing off a diverged tail), as
+        Kafka's ``UnifiedLog.truncateTo``; returns whether the log was cut.
+
+        * ``offset`` at or past the log end offset: the log stays, but leader epochs starting
+          at the log end are dropped from the leader epoch cache. A replica that was made leader
+          and wrote nothing in its epoch before losing the leadership has such an entry; kept, it
+          would make the follower send that epoch as its last fetched one again and again, and
+          the leader would answer with the same diverging epoch forever.
+        * below the first segment: the log starts over, empty, at ``offset``.
+        * a batch is never split: one holding ``offset`` goes whole, and the log end offset is
+          the end of the last batch kept (see ``LogSegment.truncate_to``).
+        """
+        if offset < 0:
+            raise ValueError(f"{self.name}: cannot truncate to a negative offset ({offset})")
+        if offset >= self.log_end_offset:
+            self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
+            return False
+        if self.segments[0].base_offset > offset:
+            self.truncate_fully_and_start_at(offset)
+            return True
         while len(self.segments) > 1 and self.segments[-1].base_offset >= offset:
             self.segments.pop().delete()
             self._bases.pop()
         self.active_segment.truncate_to(offset)
-        self.leader_epoch_cache.truncate_from_end(offset)
+        end = self.log_end_offset   # == offset unless ``offset`` fell inside a batch
+        self.leader_epoch_cache.truncate_from_end(end)
+        self.log_start_offset = min(self.log_start_offset, end)
         self.producer_state.truncate()
         for seg in self.segments:
             for _, header in seg.batches_from(0):
                 self.producer_state.update(header)
-        self.high_watermark = min(self.high_watermark, self.log_end_offset)
-        self.recovery_point = min(self.recovery_point, self.log_end_offset)
+        self.high_watermark = min(self.high_watermark, end)
+        self.recovery_point = min(self.recovery_point, end)
+        self.pending_flush_offset = min(self.pending_flush_offset, end)
+        return True
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Delete every segment and start the log empty at ``new_offset`` (Kafka's

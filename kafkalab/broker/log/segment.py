@@ -326,7 +326,14 @@ class LogSegment:
     # -- maintenance ----------------------------------------------------------
 
     def truncate_to(self, offset: int) -> int:
-        """Remove batches at or after ``offset``; return the bytes removed."""
+        """Remove the batches holding ``offset`` or later; return the bytes removed.
+
+        Batches are never split: if ``offset`` falls inside a batch, the whole batch
+        goes, and ``next_offset`` becomes the end of the last batch kept (the base
+        offset if none is left), so that it always matches what is on disk. (Kafka's
+        ``LogSegment.truncateTo`` cuts the same way but sets the log end offset to
+        ``offset`` itself; its follower truncates at epoch boundaries, which are batch
+        boundaries, so the two only differ after an unclean election.)"""
         found = self.translate_offset(offset)
         if found is None:
             return 0
@@ -336,10 +343,11 @@ class LogSegment:
         self.size = position
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
-        self.next_offset = max(self.base_offset, offset)
+        self.next_offset = self.base_offset
         self.bytes_since_last_index_entry = 0
         self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = -1, self.base_offset
         for _, header in self.batches_from(0):
+            self.next_offset = header.next_offset
             if header.max_timestamp > self.max_timestamp_so_far:
                 self.max_timestamp_so_far = header.max_timestamp
                 self.offset_of_max_timestamp_so_far = header.last_offset

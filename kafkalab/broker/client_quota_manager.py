@@ -1,0 +1,379 @@
+"""``ClientQuotaManager``: client quotas as Kafka enforces them (KIP-13, KIP-55, KIP-124, KIP-219).
+
+Three quotas, each set per *user*, per *client id*, per both, or as a default:
+
+``producer_byte_rate``  bytes per second of Produce requests (their size on the wire);
+``consumer_byte_rate``  bytes per second of Fetch responses to consumers (followers are exempt);
+``request_percentage``  time spent handling the client's requests, as a percentage of one thread
+                        (KIP-124: 200 means two threads' worth).
+
+They are set and read with AlterClientQuotas and DescribeClientQuotas (KIP-546).
+Which quota applies to a request is Kafka's precedence (KIP-55), most specific first::
+
+    user + client id  >  user + default client id  >  user  >
+    default user + client id  >  default user + default client id  >  default user  >
+    client id  >  default client id
+
+Clients of one entity share one measurement: e.g. every client with client id
+``p1`` is measured together under a client-id quota, as in Kafka, where the
+matched quota decides the metric tags of the sensor.
+
+**Measuring.** A rate is a sum over ``quota.window.num`` samples (11) of
+``quota.window.size.seconds`` (1 s) each, divided by the time they span, and, as
+Kafka's ``Rate.windowSize`` does, by at least ``quota.window.num - 1`` full
+windows, so a client that has just started is not measured over a few
+milliseconds. A request is recorded first, then the rate is checked.
+
+**Throttling** (Kafka's ``QuotaUtils.throttleTime``): with observed rate O over a
+window W against quota T, the client must pause X so that O*W/(W+X) = T, so
+``X = (O - T) / T * W``. The broker answers at once with ``throttle_time_ms = X``
+(KIP-219) and then *mutes* the connection for X: it reads no further request of
+that connection until X has passed (``SocketServer``). A KIP-219 client also
+holds back by itself. ``request_percentage`` throttles are capped at one window
+(``quota.window.size.seconds``), as in Kafka.
+
+**Where quotas live.** Standalone, in ``client-quotas.json`` in the log
+directory. In cluster mode, in ZooKeeper as Kafka 3.x keeps them:
+``/config/users/<user>``, ``/config/users/<user>/clients/<client-id>``,
+``/config/clients/<client-id>`` (the default is the name ``<default>``), each
+``{"version":1,"config":{"producer_byte_rate":"1024"}}``, followed by a change
+notification ``{"entity_path":"clients/<client-id>"}``; every broker reloads its
+quotas from ZooKeeper when one arrives (``ConfigChangeListener``).
+
+Simplified: no authentication, so every client is the user ``ANONYMOUS``
+(a quota on another user never applies; quotas on ``<default>`` users do);
+no ``ip`` entities (KIP-612 connection rates), no ``controller_mutation_rate``
+enforcement (KIP-599: accepted and stored, not enforced); the byte rate of a
+Fetch is recorded after it is read (Kafka also caps the fetch size by what the
+quota allows); old clients are muted after the response like new ones, where
+Kafka delays the response to clients older than KIP-219.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import time
+
+log = logging.getLogger("kafkalab.broker.quotas")
+
+PRODUCER_BYTE_RATE = "producer_byte_rate"
+CONSUMER_BYTE_RATE = "consumer_byte_rate"
+REQUEST_PERCENTAGE = "request_percentage"
+CONTROLLER_MUTATION_RATE = "controller_mutation_rate"
+#: quota key -> (entity types it may be set on, whole numbers only)
+QUOTA_KEYS = {
+    PRODUCER_BYTE_RATE: ({"user", "client-id"}, True),
+    CONSUMER_BYTE_RATE: ({"user", "client-id"}, True),
+    REQUEST_PERCENTAGE: ({"user", "client-id"}, False),
+    CONTROLLER_MUTATION_RATE: ({"user", "client-id"}, False),
+}
+USER, CLIENT_ID = "user", "client-id"
+ANONYMOUS = "ANONYMOUS"
+DEFAULT = "<default>"          # how ZooKeeper names the default entity
+QUOTA_FILE = "client-quotas.json"
+#: APIs the brokers send each other: never throttled (Kafka's ClusterAction requests)
+EXEMPT_APIS = {"LeaderAndIsr", "UpdateMetadata", "StopReplica", "ControlledShutdown", "AlterPartition"}
+
+# an entity: a sorted tuple of (entity type, name or None for the default)
+Entity = tuple
+
+
+def entity_of(components) -> Entity:
+    return tuple(sorted((t, n) for t, n in components))
+
+
+class Rate:
+    """Kafka's ``Rate`` over a ``SampledStat``: ``samples`` windows of ``window_ms`` each."""
+
+    def __init__(self, samples: int, window_ms: int):
+        self.samples_n = samples
+        self.window_ms = window_ms
+        self.samples: list[list[float]] = []      # [start_ms, value]
+
+    def _purge(self, now_ms: float) -> None:
+        expire = self.samples_n * self.window_ms
+        self.samples = [s for s in self.samples if now_ms - s[0] < expire]
+
+    def record(self, value: float, now_ms: float) -> None:
+        self._purge(now_ms)
+        if not self.samples or now_ms - self.samples[-1][0] >= self.window_ms:
+            self.samples.append([now_ms, 0.0])
+            if len(self.samples) > self.samples_n:
+                self.samples.pop(0)
+        self.samples[-1][1] += value
+
+    def window_size(self, now_ms: float) -> float:
+        self._purge(now_ms)
+        elapsed = now_ms - (self.samples[0][0] if self.samples else now_ms)
+        full = int(elapsed // self.window_ms)
+        if full < self.samples_n - 1:
+            elapsed += (self.samples_n - 1 - full) * self.window_ms
+        return max(elapsed, 1.0)
+
+    def measure(self, now_ms: float) -> float:
+        """Per second."""
+        self._purge(now_ms)
+        return sum(s[1] for s in self.samples) / (self.window_size(now_ms) / 1000)
+
+
+class ClientQuotaManager:
+    """Every quota of one broker, and the rates measured against them."""
+
+    def __init__(self, broker=None, samples: int = 11, window_s: int = 1, log_dir: str | None = None):
+        self.broker = broker
+        if broker is not None:
+            samples, window_s = broker.config["quota.window.num"], broker.config["quota.window.size.seconds"]
+            log_dir = broker.log_dir
+        self.samples, self.window_ms = samples, window_s * 1000
+        self.log_dir = log_dir
+        #: entity -> {quota key: value}
+        self.quotas: dict[Entity, dict[str, float]] = {}
+        #: (quota key, user tag, client tag) -> Rate
+        self.sensors: dict[tuple[str, str, str], Rate] = {}
+        #: (quota key, user tag, client tag) -> [(time.time(), throttle ms)], the last ones (notebooks, tests)
+        self.throttles: dict[tuple[str, str, str], list] = {}
+        if log_dir is not None and not self.zk_mode:
+            self._load_file()
+
+    @property
+    def zk_mode(self) -> bool:
+        return bool(getattr(self.broker, "zk_mode", False))
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.quotas)
+
+    # -- which quota applies -------------------------------------------------------------
+
+    def find_quota(self, key: str, user: str, client_id: str) -> tuple[float, tuple[str, str]] | None:
+        """Kafka's ``DefaultQuotaCallback``: the quota of ``key`` that applies and the metric tags
+        (user, client id) of the sensor it is measured on; None if none applies."""
+        q = self.quotas
+        order = [
+            (((CLIENT_ID, client_id), (USER, user)), (user, client_id)),
+            (((CLIENT_ID, None), (USER, user)), (user, client_id)),
+            (((USER, user),), (user, "")),
+            (((CLIENT_ID, client_id), (USER, None)), (user, client_id)),
+            (((CLIENT_ID, None), (USER, None)), (user, client_id)),
+            (((USER, None),), (user, "")),
+            (((CLIENT_ID, client_id),), ("", client_id)),
+            (((CLIENT_ID, None),), ("", client_id)),
+        ]
+        for entity, tags in order:
+            values = q.get(entity)
+            if values and key in values:
+                return values[key], tags
+        return None
+
+    def record_and_get_throttle_ms(self, key: str, client_id: str | None, value: float,
+                                   now_ms: float | None = None, user: str = ANONYMOUS) -> int:
+        """Record ``value`` against the client's ``key`` quota; the throttle time in ms (0 within it)."""
+        client_id = client_id or ""
+        found = self.find_quota(key, user, client_id)
+        if found is None:
+            return 0
+        bound, tags = found
+        now_ms = time.monotonic() * 1000 if now_ms is None else now_ms
+        sensor_key = (key, *tags)
+        rate = self.sensors.get(sensor_key)
+        if rate is None:
+            rate = self.sensors[sensor_key] = Rate(self.samples, self.window_ms)
+        rate.record(value, now_ms)
+        observed = rate.measure(now_ms)
+        if observed <= bound:
+            return 0
+        throttle = (observed - bound) / bound * rate.window_size(now_ms)
+        if key == REQUEST_PERCENTAGE:
+            throttle = min(throttle, self.window_ms)
+        throttle_ms = int(round(throttle))
+        history = self.throttles.setdefault(sensor_key, [])
+        history.append((time.time(), throttle_ms))
+        del history[:-1000]
+        return throttle_ms
+
+    def throttle_for_request(self, api: str, client_id: str | None, request_bytes: int, response_bytes: int,
+                             handler_s: float, from_follower: bool) -> int:
+        """What ``SocketServer`` asks after handling a request: the longest throttle of its quotas."""
+        if api in EXEMPT_APIS or from_follower:
+            return 0
+        now_ms = time.monotonic() * 1000
+        throttle = self.record_and_get_throttle_ms(REQUEST_PERCENTAGE, client_id, handler_s * 100, now_ms)
+        if api == "Produce":
+            throttle = max(throttle, self.record_and_get_throttle_ms(PRODUCER_BYTE_RATE, client_id, request_bytes,
+                                                                     now_ms))
+        elif api == "Fetch":
+            throttle = max(throttle, self.record_and_get_throttle_ms(CONSUMER_BYTE_RATE, client_id, response_bytes,
+                                                                     now_ms))
+        return throttle
+
+    # -- AlterClientQuotas / DescribeClientQuotas -------------------------------------------
+
+    @staticmethod
+    def validate_entity(components) -> Entity:
+        types = [t for t, _ in components]
+        if not types:
+            raise ValueError("Invalid empty client quota entity")
+        if len(set(types)) != len(types):
+            raise ValueError(f"Duplicate entity type in client quota entity {types}")
+        for t in types:
+            if t == "ip":
+                raise ValueError("ip quotas (KIP-612 connection rates) are not supported by the mini broker")
+            if t not in (USER, CLIENT_ID):
+                raise ValueError(f"Unexpected client quota entity type: {t}")
+        return entity_of(components)
+
+    @staticmethod
+    def validate_op(entity: Entity, key: str, value: float, remove: bool) -> None:
+        spec = QUOTA_KEYS.get(key)
+        if spec is None:
+            raise ValueError(f"Invalid configuration key {key}")
+        if remove:
+            return
+        if not math.isfinite(value) or value <= 0:
+            raise ValueError(f"Quota {key} must be a positive number, not {value}")
+        if spec[1] and value != int(value):
+            raise ValueError(f"Configuration {key} must be a Long value")
+
+    async def alter(self, entity: Entity, ops: list[tuple[str, float, bool]]) -> None:
+        """Apply validated ops to one entity and persist it (cluster mode: ZooKeeper, then a change
+        notification that every broker, this one included, follows)."""
+        values = dict(self.quotas.get(entity, {}))
+        for key, value, remove in ops:
+            if remove:
+                values.pop(key, None)
+            else:
+                values[key] = float(value)
+        if self.zk_mode:
+            import asyncio
+            await asyncio.to_thread(self._write_zk, entity, values)
+        self._set(entity, values)
+        if not self.zk_mode:
+            self._save_file()
+
+    def _set(self, entity: Entity, values: dict[str, float]) -> None:
+        if values:
+            self.quotas[entity] = values
+        else:
+            self.quotas.pop(entity, None)
+        # measurements start over when quotas change (Kafka updates the sensors' bounds in place)
+        self.sensors.clear()
+
+    def describe(self, components: list[tuple[str, int, str | None]], strict: bool) -> list[tuple[Entity, dict]]:
+        """The entities matching the filter: (entity type, match type 0 exact/1 default/2 specified, name)."""
+        for t, match_type, _ in components:
+            if t not in (USER, CLIENT_ID, "ip"):
+                raise ValueError(f"Custom entity type '{t}' not supported")
+            if match_type not in (0, 1, 2):
+                raise ValueError(f"Unexpected match type {match_type}")
+        if len({t for t, _, _ in components}) != len(components):
+            raise ValueError("Duplicate filter component entity type")
+        out = []
+        for entity, values in sorted(self.quotas.items(), key=lambda kv: str(kv[0])):
+            names = dict(entity)
+            if strict and set(names) != {t for t, _, _ in components}:
+                continue
+            ok = True
+            for t, match_type, match in components:
+                if t not in names:
+                    ok = False
+                elif match_type == 0:
+                    ok = names[t] == match
+                elif match_type == 1:
+                    ok = names[t] is None
+                else:
+                    ok = names[t] is not None
+                if not ok:
+                    break
+            if ok:
+                out.append((entity, dict(values)))
+        return out
+
+    # -- storage -------------------------------------------------------------------------
+
+    def _file(self) -> str:
+        return os.path.join(self.log_dir, QUOTA_FILE)
+
+    def _load_file(self) -> None:
+        try:
+            with open(self._file()) as f:
+                data = json.load(f)
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError) as exc:
+            log.warning("cannot read %s: %s; starting without client quotas", self._file(), exc)
+            return
+        for item in data.get("quotas", []):
+            self.quotas[entity_of((t, n) for t, n in item["entity"])] = {k: float(v) for k, v in item["values"].items()}
+
+    def _save_file(self) -> None:
+        data = {"version": 1, "quotas": [{"entity": [list(c) for c in e], "values": v} for e, v in self.quotas.items()]}
+        tmp = self._file() + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(data, f)
+        os.replace(tmp, self._file())
+
+    @staticmethod
+    def zk_entity_path(entity: Entity) -> str:
+        """``clients/<c>``, ``users/<u>`` or ``users/<u>/clients/<c>`` (the default: ``<default>``)."""
+        names = dict(entity)
+        name = lambda n: DEFAULT if n is None else n  # noqa: E731
+        if USER in names and CLIENT_ID in names:
+            return f"users/{name(names[USER])}/clients/{name(names[CLIENT_ID])}"
+        if USER in names:
+            return f"users/{name(names[USER])}"
+        return f"clients/{name(names[CLIENT_ID])}"
+
+    def _write_zk(self, entity: Entity, values: dict[str, float]) -> None:
+        from kazoo.exceptions import NodeExistsError, NoNodeError
+        from .zk import zk_data as zd
+        zk = self.broker.zk_client
+        path = "/config/" + self.zk_entity_path(entity)
+        data = zd.encode_topic_config({k: _config_string(k, v) for k, v in values.items()})
+        try:
+            zk.zk.set(path, data)
+        except NoNodeError:
+            try:
+                zk.zk.create(path, data, makepath=True)
+            except NodeExistsError:
+                zk.zk.set(path, data)
+        zk.create_config_change_notification(self.zk_entity_path(entity))
+
+    def load_zk(self) -> None:
+        """Read every quota from ZooKeeper (at start and on each client or user change notification)."""
+        from kazoo.exceptions import NoNodeError
+        from .zk import zk_data as zd
+        kz = self.broker.zk_client.zk
+        found: dict[Entity, dict[str, float]] = {}
+        unname = lambda n: None if n == DEFAULT else n  # noqa: E731
+
+        def read(path, entity):
+            try:
+                data, _ = kz.get(path)
+            except NoNodeError:
+                return
+            values = {k: float(v) for k, v in zd.decode_topic_config(data).items() if k in QUOTA_KEYS}
+            if values:
+                found[entity] = values
+
+        def children(path):
+            try:
+                return kz.get_children(path)
+            except NoNodeError:
+                return []
+
+        for c in children("/config/clients"):
+            read(f"/config/clients/{c}", entity_of([(CLIENT_ID, unname(c))]))
+        for u in children("/config/users"):
+            read(f"/config/users/{u}", entity_of([(USER, unname(u))]))
+            for c in children(f"/config/users/{u}/clients"):
+                read(f"/config/users/{u}/clients/{c}", entity_of([(USER, unname(u)), (CLIENT_ID, unname(c))]))
+        if found != self.quotas:
+            self.quotas = found
+            self.sensors.clear()
+            log.info("client quotas now %s", {self.zk_entity_path(e): v for e, v in found.items()})
+
+
+def _config_string(key: str, value: float) -> str:
+    return str(int(value)) if QUOTA_KEYS[key][1] else repr(float(value))

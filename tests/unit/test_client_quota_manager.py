@@ -1,0 +1,101 @@
+"""ClientQuotaManager on its own: Kafka's sampled rate, throttle time, precedence and filters."""
+import pytest
+
+from kafkalab.broker.client_quota_manager import (ClientQuotaManager, Rate, entity_of, PRODUCER_BYTE_RATE,
+                                                  REQUEST_PERCENTAGE)
+
+
+def test_rate_assumes_at_least_n_minus_1_full_windows():
+    r = Rate(samples=11, window_ms=1000)
+    r.record(1000, now_ms=0)
+    assert r.window_size(500) == 10_500          # 0.5 s elapsed + 10 windows assumed
+    assert r.measure(500) == pytest.approx(1000 / 10.5)
+
+
+def test_rate_forgets_samples_older_than_all_windows():
+    r = Rate(samples=2, window_ms=1000)
+    r.record(500, 0)
+    r.record(500, 1500)
+    assert r.measure(1500) == pytest.approx(1000 / 1.5)
+    assert r.measure(2100) == pytest.approx(500 / 1.6)   # the first sample (started at 0) has expired
+
+
+def test_throttle_time_is_kafkas_formula(tmp_path):
+    m = ClientQuotaManager(samples=11, window_s=1, log_dir=str(tmp_path))
+    m._set(entity_of([("client-id", "p")]), {PRODUCER_BYTE_RATE: 1000})
+    assert m.record_and_get_throttle_ms(PRODUCER_BYTE_RATE, "p", 5000, now_ms=0) == 0     # 5000/10 s = 500 B/s
+    # 25000 B over 10 s = 2500 B/s: X = (2500 - 1000) / 1000 * 10000 ms
+    assert m.record_and_get_throttle_ms(PRODUCER_BYTE_RATE, "p", 20000, now_ms=0) == 15_000
+    assert m.record_and_get_throttle_ms(PRODUCER_BYTE_RATE, "other", 10**9, now_ms=0) == 0   # no quota
+
+
+def test_request_percentage_throttle_is_capped_at_one_window(tmp_path):
+    m = ClientQuotaManager(samples=11, window_s=1, log_dir=str(tmp_path))
+    m._set(entity_of([("client-id", None)]), {REQUEST_PERCENTAGE: 1})
+    assert m.record_and_get_throttle_ms(REQUEST_PERCENTAGE, "x", 1000, now_ms=0) == 1000
+
+
+def test_precedence_most_specific_first(tmp_path):
+    m = ClientQuotaManager(log_dir=str(tmp_path))
+    for entity, value in [([("client-id", None)], 1), ([("client-id", "c")], 2), ([("user", None)], 3),
+                          ([("user", None), ("client-id", "c")], 4), ([("user", "ANONYMOUS")], 5),
+                          ([("user", "ANONYMOUS"), ("client-id", "c")], 6)]:
+        m._set(entity_of(entity), {PRODUCER_BYTE_RATE: value})
+        assert m.find_quota(PRODUCER_BYTE_RATE, "ANONYMOUS", "c")[0] == value
+    assert m.find_quota(PRODUCER_BYTE_RATE, "ANONYMOUS", "d") == (5, ("ANONYMOUS", ""))
+    assert m.find_quota(PRODUCER_BYTE_RATE, "bob", "d") == (3, ("bob", ""))
+
+
+def test_shared_client_id_quota_is_measured_together(tmp_path):
+    m = ClientQuotaManager(log_dir=str(tmp_path))
+    m._set(entity_of([("client-id", None)]), {PRODUCER_BYTE_RATE: 100})
+    m.record_and_get_throttle_ms(PRODUCER_BYTE_RATE, "a", 900, 0)
+    assert m.record_and_get_throttle_ms(PRODUCER_BYTE_RATE, "b", 900, 0) == 0     # each client id its own sensor
+    m._set(entity_of([("client-id", None)]), {PRODUCER_BYTE_RATE: 100})
+    m._set(entity_of([("user", "ANONYMOUS")]), {PRODUCER_BYTE_RATE: 100})
+    m.record_and_get_throttle_ms(PRODUCER_BYTE_RATE, "a", 900, 0)
+    assert m.record_and_get_throttle_ms(PRODUCER_BYTE_RATE, "b", 900, 0) > 0      # the user's quota is shared
+
+
+def test_describe_filters(tmp_path):
+    m = ClientQuotaManager(log_dir=str(tmp_path))
+    m._set(entity_of([("client-id", "a")]), {PRODUCER_BYTE_RATE: 1})
+    m._set(entity_of([("client-id", None)]), {PRODUCER_BYTE_RATE: 2})
+    m._set(entity_of([("user", "u"), ("client-id", "a")]), {PRODUCER_BYTE_RATE: 3})
+    values = lambda comps, strict=False: sorted(v[PRODUCER_BYTE_RATE] for _, v in m.describe(comps, strict))  # noqa
+    assert values([]) == [1, 2, 3]
+    assert values([("client-id", 0, "a")]) == [1, 3]
+    assert values([("client-id", 0, "a")], strict=True) == [1]
+    assert values([("client-id", 1, None)]) == [2]
+    assert values([("client-id", 2, None)]) == [1, 3]
+    assert values([("user", 2, None)]) == [3]
+    with pytest.raises(ValueError):
+        m.describe([("group", 0, "x")], False)
+
+
+@pytest.mark.parametrize("key, value, message", [("nope", 1, "Invalid configuration key"),
+                                                 (PRODUCER_BYTE_RATE, 1.5, "Long value"),
+                                                 (PRODUCER_BYTE_RATE, 0, "positive"),
+                                                 (REQUEST_PERCENTAGE, -1, "positive")])
+def test_bad_ops_are_refused(key, value, message):
+    with pytest.raises(ValueError, match=message):
+        ClientQuotaManager.validate_op((), key, value, False)
+
+
+@pytest.mark.parametrize("components", [[], [("user", "a"), ("user", "b")], [("ip", "1.2.3.4")], [("group", "g")]])
+def test_bad_entities_are_refused(components):
+    with pytest.raises(ValueError):
+        ClientQuotaManager.validate_entity(components)
+
+
+async def _alter(m, entity, ops):
+    await m.alter(entity, ops)
+
+
+def test_standalone_quotas_survive_a_restart(tmp_path):
+    import asyncio
+    m = ClientQuotaManager(log_dir=str(tmp_path))
+    asyncio.run(m.alter(entity_of([("client-id", "p")]), [(PRODUCER_BYTE_RATE, 500, False)]))
+    assert ClientQuotaManager(log_dir=str(tmp_path)).quotas == {(("client-id", "p"),): {PRODUCER_BYTE_RATE: 500.0}}
+    asyncio.run(m.alter(entity_of([("client-id", "p")]), [(PRODUCER_BYTE_RATE, 0, True)]))
+    assert ClientQuotaManager(log_dir=str(tmp_path)).quotas == {}
