@@ -12,7 +12,9 @@ module object is callable, so ``kafkalab.cluster(...)`` starts a cluster while
 
 Modules: ``cluster`` (Cluster, LAB_DEFAULTS), ``zookeeper`` (ZooKeeperServer),
 ``kafka_backend`` (mini brokers or Apache Kafka's), ``offsets`` (ListOffsets
-for ``describe``), ``processes`` and ``watchdog`` (no child outlives its owner).
+for ``describe``), ``processes`` and ``watchdog`` (no child outlives its owner),
+``supervisor`` (the cluster ``kafkalab up`` leaves running), ``external`` and
+``docker_api`` (a cluster kafkalab did not start, e.g. the workshop's compose one).
 """
 import sys
 import types
@@ -28,8 +30,10 @@ __all__ = ["cluster", "Cluster", "LAB_DEFAULTS", "LabDefault", "lab_configs", "Z
 class _CallableModule(types.ModuleType):
     """``kafkalab.cluster(brokers=3)`` calls :func:`cluster`."""
 
-    def __call__(self, brokers: int = 3, dir: str | None = None, backend: str = "mini", **broker_configs) -> Cluster:
-        return cluster(brokers, dir, backend, **broker_configs)
+    def __call__(self, *args, **kwargs) -> Cluster:
+        return cluster(*args, **kwargs)
+
+    __call__.__doc__ = cluster.__doc__
 
 
 sys.modules[__name__].__class__ = _CallableModule
