@@ -68,15 +68,14 @@ import tempfile
 import threading
 import time
 import weakref
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
 from ..broker.mini import config_name
 from ..broker.zk import zk_data
 from .kafka_backend import RESERVED, KafkaBackend, MiniBackend, config_value, make_backend
-from .offsets import CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID, list_offsets
-from .processes import Watchdog, child_env, pdeathsig_preexec, spawn
+from .offsets import describe_rows
+from .processes import Watchdog, pdeathsig_preexec, spawn
 from .zookeeper import ZooKeeperServer, tail
 
 
@@ -513,46 +512,12 @@ class Cluster:
             except NoNodeError:
                 pass
             rows.append(row)
-        replica_ids = sorted({r for row in rows for r in row["replicas"]})
-        # one request per broker: the high watermarks of what it leads, the LEOs of what it hosts
-        asks = []
-        for broker_id in replica_ids:
-            led = [row["partition"] for row in rows if row["leader"] == broker_id]
-            hosted = [row["partition"] for row in rows if broker_id in row["replicas"]]
-            if led:
-                asks.append((broker_id, CONSUMER_REPLICA_ID, led))
-            asks.append((broker_id, DEBUGGING_REPLICA_ID, hosted))
 
-        def ask(item):
-            broker_id, replica_id, partitions = item
+        def address_of(broker_id):
             b = self._res.brokers.get(broker_id)
-            if b is None or self._state(b) not in ("running", "paused"):
-                return item, {}
-            try:
-                return item, list_offsets(b.host, b.port, topic, partitions, replica_id, timeout_s=timeout_s)
-            except (OSError, ValueError, EOFError):
-                return item, {}
+            return (b.host, b.port) if b is not None and self._state(b) in ("running", "paused") else None
 
-        with ThreadPoolExecutor(max_workers=max(1, len(asks))) as pool:
-            answers = list(pool.map(ask, asks))
-        by_partition = {row["partition"]: row for row in rows}
-        for row in rows:
-            row["high_watermark"] = None
-            for broker_id in replica_ids:
-                row[f"leo_{broker_id}"] = None
-        for (broker_id, replica_id, _), offsets in answers:
-            for p, offset in offsets.items():
-                column = "high_watermark" if replica_id == CONSUMER_REPLICA_ID else f"leo_{broker_id}"
-                by_partition[p][column] = offset
-        try:
-            import pandas as pd
-        except ImportError:
-            return rows
-        df = pd.DataFrame(rows, columns=["partition", "leader", "replicas", "isr", "leader_epoch",
-                                         "high_watermark"] + [f"leo_{i}" for i in replica_ids])
-        for column in ["leader", "leader_epoch", "high_watermark"] + [f"leo_{i}" for i in replica_ids]:
-            df[column] = df[column].astype("Int64")   # integers with missing values (<NA>)
-        return df
+        return describe_rows(rows, address_of, topic, timeout_s)
 
     # -- breaking things ---------------------------------------------------------------
 

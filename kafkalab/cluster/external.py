@@ -67,7 +67,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ..broker.zk import zk_data
 from .cluster import LAB_DEFAULTS, ZooKeeperUnavailable
 from .docker_api import PROJECT_ENV, DockerControls, DockerError, PrintedControls, docker_controls
-from .offsets import CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID, list_offsets
+from .offsets import describe_rows
 
 BOOTSTRAP_ENV = "KAFKALAB_BOOTSTRAP_SERVERS"
 ZOOKEEPER_ENV = "KAFKALAB_ZOOKEEPER_CONNECT"
@@ -455,44 +455,7 @@ class ExternalCluster:
                 self.metadata([])
             except ConnectionError:
                 pass
-        asks = []
-        for broker_id in replica_ids:
-            led = [row["partition"] for row in rows if row["leader"] == broker_id]
-            hosted = [row["partition"] for row in rows if broker_id in row["replicas"]]
-            if led:
-                asks.append((broker_id, CONSUMER_REPLICA_ID, led))
-            asks.append((broker_id, DEBUGGING_REPLICA_ID, hosted))
-
-        def ask(item):
-            broker_id, replica_id, partitions = item
-            address = self._addresses.get(broker_id)
-            if address is None:
-                return item, {}
-            try:
-                return item, list_offsets(*address, topic, partitions, replica_id, timeout_s=timeout_s)
-            except (OSError, ValueError, EOFError):
-                return item, {}
-
-        with ThreadPoolExecutor(max_workers=max(1, len(asks))) as pool:
-            answers = list(pool.map(ask, asks))
-        by_partition = {row["partition"]: row for row in rows}
-        for row in rows:
-            row["high_watermark"] = None
-            for broker_id in replica_ids:
-                row[f"leo_{broker_id}"] = None
-        for (broker_id, replica_id, _), offsets in answers:
-            for p, offset in offsets.items():
-                if p in by_partition:
-                    by_partition[p]["high_watermark" if replica_id == CONSUMER_REPLICA_ID else f"leo_{broker_id}"] = offset
-        try:
-            import pandas as pd
-        except ImportError:
-            return rows
-        df = pd.DataFrame(rows, columns=["partition", "leader", "replicas", "isr", "leader_epoch",
-                                         "high_watermark"] + [f"leo_{i}" for i in replica_ids])
-        for column in ["leader", "leader_epoch", "high_watermark"] + [f"leo_{i}" for i in replica_ids]:
-            df[column] = df[column].astype("Int64")
-        return df
+        return describe_rows(rows, self._addresses.get, topic, timeout_s)
 
     def broker_configs(self, broker_id: int | None = None, names=WATCHED_CONFIGS) -> dict[str, str | None]:
         """Broker configs by DescribeConfigs (v1) from ``broker_id`` (default: the first that answers);

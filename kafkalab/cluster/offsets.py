@@ -66,3 +66,57 @@ def list_offsets(host: str, port: int, topic: str, partitions: list[int], replic
         for p in t.partitions:
             out[p.partition_index] = p.offset if p.error_code == 0 else None
     return out
+
+
+def describe_rows(rows: list[dict], address_of, topic: str, timeout_s: float = 1.0):
+    """Fill ``rows`` (partition, leader, replicas, isr, leader_epoch) with each partition's high
+    watermark and every replica's log end offset, and return them as ``describe()`` shows them.
+
+    One pair of ListOffsets per broker, all brokers at once: as a consumer (``replica_id`` -1) to the
+    leader for the high watermarks of what it leads, and with ``DEBUGGING_REPLICA_ID`` (-2) for the log
+    end offsets of what it hosts. ``address_of(broker_id)`` gives ``(host, port)``, or None for a
+    broker not to ask (down); a broker that does not answer leaves missing values. A pandas DataFrame
+    with nullable integer columns (the rows themselves without pandas).
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    replica_ids = sorted({r for row in rows for r in row["replicas"]})
+    asks = []
+    for broker_id in replica_ids:
+        led = [row["partition"] for row in rows if row["leader"] == broker_id]
+        hosted = [row["partition"] for row in rows if broker_id in row["replicas"]]
+        if led:
+            asks.append((broker_id, CONSUMER_REPLICA_ID, led))
+        asks.append((broker_id, DEBUGGING_REPLICA_ID, hosted))
+
+    def ask(item):
+        broker_id, replica_id, partitions = item
+        address = address_of(broker_id)
+        if address is None:
+            return item, {}
+        try:
+            return item, list_offsets(*address, topic, partitions, replica_id, timeout_s=timeout_s)
+        except (OSError, ValueError, EOFError):
+            return item, {}
+
+    with ThreadPoolExecutor(max_workers=max(1, len(asks))) as pool:
+        answers = list(pool.map(ask, asks))
+    by_partition = {row["partition"]: row for row in rows}
+    for row in rows:
+        row["high_watermark"] = None
+        for broker_id in replica_ids:
+            row[f"leo_{broker_id}"] = None
+    for (broker_id, replica_id, _), offsets in answers:
+        for p, offset in offsets.items():
+            if p in by_partition:
+                by_partition[p]["high_watermark" if replica_id == CONSUMER_REPLICA_ID else f"leo_{broker_id}"] = offset
+    try:
+        import pandas as pd
+    except ImportError:
+        return rows
+    numeric = ["leader", "leader_epoch", "high_watermark"] + [f"leo_{i}" for i in replica_ids]
+    df = pd.DataFrame(rows, columns=["partition", "leader", "replicas", "isr", "leader_epoch",
+                                     "high_watermark"] + [f"leo_{i}" for i in replica_ids])
+    for column in numeric:
+        df[column] = df[column].astype("Int64")   # integers with missing values (<NA>)
+    return df
