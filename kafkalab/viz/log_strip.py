@@ -9,7 +9,7 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-PALETTE = ["#9ecae1", "#fdae6b", "#a1d99b", "#bcbddc", "#fdd0a2", "#c7e9c0"]
+from .plots import PASTEL as PALETTE
 
 
 def plot_log(offsets, labels=None, groups=None, positions=None, title=None, log_start_offset=None) -> Figure:
