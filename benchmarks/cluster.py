@@ -63,9 +63,11 @@ Five measurements, each repeated and reported as every run plus the median
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import multiprocessing as mp
 import os
+import random
 import statistics
 import struct
 import sys
@@ -76,11 +78,13 @@ import uuid
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.append(os.path.join(REPO, "tests"))   # cluster_helpers
 
 import psutil  # noqa: E402
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
+import cluster_helpers  # noqa: E402  (tests/cluster_helpers.py: wait_until)
 import kafkalab  # noqa: E402
 import throughput  # noqa: E402  (benchmarks/throughput.py: its producer, offsets check, parse_kv)
 
@@ -135,18 +139,8 @@ def broker_cpu(c) -> dict[int, float]:
     return out
 
 
-def wait_until(pred, what: str, timeout: float = 60.0, interval: float = 0.05):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            v = pred()
-            if v:
-                return v
-        except Exception as exc:  # a broker may be down while we look
-            last = exc
-        time.sleep(interval)
-    raise TimeoutError(f"timed out waiting for {what}" + (f" ({last!r})" if last else ""))
+# tests/cluster_helpers.py; it raises WaitTimedOut, a TimeoutError
+wait_until = functools.partial(cluster_helpers.wait_until, timeout=60.0, interval=0.05)
 
 
 def isr_full(c, topic: str, rf: int) -> bool:
@@ -484,6 +478,7 @@ def failover_run(c, kind: str, session_ms: int, client_extra: dict | None = None
         acks.append((now, seq, sent[seq], None, msg.offset()))
 
     p = Producer({"bootstrap.servers": c.bootstrap_servers, "acks": "all", "linger.ms": 0, **(client_extra or {})})
+    t_client = time.monotonic()   # librdkafka's 1 s timer (rd_kafka_1s_tmr_cb) ticks from here
     stop = threading.Event()
     probe: dict = {}
 
@@ -507,7 +502,9 @@ def failover_run(c, kind: str, session_ms: int, client_extra: dict | None = None
     thread.start()
     before = load()
     try:
-        time.sleep(2.0)
+        # The kill lands at a random phase of the producer's 1 s timer, which re-asks for a lost
+        # leader: a fixed 2 s here would put every kill on a tick and every recovery on the next.
+        time.sleep(2.0 + random.random())
         t_event = time.monotonic()
         prober = threading.Thread(target=probe_new_leader, daemon=True,
                                   args=(c, topic, partition, timeline, t_event, old_leader, probe))
@@ -546,6 +543,8 @@ def failover_run(c, kind: str, session_ms: int, client_extra: dict | None = None
            "was_controller": old_leader == controller, "old_epoch": old_epoch,
            "session_timeout_ms": session_ms,
            "signal_returned_s": round(t_signalled, 3),
+           "kill_phase_in_client_second": round((t_event - t_client) % 1.0, 3),
+           "first_ack_phase_in_client_second": round((first_new[0] - t_client) % 1.0, 3) if first_new else None,
            "failover_s": rel(first_new[0]) if first_new else None,
            "first_ack_of_record_sent_after_signal_s": rel(first_after[0]) if first_after else None,
            "last_ack_before_signal_s": rel(last_before),
