@@ -478,7 +478,7 @@ def failover_run(c, kind: str, session_ms: int, client_extra: dict | None = None
         acks.append((now, seq, sent[seq], None, msg.offset()))
 
     p = Producer({"bootstrap.servers": c.bootstrap_servers, "acks": "all", "linger.ms": 0, **(client_extra or {})})
-    t_client = time.monotonic()   # librdkafka's 1 s timer (rd_kafka_1s_tmr_cb) ticks from here
+    t_client = time.monotonic()   # librdkafka's 1 s topic scan timer (rd_kafka_topic_scan_tmr_cb) ticks from here
     stop = threading.Event()
     probe: dict = {}
 

@@ -243,6 +243,17 @@ class AdminManager:
         self._creating.pop(plan.topic.name, None)
         return plan.commit()
 
+    def _carry_out(self, plan: _Plan):
+        """Make every partition of ``plan`` in one go, then commit it; roll back if one fails."""
+        made = []
+        try:
+            for index in plan.indexes:
+                made.append(self._make_partition_afresh(plan.topic, index))
+        except BaseException:
+            self._undo(plan.topic.name, made)
+            raise
+        return plan.commit()
+
     def _make_partition_afresh(self, topic: TopicMetadata, index: int):
         """A new partition; a directory left by an interrupted creation (no metadata names it) goes first."""
         leftover = os.path.join(self.broker.log_dir, f"{topic.name}-{index}")
@@ -320,14 +331,7 @@ class AdminManager:
         if _plan_only:
             self._creating[name] = partitions
             return plan
-        made = []
-        try:
-            for index in plan.indexes:
-                made.append(self._make_partition_afresh(topic, index))
-        except BaseException:
-            self._undo(name, made)
-            raise
-        return plan.commit()
+        return self._carry_out(plan)
 
     def maybe_auto_create(self, name: str) -> TopicMetadata | None:
         """Metadata for an unknown topic creates it when ``auto.create.topics.enable`` is on."""
@@ -421,14 +425,7 @@ class AdminManager:
         if _plan_only:
             self._creating[name] = count - old
             return plan
-        made = []
-        try:
-            for index in plan.indexes:
-                made.append(self._make_partition_afresh(topic, index))
-        except BaseException:
-            self._undo(name, made)
-            raise
-        plan.commit()
+        self._carry_out(plan)
 
     # -- topic configs -----------------------------------------------------------
 

@@ -326,18 +326,9 @@ class ClientQuotaManager:
         return f"clients/{name(names[CLIENT_ID])}"
 
     def _write_zk(self, entity: Entity, values: dict[str, float]) -> None:
-        from kazoo.exceptions import NodeExistsError, NoNodeError
-        from .zk import zk_data as zd
         zk = self.broker.zk_client
-        path = "/config/" + self.zk_entity_path(entity)
-        data = zd.encode_topic_config({k: _config_string(k, v) for k, v in values.items()})
-        try:
-            zk.zk.set(path, data)
-        except NoNodeError:
-            try:
-                zk.zk.create(path, data, makepath=True)
-            except NodeExistsError:
-                zk.zk.set(path, data)
+        zk.set_or_create_entity_configs("/config/" + self.zk_entity_path(entity),
+                                        {k: _config_string(k, v) for k, v in values.items()})
         zk.create_config_change_notification(self.zk_entity_path(entity))
 
     def load_zk(self) -> None:

@@ -144,6 +144,17 @@ def socket_path(directory: str) -> str:
     return os.path.join(directory, SOCKET_NAME)
 
 
+def recv_line(sock: socket.socket) -> bytes:
+    """Read until a newline (a request or an answer is one line of JSON) or until the other side hangs up."""
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
 # -- the client side: what kafkalab up / down / kill ... run -------------------------------------------------
 
 def request(directory: str, op: str, timeout_s: float = 120.0, **args) -> dict:
@@ -154,12 +165,7 @@ def request(directory: str, op: str, timeout_s: float = 120.0, **args) -> dict:
             s.settimeout(timeout_s)
             s.connect(path)
             s.sendall((json.dumps({"op": op, **args}) + "\n").encode())
-            data = b""
-            while not data.endswith(b"\n"):
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
+            data = recv_line(s)
     except socket.timeout:
         raise UpError(f"the cluster's supervisor (socket {path}) did not answer within {timeout_s:.0f} s") from None
     except OSError as exc:
@@ -420,13 +426,7 @@ def _serve(cluster: Cluster, server: socket.socket, stopping: list) -> None:
         with conn:
             conn.settimeout(10)
             try:
-                data = b""
-                while not data.endswith(b"\n"):
-                    chunk = conn.recv(65536)
-                    if not chunk:
-                        break
-                    data += chunk
-                req = json.loads(data)
+                req = json.loads(recv_line(conn))
                 op = req.get("op")
                 if op not in OPS:
                     raise ValueError(f"unknown request {op!r}")

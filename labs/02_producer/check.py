@@ -24,13 +24,13 @@ the payments sent and with the student's counts, and prints a ✓/✗ checklist
 """
 from __future__ import annotations
 
-import logging
 import time
 
 import pandas as pd
 from confluent_kafka import KafkaException, Producer
 
 from kafkalab.checks import Report, as_text, read_partition, unfilled, unfilled_detail
+from kafkalab.drills import check_stored, drill_partition, quiet_client_log, wait_for_partition
 
 PHASES = ("lost answers", "leader crash", "failover")
 PAYMENTS_PER_PHASE = 20
@@ -38,28 +38,8 @@ PAYMENTS_PER_PHASE = 20
 PAYMENTS = [f"payment-{i:03d}" for i in range(1, len(PHASES) * PAYMENTS_PER_PHASE + 1)]
 #: how long the drill waits for the last delivery reports before it gives up on the rest
 FLUSH_S = 40
-WAIT_S = 45
 
-_client_log = logging.getLogger("lab-02-clients")   # librdkafka's own log lines: a broker dies on purpose here
-_client_log.addHandler(logging.NullHandler())
-_client_log.propagate = False
-
-
-def _state(cluster, topic: str) -> dict:
-    row = cluster.describe(topic).iloc[0]
-    leader = None if pd.isna(row["leader"]) else int(row["leader"])
-    return {"leader": leader, "replicas": [int(b) for b in row["replicas"]], "isr": sorted(int(b) for b in row["isr"])}
-
-
-def _wait(cluster, topic: str, condition, what: str, timeout_s: float = WAIT_S) -> dict:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        state = _state(cluster, topic)
-        if condition(state):
-            return state
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"the drill waited {timeout_s:.0f} s for {what}; the partition is now {state}")
-        time.sleep(0.1)
+_client_log = quiet_client_log("lab-02-clients")   # librdkafka's own log lines: a broker dies on purpose here
 
 
 def _send(producer: Producer, topic: str, values: list[str], on_delivery, pause_s: float = 0.01) -> None:
@@ -86,11 +66,8 @@ def run_drill(kafka, topic: str, producer_config: dict) -> pd.DataFrame:
     cluster = kafka.cluster
     if cluster is None:
         raise RuntimeError("the drill kills a broker: start the cluster with kafkalab.connect(brokers=3)")
-    state = _wait(cluster, topic, lambda s: len(s["replicas"]) == len(s["isr"]) and s["leader"] is not None,
-                  "every replica in sync")
-    if len(state["replicas"]) != 3 or len(cluster.describe(topic)) != 1:
-        print(f"the drill needs one partition on three brokers; {topic!r} has {len(cluster.describe(topic))} "
-              f"partition(s) on {state['replicas']}: nothing was run")
+    state = drill_partition(cluster, topic)
+    if state is None:
         return pd.DataFrame([], columns=columns)
     leader = state["leader"]
     followers = [r for r in state["replicas"] if r != leader]
@@ -145,13 +122,13 @@ def run_drill(kafka, topic: str, producer_config: dict) -> pd.DataFrame:
             producer.purge()
             producer.flush(5)
         producer.close()
-    state = _wait(cluster, topic, lambda s: s["leader"] not in (None, leader), "a new leader")
+    state = wait_for_partition(cluster, topic, lambda s: s["leader"] not in (None, leader), "a new leader")
     print(f"leader crash: the leader died before its followers copied the last payments; "
           f"{acknowledged(1)} of {PAYMENTS_PER_PHASE} payments acknowledged")
     print(f"failover: a follower took over; {acknowledged(2)} of {PAYMENTS_PER_PHASE} payments acknowledged"
           + (f" ({left} still unanswered after {FLUSH_S} s, given up)" if left else ""))
     cluster.restart(leader)
-    _wait(cluster, topic, lambda s: len(s["isr"]) == 3, f"broker {leader} back in sync")
+    wait_for_partition(cluster, topic, lambda s: len(s["isr"]) == 3, f"broker {leader} back in sync")
     print("the old leader is back, as a follower, and in sync again")
     rows = [{"payment": p, "phase": PHASES[i // PAYMENTS_PER_PHASE], "acknowledged": results.get(p, "") is None,
              "error": results.get(p, "NO_ANSWER")} for i, p in enumerate(PAYMENTS)]
@@ -261,18 +238,8 @@ def check_02(kafka, topic, producer_config, drill, stored, duplicates, lost) -> 
         report.step(name, not swapped, hint)
 
     # Step 2: reading back.
-    name = "step 2: stored lists every value the partition holds, in offset order"
-    with report.answer(name, "stored"):
-        if unfilled(stored):
-            report.step(name, False, unfilled_detail("stored", stored, "read the partition from its first offset "
-                                                     "up to the high watermark"))
-        else:
-            got = [as_text(v) for v in stored]
-            report.step(name, got == in_topic,
-                        f"got {len(got)} value(s), the partition holds {len(in_topic)}"
-                        + ("" if sorted(got) != sorted(in_topic) or got == in_topic else
-                           " (the same ones, in another order)")
-                        + " — assign partition 0 from its low watermark and read until the high watermark")
+    check_stored(report, "step 2: stored lists every value the partition holds, in offset order", stored, in_topic,
+                 "assign partition 0 from its low watermark and read until the high watermark")
 
     # Step 3: counting.
     name = "step 3: duplicates lists the payments stored more than once"

@@ -16,7 +16,6 @@ student's counts, and prints a ✓/✗ checklist (:class:`kafkalab.checks.Report
 from __future__ import annotations
 
 import json
-import logging
 import time
 
 import pandas as pd
@@ -24,38 +23,18 @@ from confluent_kafka import ElectionType, KafkaException, Producer, TopicPartiti
 from confluent_kafka.admin import AdminClient
 
 from kafkalab.checks import Report, as_text, read_partition, unfilled, unfilled_detail
+from kafkalab.drills import check_stored, drill_partition, quiet_client_log, wait_for_partition
 
 PAYMENTS_PER_PHASE = 10
 PHASES = ("calm", "maintenance", "outage")
 #: How long the drill gives each payment to be acknowledged (``message.timeout.ms``; it overrides yours)
 MESSAGE_TIMEOUT_MS = 6000
-WAIT_S = 45
-
-_client_log = logging.getLogger("lab-03-clients")   # librdkafka's own log lines: brokers die on purpose here
-_client_log.addHandler(logging.NullHandler())
-_client_log.propagate = False
+_client_log = quiet_client_log("lab-03-clients")   # librdkafka's own log lines: brokers die on purpose here
 
 
 def payments(phase: str) -> list[str]:
     """The payments the drill writes in ``phase``: ``calm-01`` ... ``outage-10``."""
     return [f"{phase}-{i:02d}" for i in range(1, PAYMENTS_PER_PHASE + 1)]
-
-
-def _state(cluster, topic: str) -> dict:
-    row = cluster.describe(topic).iloc[0]
-    leader = None if pd.isna(row["leader"]) else int(row["leader"])
-    return {"leader": leader, "replicas": [int(b) for b in row["replicas"]], "isr": sorted(int(b) for b in row["isr"])}
-
-
-def _wait(cluster, topic: str, condition, what: str, timeout_s: float = WAIT_S) -> dict:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        state = _state(cluster, topic)
-        if condition(state):
-            return state
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"the drill waited {timeout_s:.0f} s for {what}; the partition is now {state}")
-        time.sleep(0.1)
 
 
 def _produce(kafka, topic: str, producer_config: dict, values: list[str]) -> dict[str, str | None]:
@@ -101,11 +80,8 @@ def run_drill(kafka, topic: str, producer_config: dict) -> pd.DataFrame:
         for value, error in results.items():
             rows.append({"payment": value, "phase": phase, "acknowledged": error is None, "error": error})
 
-    state = _wait(cluster, topic, lambda s: len(s["replicas"]) == len(s["isr"]) and s["leader"] is not None,
-                  "every replica in sync")
-    if len(state["replicas"]) != 3 or len(cluster.describe(topic)) != 1:
-        print(f"the drill needs one partition on three brokers; {topic!r} has {len(cluster.describe(topic))} "
-              f"partition(s) on {state['replicas']}: nothing was run")
+    state = drill_partition(cluster, topic)
+    if state is None:
         return pd.DataFrame(rows, columns=["payment", "phase", "acknowledged", "error"])
     a = state["leader"]
     b, c = [r for r in state["replicas"] if r != a]
@@ -123,12 +99,12 @@ def run_drill(kafka, topic: str, producer_config: dict) -> pd.DataFrame:
     print(f"calm: all three brokers up; {acknowledged('calm')} of 10 payments acknowledged")
 
     cluster.stop(c)
-    _wait(cluster, topic, lambda s: c not in s["isr"], f"broker {c} to leave the ISR")
+    wait_for_partition(cluster, topic, lambda s: c not in s["isr"], f"broker {c} to leave the ISR")
     record("maintenance", _produce(kafka, topic, producer_config, payments("maintenance")))
     print(f"maintenance: a follower stopped; {acknowledged('maintenance')} of 10 payments acknowledged")
 
     cluster.kill(b)
-    _wait(cluster, topic, lambda s: s["isr"] == [a], f"the ISR to shrink to broker {a}")
+    wait_for_partition(cluster, topic, lambda s: s["isr"] == [a], f"the ISR to shrink to broker {a}")
     time.sleep(0.5)   # the leader hears of its new ISR from the controller
     record("outage", _produce(kafka, topic, producer_config, payments("outage")))
     print(f"outage: the other follower crashed too, the ISR is the leader alone; "
@@ -137,7 +113,8 @@ def run_drill(kafka, topic: str, producer_config: dict) -> pd.DataFrame:
     cluster.kill(a)
     cluster.restart(b)
     cluster.restart(c)
-    state = _wait(cluster, topic, lambda s: s["leader"] != a, f"the controller to notice that broker {a} is gone")
+    state = wait_for_partition(cluster, topic, lambda s: s["leader"] != a,
+                               f"the controller to notice that broker {a} is gone")
     if state["leader"] is None:
         result = _elect_unclean(kafka, topic)
         error = next(iter(result.values()))
@@ -146,11 +123,11 @@ def run_drill(kafka, topic: str, producer_config: dict) -> pd.DataFrame:
     else:
         print("the leader crashed, the followers came back without it; the topic allowed an unclean election "
               "and the controller made one")
-    state = _wait(cluster, topic, lambda s: s["leader"] is not None, "a leader")
+    state = wait_for_partition(cluster, topic, lambda s: s["leader"] is not None, "a leader")
     print("the partition is online again, led by the follower that "
           + ("crashed in the outage" if state["leader"] == b else "was stopped for maintenance"))
     cluster.restart(a)
-    _wait(cluster, topic, lambda s: len(s["isr"]) == 3, f"broker {a} back in sync")
+    wait_for_partition(cluster, topic, lambda s: len(s["isr"]) == 3, f"broker {a} back in sync")
     print("the old leader is back, as a follower, and in sync again")
     return pd.DataFrame(rows, columns=["payment", "phase", "acknowledged", "error"])
 
@@ -231,17 +208,8 @@ def check_03(kafka, topic, producer_config, drill, stored, acknowledged, lost) -
             report.step(name, False, hint)
 
     # Step 2: reading back.
-    name = "step 2: stored lists every payment the partition holds, in offset order"
-    with report.answer(name, "stored"):
-        if unfilled(stored):
-            report.step(name, False, unfilled_detail("stored", stored, "read the partition from its first offset "
-                                                     "up to the high watermark"))
-        else:
-            got = [as_text(v) for v in stored]
-            report.step(name, got == in_topic,
-                        f"got {len(got)} value(s), the partition holds {len(in_topic)}"
-                        + ("" if sorted(got) != sorted(in_topic) else " (the same ones, in another order)")
-                        + " — assign partition 0 from offset 0 and read until the high watermark")
+    check_stored(report, "step 2: stored lists every payment the partition holds, in offset order", stored, in_topic,
+                 "assign partition 0 from offset 0 and read until the high watermark")
 
     # Step 3: counting.
     want_acked = list(drill[drill["acknowledged"]]["payment"]) if ran else []

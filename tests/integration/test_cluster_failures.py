@@ -8,16 +8,19 @@ test broke), so the tests can share the cluster.
 """
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import uuid
 
 import pandas as pd
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+import cluster_helpers
 import kafkalab
+from cluster_helpers import broker_states, leader_of, partition_row, restore_brokers
 
 pytestmark = pytest.mark.cluster
 
@@ -35,49 +38,16 @@ def cluster(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def all_brokers_up(cluster):
     yield
-    for b in broker_states(cluster):
-        if b["alive"] == "paused":
-            cluster.resume(b["id"])
-        elif b["alive"] != "running":
-            cluster.restart(b["id"])
-    wait_until(lambda: len(cluster.zk.get_children("/brokers/ids")) == 3, "all brokers registered again")
+    restore_brokers(cluster, timeout=WAIT_S)
 
 
 # -- helpers -------------------------------------------------------------------------
 
-def broker_states(cluster) -> list[dict]:
-    brokers = cluster.brokers
-    return brokers.to_dict("records") if hasattr(brokers, "to_dict") else [dict(b) for b in brokers]
+wait_until = functools.partial(cluster_helpers.wait_until, timeout=WAIT_S, interval=0.2)
 
 
 def broker_ids(cluster) -> list[int]:
     return sorted(b["id"] for b in broker_states(cluster))
-
-
-def wait_until(predicate, what: str, timeout: float = WAIT_S, interval: float = 0.2):
-    deadline = time.monotonic() + timeout
-    last_exc = None
-    while time.monotonic() < deadline:
-        try:
-            value = predicate()
-            if value:
-                return value
-        except Exception as exc:  # a broker may be down while we look
-            last_exc = exc
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}" +
-                         (f" (last error: {last_exc!r})" if last_exc else ""))
-
-
-def partition_row(cluster, topic: str, partition: int) -> dict:
-    df = cluster.describe(topic)
-    return df[df["partition"] == partition].iloc[0].to_dict()
-
-
-def leader_of(cluster, topic: str, partition: int) -> int:
-    """The partition's leader, -1 when it has none (describe shows that as a missing value)."""
-    leader = partition_row(cluster, topic, partition)["leader"]
-    return -1 if leader is None or pd.isna(leader) else int(leader)
 
 
 def isr_of(cluster, topic: str, partition: int) -> list[int]:

@@ -1,11 +1,12 @@
 """Client quotas in cluster mode: kept in ZooKeeper, spread by change notifications, enforced by every broker."""
 from __future__ import annotations
 
+import functools
 import json
-import time
 
 import pytest
 
+import cluster_helpers
 import kafkalab
 from kafkalab.tools.client_quotas import alter_client_quotas, describe_client_quotas
 
@@ -24,13 +25,8 @@ def bootstrap_of(cluster, broker_id) -> str:
     return f"{row['host']}:{row['port']}"
 
 
-def wait_until(predicate, what, timeout=15):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+# an exception raised while polling fails the test at once (retry_on=())
+wait_until = functools.partial(cluster_helpers.wait_until, timeout=15, retry_on=())
 
 
 def test_quota_written_to_zookeeper_reaches_every_broker(cluster):

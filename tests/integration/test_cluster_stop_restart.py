@@ -21,18 +21,20 @@ and no broker log may fill with ISR proposals or diverging-epoch lines.
 from __future__ import annotations
 
 import collections
+import functools
 import re
 import threading
 import time
 import uuid
 import warnings
 
-import pandas as pd
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+import cluster_helpers
 import kafkalab
+from cluster_helpers import leader_of, partition_row
 
 pytestmark = pytest.mark.cluster
 
@@ -44,28 +46,7 @@ STOP_LIMIT_S = 5.0                       # a controlled shutdown of a mini broke
 REJOIN_LIMIT_S = LAG_MS / 1000 + 5.0     # after restart() returned
 
 
-def wait_until(predicate, what: str, timeout: float = 30.0, interval: float = 0.05):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            value = predicate()
-            if value:
-                return value
-        except Exception as exc:   # a broker may be down while we look
-            last = exc
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}" + (f" ({last!r})" if last else ""))
-
-
-def row(cluster, topic: str, partition: int) -> dict:
-    df = cluster.describe(topic)
-    return df[df["partition"] == partition].iloc[0].to_dict()
-
-
-def leader_of(cluster, topic: str, partition: int) -> int:
-    leader = row(cluster, topic, partition)["leader"]
-    return -1 if leader is None or pd.isna(leader) else int(leader)
+wait_until = functools.partial(cluster_helpers.wait_until, timeout=30.0, interval=0.05)
 
 
 def full_isr(cluster, topic: str, partitions: int) -> bool:
@@ -164,7 +145,7 @@ def test_stopping_and_restarting_a_leader_under_load(cluster):
     assert len(acked) == len(set(acked)) > 50 * RUNS
     # every replica ends up with every acknowledged record
     wait_until(lambda: (lambda r: len({r[f"leo_{b}"] for b in r["replicas"]}) == 1
-                        and r[f"leo_{r['replicas'][0]}"] > acked[-1])(row(cluster, topic, 0)),
+                        and r[f"leo_{r['replicas'][0]}"] > acked[-1])(partition_row(cluster, topic, 0)),
                "all replicas of partition 0 at the same end, past the last acknowledged record")
 
     # the brokers' logs: a handful of ISR proposals and refusals per partition (one per restart or stop), no floods

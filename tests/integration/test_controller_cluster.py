@@ -13,17 +13,19 @@ rebalance, which would otherwise race with the election the test asks for.
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import time
 import uuid
 
-import pandas as pd
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+import cluster_helpers
 import kafkalab
+from cluster_helpers import broker_states, restore_brokers
 from kafkalab.broker.zk import zk_data
 
 pytestmark = pytest.mark.cluster
@@ -43,34 +45,12 @@ def cluster(tmp_path_factory):
 @pytest.fixture
 def all_brokers_up(cluster):
     yield
-    for b in broker_states(cluster):
-        if b["alive"] == "paused":
-            cluster.resume(b["id"])
-        elif b["alive"] != "running":
-            cluster.restart(b["id"])
-    wait_until(lambda: len(cluster.zk.get_children("/brokers/ids")) == 3, "all brokers registered again")
+    restore_brokers(cluster, timeout=WAIT_S)
 
 
 # -- helpers -------------------------------------------------------------------------
 
-def broker_states(cluster) -> list[dict]:
-    brokers = cluster.brokers
-    return brokers.to_dict("records") if hasattr(brokers, "to_dict") else [dict(b) for b in brokers]
-
-
-def wait_until(predicate, what: str, timeout: float = WAIT_S, interval: float = 0.1):
-    deadline = time.monotonic() + timeout
-    last_exc = None
-    while time.monotonic() < deadline:
-        try:
-            value = predicate()
-            if value:
-                return value
-        except Exception as exc:  # a broker may be down while we look
-            last_exc = exc
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}" +
-                         (f" (last error: {last_exc!r})" if last_exc else ""))
+wait_until = functools.partial(cluster_helpers.wait_until, timeout=WAIT_S, interval=0.1)
 
 
 def state(cluster, topic: str, partition: int) -> zk_data.LeaderIsrAndControllerEpoch:

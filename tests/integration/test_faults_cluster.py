@@ -1,13 +1,14 @@
 """Lab faults across the processes of a cluster, through each broker's control socket."""
 from __future__ import annotations
 
-import time
+import functools
 import uuid
 
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+import cluster_helpers
 import kafkalab
 
 pytestmark = pytest.mark.cluster
@@ -27,13 +28,8 @@ def no_faults_left(cluster):
     cluster.clear_faults()
 
 
-def wait_until(predicate, what, timeout=20):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+# an exception raised while polling fails the test at once (retry_on=())
+wait_until = functools.partial(cluster_helpers.wait_until, timeout=20, retry_on=())
 
 
 def new_topic(cluster) -> str:

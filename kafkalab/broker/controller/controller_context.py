@@ -105,3 +105,27 @@ class ControllerContext:
 
     def reset(self) -> None:
         self.__init__()
+
+
+class ControllerComponent:
+    """A part of the active controller that works on its :class:`ControllerContext` and ZooKeeper client:
+    ``PartitionStateMachine``, ``ReplicaStateMachine``, ``TopicDeletionManager``.
+
+    In Kafka each gets ``controllerContext``, ``zkClient`` and the config as constructor arguments;
+    here it keeps the ``KafkaController`` and reads them through it.
+    """
+
+    def __init__(self, controller):
+        self.controller = controller
+
+    @property
+    def context(self) -> ControllerContext:
+        return self.controller.context
+
+    @property
+    def zk_client(self):
+        return self.controller.zk_client
+
+    @property
+    def controller_id(self) -> int:
+        return self.controller.broker_id

@@ -38,6 +38,7 @@ from ..errors import ErrorCode
 from ..zk.kafka_zk_client import NodeExistsError
 from ..zk.zk_data import LeaderIsrAndControllerEpoch
 from . import election
+from .controller_context import ControllerComponent
 
 log = logging.getLogger("kafkalab.controller")
 state_change_log = logging.getLogger("kafkalab.state.change")
@@ -58,22 +59,7 @@ class StateChangeFailed(Exception):
         self.message = message
 
 
-class PartitionStateMachine:
-    def __init__(self, controller):
-        self.controller = controller
-
-    @property
-    def context(self):
-        return self.controller.context
-
-    @property
-    def zk_client(self):
-        return self.controller.zk_client
-
-    @property
-    def controller_id(self) -> int:
-        return self.controller.broker_id
-
+class PartitionStateMachine(ControllerComponent):
     # -- New/Offline -> Online ------------------------------------------------------------------
 
     def trigger_online_partition_state_change(self, partitions=None, allow_unclean: bool | None = None) -> dict:

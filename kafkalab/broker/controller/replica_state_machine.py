@@ -29,20 +29,14 @@ from __future__ import annotations
 import logging
 
 from . import election
+from .controller_context import ControllerComponent
 
 log = logging.getLogger("kafkalab.controller")
 
 MAX_STATE_WRITE_ATTEMPTS = 3
 
 
-class ReplicaStateMachine:
-    def __init__(self, controller):
-        self.controller = controller
-
-    @property
-    def context(self):
-        return self.controller.context
-
+class ReplicaStateMachine(ControllerComponent):
     def startup(self, excluded_topics=frozenset()) -> None:
         """On failover: every online replica -> OnlineReplica, every offline one -> OfflineReplica; send.
 

@@ -26,27 +26,14 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from .controller_context import ControllerComponent
+
 log = logging.getLogger("kafkalab.controller")
 
 STOP_REPLICA_RETRY_BACKOFF_S = 0.1
 
 
-class TopicDeletionManager:
-    def __init__(self, controller):
-        self.controller = controller
-
-    @property
-    def context(self):
-        return self.controller.context
-
-    @property
-    def zk_client(self):
-        return self.controller.zk_client
-
-    @property
-    def controller_id(self) -> int:
-        return self.controller.broker_id
-
+class TopicDeletionManager(ControllerComponent):
     def is_topic_queued_up_for_deletion(self, topic: str) -> bool:
         return topic in self.context.topics_to_be_deleted
 

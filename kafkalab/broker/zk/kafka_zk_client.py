@@ -533,8 +533,13 @@ class KafkaZkClient:
         self.zk.set(zd.topic_path(topic), zd.encode_topic_assignment(assignment), version=expected_version)
 
     def set_or_create_topic_config(self, topic: str, configs: dict[str, str]) -> None:
-        """Write the overrides of ``/config/topics/<t>`` (Kafka's ``setOrCreateEntityConfigs``)."""
-        path, data = zd.topic_config_path(topic), zd.encode_topic_config(configs)
+        """Write the overrides of ``/config/topics/<t>``."""
+        self.set_or_create_entity_configs(zd.topic_config_path(topic), configs)
+
+    def set_or_create_entity_configs(self, path: str, configs: dict[str, str]) -> None:
+        """Write an entity's config znode (``/config/topics/<t>``, ``/config/clients/<id>``, ...), creating it
+        if need be (Kafka's ``setOrCreateEntityConfigs``)."""
+        data = zd.encode_topic_config(configs)
         try:
             self.zk.set(path, data)
         except NoNodeError:
