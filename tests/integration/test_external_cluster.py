@@ -17,177 +17,27 @@ ZooKeeper where it is given), exactly as it sees the compose cluster.
 """
 from __future__ import annotations
 
-import http.server
 import json
 import os
-import re
 import shutil
-import socketserver
 import subprocess
-import tempfile
 import threading
 import time
-import urllib.parse
 
 import pytest
 from confluent_kafka import Producer
 
 import kafkalab
-from kafkalab.cluster.docker_api import (BROKER_ID_LABEL, PROJECT_LABEL, SERVICE_LABEL, DockerEngine, DockerError,
-                                         container_state, demultiplex, docker_controls)
+from kafkalab.cluster.docker_api import (BROKER_ID_LABEL, PROJECT_LABEL, DockerEngine, DockerError, container_state,
+                                         demultiplex, docker_controls)
 from kafkalab.cluster.external import ExternalCluster
 from kafkalab.lab import ENV_VAR
+
+from fake_docker import FakeDocker, Instructor, broker_containers  # noqa: E402  (tests/fake_docker.py)
 
 pytestmark = pytest.mark.cluster
 
 FAST = {"zookeeper.session.timeout.ms": 4000, "replica.lag.time.max.ms": 3000}
-API_VERSION = "1.45"
-
-
-# -- a fake Docker Engine on a Unix socket ---------------------------------------------------------------------
-
-class FakeContainer:
-    def __init__(self, cid: str, name: str, labels: dict[str, str]):
-        self.id, self.name, self.labels = cid, name, labels
-        self.status, self.exit_code = "running", 0
-        self.log = f"[kafka] {name} started\n"
-
-
-class FakeDocker:
-    """Answers the Docker Engine API paths the broker controls use (with or without a /v1.xx prefix), records
-    each call as ``(method, path without version, query)``, and runs ``hooks[action](container)`` for the
-    container actions: the test decides what a kill or a start does."""
-
-    def __init__(self, containers: list[FakeContainer], hooks: dict | None = None):
-        self.containers = {c.id: c for c in containers}
-        self.hooks = hooks or {}
-        self.calls: list[tuple[str, str, dict]] = []
-        self.dir = tempfile.mkdtemp(prefix="kl-docker-")   # short: a Unix socket path has at most 107 bytes
-        self.socket_path = os.path.join(self.dir, "docker.sock")
-        fake = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):   # quiet (and a Unix socket has no client address to print)
-                pass
-
-            def do_HEAD(self):
-                fake.handle(self, "HEAD")
-
-            def do_GET(self):
-                fake.handle(self, "GET")
-
-            def do_POST(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                if length:
-                    self.rfile.read(length)
-                fake.handle(self, "POST")
-
-        class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-            daemon_threads = True
-
-        self.server = Server(self.socket_path, Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def host(self) -> str:
-        return f"unix://{self.socket_path}"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def find(self, ref: str) -> FakeContainer | None:
-        for c in self.containers.values():
-            if ref in (c.id, c.name) or (len(ref) >= 12 and c.id.startswith(ref)):
-                return c
-        return None
-
-    def actions(self) -> list[tuple[str, str, dict]]:
-        """The recorded container actions (POSTs), as (action, container id, query)."""
-        out = []
-        for method, path, query in self.calls:
-            m = re.fullmatch(r"/containers/([^/]+)/(kill|stop|start|pause|unpause|restart)", path)
-            if method == "POST" and m:
-                c = self.find(m.group(1))
-                out.append((m.group(2), c.id if c else m.group(1), query))
-        return out
-
-    def handle(self, h: http.server.BaseHTTPRequestHandler, method: str) -> None:
-        url = urllib.parse.urlsplit(h.path)
-        path = re.sub(r"^/v\d+\.\d+", "", url.path)
-        query = {k: v[-1] for k, v in urllib.parse.parse_qs(url.query).items()}
-        self.calls.append((method, path, query))
-        status, body, content_type = self.route(method, path, query)
-        payload = body if isinstance(body, bytes) else (json.dumps(body).encode() if body is not None else b"")
-        h.send_response(status)
-        h.send_header("Api-Version", API_VERSION)
-        h.send_header("Content-Type", content_type)
-        h.send_header("Content-Length", str(len(payload)))
-        h.end_headers()
-        if method != "HEAD":
-            h.wfile.write(payload)
-
-    def route(self, method: str, path: str, query: dict):
-        if path == "/_ping":
-            return 200, b"OK", "text/plain"
-        if path == "/containers/json" and method == "GET":
-            wanted = json.loads(query.get("filters", "{}")).get("label", [])
-            listed = []
-            for c in self.containers.values():
-                if all(c.labels.get(k) == v for k, _, v in (w.partition("=") for w in wanted)):
-                    listed.append({"Id": c.id, "Names": ["/" + c.name], "Labels": c.labels, "State": c.status,
-                                   "Status": f"Exited ({c.exit_code}) 1 second ago" if c.status == "exited"
-                                   else "Up 1 minute"})
-            return 200, listed, "application/json"
-        m = re.fullmatch(r"/containers/([^/]+)/(json|logs|kill|stop|start|pause|unpause)", path)
-        if not m:
-            return 404, {"message": f"page not found: {path}"}, "application/json"
-        c = self.find(m.group(1))
-        if c is None:
-            return 404, {"message": f"No such container: {m.group(1)}"}, "application/json"
-        what = m.group(2)
-        if what == "json" and method == "GET":
-            return 200, {"Id": c.id, "Name": "/" + c.name, "Config": {"Labels": c.labels, "Tty": False},
-                         "State": {"Status": c.status, "Running": c.status in ("running", "paused"),
-                                   "Paused": c.status == "paused", "ExitCode": c.exit_code}}, "application/json"
-        if what == "logs" and method == "GET":
-            frames = b""
-            for line in c.log.splitlines(keepends=True)[-int(query.get("tail", "100")):]:
-                data = line.encode()
-                frames += bytes([1, 0, 0, 0]) + len(data).to_bytes(4, "big") + data
-            return 200, frames, "application/vnd.docker.multiplexed-stream"
-        if method != "POST":
-            return 405, {"message": "method not allowed"}, "application/json"
-        if what == "start" and c.status == "running":
-            return 304, None, "application/json"
-        if what in ("kill", "pause") and c.status != "running":
-            return 409, {"message": f"Container {c.id} is not running"}, "application/json"
-        if what == "unpause" and c.status != "paused":
-            return 409, {"message": f"Container {c.id} is not paused"}, "application/json"
-        hook = self.hooks.get(what)
-        if hook is not None:
-            hook(c)
-        c.status, c.exit_code = {"kill": ("exited", 137), "stop": ("exited", 143), "start": ("running", 0),
-                                 "pause": ("paused", c.exit_code), "unpause": ("running", c.exit_code)}[what]
-        return 204, None, "application/json"
-
-
-def broker_containers(project: str = "kafkalab", ids=(1, 2, 3), label_ids: bool = True) -> list[FakeContainer]:
-    out = []
-    for i in ids:
-        labels = {PROJECT_LABEL: project, SERVICE_LABEL: f"kafka-{i}"}
-        if label_ids:
-            labels[BROKER_ID_LABEL] = str(i)
-        out.append(FakeContainer(f"{i:02d}" + "c0ffee" * 10 + f"{i:02d}", f"{project}-kafka-{i}-1", labels))
-    out.append(FakeContainer("ff" + "deadbeef" * 7 + "ff", f"{project}-zookeeper-1",
-                             {PROJECT_LABEL: project, SERVICE_LABEL: "zookeeper", "kafkalab.role": "zookeeper"}))
-    out.append(FakeContainer("ee" + "badcafe0" * 7 + "ee", "other-kafka-1-1",
-                             {PROJECT_LABEL: "other", SERVICE_LABEL: "kafka-1", BROKER_ID_LABEL: "1"}))
-    return out
 
 
 @pytest.fixture
@@ -444,37 +294,18 @@ def test_docker_api_controls_break_and_mend_the_cluster(real_cluster, fake_docke
         ext.close()
 
 
-class Instructor:
-    """Reads what the notebook prints and, when it asks for a ``docker compose`` command, runs it on the
-    cluster (after ``delay_s``), as the instructor at the terminal would. ``obey=False``: never does."""
-
-    PATTERN = re.compile(r"docker compose (kill|stop|start|pause|unpause) kafka-(\d+)")
-
-    def __init__(self, cluster, delay_s: float = 0.3, obey: bool = True):
-        self.cluster, self.delay_s, self.obey = cluster, delay_s, obey
-        self.text = ""
-        self.commands: list[str] = []
-
-    def write(self, text: str) -> None:
-        self.text += text
-        for m in self.PATTERN.finditer(text):
-            self.commands.append(m.group(0))
-            if self.obey:
-                action = {"kill": self.cluster.kill, "stop": self.cluster.stop, "start": self.cluster.restart,
-                          "pause": self.cluster.pause, "unpause": self.cluster.resume}[m.group(1)]
-                broker_id = int(m.group(2))
-
-                def run(action=action, broker_id=broker_id):
-                    time.sleep(self.delay_s)
-                    action(broker_id)
-                t = threading.Thread(target=run, daemon=True)
-                self.cluster.background.append(t)
-                t.start()
+def background(c):
+    """How an Instructor runs a command: in a thread the real_cluster fixture joins."""
+    def run(what, fn):
+        t = threading.Thread(target=fn, daemon=True, name=what)
+        c.background.append(t)
+        t.start()
+    return run
 
 
 def test_without_kill_rights_the_commands_are_printed_and_the_change_awaited(real_cluster):
     c = real_cluster
-    instructor = Instructor(c)
+    instructor = Instructor(c, run=background(c))
     ext = ExternalCluster(c.bootstrap_servers, controls="print", timeout_s=20, out=instructor)  # no ZooKeeper either
     try:
         ext.kill(2)
@@ -500,7 +331,7 @@ def test_without_kill_rights_the_commands_are_printed_and_the_change_awaited(rea
 
 def test_a_printed_command_nobody_runs_times_out_and_changes_nothing(real_cluster):
     c = real_cluster
-    instructor = Instructor(c, obey=False)
+    instructor = Instructor(c, obey=False, run=background(c))
     ext = ExternalCluster(c.bootstrap_servers, controls="print", timeout_s=1.5, out=instructor)
     try:
         began = time.monotonic()

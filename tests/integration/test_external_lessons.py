@@ -1,0 +1,181 @@
+"""The lessons that break brokers, run against a cluster used as the workshop's compose cluster is used.
+
+``docker compose up`` gives the JupyterLab container ``KAFKALAB_BOOTSTRAP_SERVERS``,
+``KAFKALAB_ZOOKEEPER_CONNECT`` and ``KAFKALAB_COMPOSE_PROJECT``; ``kafkalab.connect()``
+then returns an :class:`~kafkalab.cluster.external.ExternalCluster`, and a lesson's
+``cluster.kill(1)`` goes through the Docker API (the socket mounted) or prints the
+``docker compose`` command for the instructor. There is no Docker engine here, so
+:class:`fake_docker.ComposeLikeCluster` stands in: a real 3-broker mini cluster
+configured with docker-compose.yml's broker environment, behind a fake Docker
+Engine that records every call and carries it out on the broker processes.
+
+How outputs are compared: **not at all** (``--nbval-lax``), only errors count. The
+stored outputs are those of the embedded cluster (the default nbval run compares
+them); on another backend addresses, ids, the repr of ``kafka``, the configs table
+and the timings legitimately differ. What must hold on both is what the lesson
+asserts about the measured data, and every lesson step has such an assert cell.
+The test adds what the notebook cannot see: which Docker calls were made, and that
+the cluster is whole afterwards.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+import kafkalab
+from kafkalab.cluster.docker_api import DockerEngine, container_state
+from kafkalab.cluster.external import ExternalCluster
+
+from fake_docker import NODE_EXISTS, ROOT, ComposeLikeCluster, Instructor, compose_broker_configs  # noqa: E402
+
+pytestmark = pytest.mark.cluster
+
+LESSON_03 = os.path.join(ROOT, "notebooks", "03_replication_and_failure.ipynb")
+LAB_03 = os.path.join(ROOT, "labs", "03_replication", "solution.ipynb")
+LESSON_06 = os.path.join(ROOT, "notebooks", "06_streams_word_count.ipynb")
+
+#: the broker controls lesson 03 uses, in order, as Docker container actions (SIGKILL = docker compose kill)
+LESSON_03_ACTIONS = [
+    ("kill", 1), ("start", 1),                                       # 4, 5: kill the leader, bring it back
+    ("stop", 3), ("stop", 2), ("start", 2), ("start", 3),            # 7: min.insync.replicas
+    ("kill", 2), ("kill", 3), ("kill", 1), ("start", 2), ("start", 1), ("start", 3),   # 8: unclean election
+    ("stop", 3), ("start", 3), ("kill", 3), ("start", 3),            # 9: controlled shutdown against a crash
+]
+
+
+@pytest.fixture
+def compose_like(tmp_path):
+    made = []
+
+    def make(**kwargs):
+        lab = ComposeLikeCluster(str(tmp_path / f"cluster-{len(made)}"), **kwargs)
+        made.append(lab)
+        return lab
+    try:
+        yield make
+    finally:
+        for lab in made:
+            lab.close()
+
+
+def run_nbval(notebook: str, env: dict, timeout_s: float = 300) -> tuple[subprocess.CompletedProcess, float]:
+    began = time.monotonic()
+    run = subprocess.run([sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env",
+                          "--nbval-cell-timeout", "240", "-p", "no:cacheprovider", "-q", "-x", notebook],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout_s)
+    return run, time.monotonic() - began
+
+
+def assert_whole(lab: ComposeLikeCluster) -> None:
+    """Every broker running and registered, nothing left failing in the background."""
+    lab.wait_background()
+    assert not lab.errors, lab.errors
+    rows = lab.cluster.brokers.set_index("id")
+    assert list(rows["alive"]) == ["running"] * 3 and rows["registered"].all(), rows[["alive", "registered"]]
+
+
+def test_the_harness_is_the_compose_cluster_as_a_notebook_there_sees_it(compose_like, monkeypatch):
+    known, skipped = compose_broker_configs()
+    assert known["zookeeper.session.timeout.ms"] == "6000" and "transaction.state.log.min.isr" in skipped
+    assert "advertised.listeners" in skipped, "where a broker is, the cluster decides"
+    lab = compose_like()
+    for var, value in lab.jupyter_env().items():
+        monkeypatch.setenv(var, value)
+    kafka = kafkalab.connect()
+    try:
+        ext = kafka.cluster
+        assert isinstance(ext, ExternalCluster) and ext.controls == "docker"
+        assert ext.lab_defaults()["matches"].all(), "the brokers run with the compose file's lab defaults"
+        # Docker starts a killed broker's container at once; Apache Kafka then cannot register while its old
+        # session's /brokers/ids/2 is there, and exits: ExternalCluster.restart waits the session out first
+        engine = DockerEngine(lab.docker.host)
+        cid = lab.container_of[2]
+        engine.kill(cid)
+        engine.start(cid)
+        assert container_state(engine.inspect(cid)) == "exited" and NODE_EXISTS in engine.logs(cid, 5)
+        ext.restart(2)
+        assert [(a, b) for a, b, _ in lab.actions()] == [("kill", 2), ("start", 2), ("start", 2)]
+        assert ext.brokers.set_index("id").loc[2, "alive"] == "running"
+    finally:
+        kafka.close()
+    assert_whole(lab)
+
+
+def test_lesson_03_breaks_and_mends_the_compose_cluster_through_the_docker_api(compose_like):
+    lab = compose_like()
+    run, took = run_nbval(LESSON_03, lab.jupyter_env())
+    assert run.returncode == 0, f"nbval --nbval-lax failed after {took:.0f} s:\n{run.stdout[-6000:]}\n{run.stderr[-2000:]}"
+    actions = lab.actions()
+    assert [(a, b) for a, b, _ in actions] == LESSON_03_ACTIONS
+    assert all(q == {"signal": "SIGKILL"} for a, _, q in actions if a == "kill")
+    assert all(q == {"t": "30"} for a, _, q in actions if a == "stop")   # compose's stop_grace_period
+    assert_whole(lab)   # the lesson leaves the instructor's cluster as it found it
+
+
+def test_lab_03_solution_runs_its_drill_on_the_compose_cluster(compose_like):
+    """The lab's drill (labs/03_replication/check.py) stops a follower, kills the other and the leader, and
+    brings all three back; which broker gets what depends on where Kafka placed the replicas."""
+    lab = compose_like()
+    run, took = run_nbval(LAB_03, lab.jupyter_env())
+    assert run.returncode == 0, f"nbval --nbval-lax failed after {took:.0f} s:\n{run.stdout[-6000:]}\n{run.stderr[-2000:]}"
+    actions = lab.actions()
+    assert sorted(a for a, _, _ in actions) == ["kill", "kill", "start", "start", "start", "stop"]
+    assert sorted(b for a, b, _ in actions if a == "start") == [1, 2, 3]
+    assert_whole(lab)
+
+
+@pytest.mark.slow
+def test_lesson_06_counts_words_on_the_compose_cluster_and_breaks_only_its_own(compose_like):
+    """Lesson 06 runs its word count against the cluster it is given; its leader kill (section 7) is on a
+    3-broker cluster of its own, so the compose brokers are never touched."""
+    lab = compose_like()
+    run, took = run_nbval(LESSON_06, lab.jupyter_env())
+    assert run.returncode == 0, f"nbval --nbval-lax failed after {took:.0f} s:\n{run.stdout[-6000:]}\n{run.stderr[-2000:]}"
+    assert lab.actions() == []
+    assert_whole(lab)
+
+
+def run_watching(notebook: str, env: dict, on_stream, timeout_s: float = 240) -> None:
+    """Execute ``notebook`` in a fresh kernel with ``env``, handing every piece of text it prints to
+    ``on_stream`` as it arrives (what the instructor reads over a student's shoulder). Raises
+    ``nbclient.exceptions.CellExecutionError`` on the first failing cell."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    class Watching(NotebookClient):
+        def output(self, outs, msg, display_id, cell_index):
+            if msg["header"]["msg_type"] == "stream":
+                on_stream(msg["content"]["text"])
+            return super().output(outs, msg, display_id, cell_index)
+
+    nb = nbformat.read(notebook, as_version=4)
+    client = Watching(nb, timeout=timeout_s, kernel_name="python3", resources={"metadata": {"path": ROOT}})
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)   # the kernel inherits this process's environment
+    try:
+        client.execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@pytest.mark.slow
+def test_lesson_03_without_docker_access_prints_each_command_and_waits_for_the_instructor(compose_like):
+    """No Docker socket (compose without docker-compose.docker-socket.yml): every break is a printed
+    ``docker compose`` command; the test reads the kernel's output as it comes and, a second later, carries
+    the command out on the cluster, as the instructor at the terminal would."""
+    lab = compose_like(docker=False)
+    instructor = Instructor(lab.cluster, delay_s=1.0, run=lambda what, fn: lab.in_background(what, fn))
+    began = time.monotonic()
+    run_watching(LESSON_03, lab.jupyter_env(), instructor.write)
+    took = time.monotonic() - began
+    assert instructor.commands == [f"docker compose {a} kafka-{b}" for a, b in LESSON_03_ACTIONS]
+    assert instructor.text.count("has no control over Docker (no Docker socket at") == len(LESSON_03_ACTIONS)
+    assert instructor.text.count("seen after") == len(LESSON_03_ACTIONS)
+    assert_whole(lab)
+    assert took < 180, f"the lesson took {took:.0f} s with an instructor in the loop"
