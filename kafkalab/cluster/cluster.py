@@ -74,7 +74,7 @@ from typing import Callable, NamedTuple
 from ..broker.mini import config_name
 from ..broker.zk import zk_data
 from .kafka_backend import RESERVED, KafkaBackend, MiniBackend, config_value, make_backend
-from .offsets import describe_rows
+from .offsets import describe_rows, zookeeper_partition_rows
 from .processes import Watchdog, pdeathsig_preexec, spawn
 from .zookeeper import ZooKeeperServer, tail
 
@@ -495,23 +495,7 @@ class Cluster:
         the leader, as a consumer asks), and ``leo_<id>``: each replica's log end offset (ListOffsets
         with Kafka's DEBUGGING_REPLICA_ID -2, answered by any replica). A replica that cannot answer
         (down, paused) shows a missing value."""
-        from kazoo.exceptions import NoNodeError
-        try:
-            data, _ = self._zk_read("get", zk_data.topic_path(topic))
-        except NoNodeError:
-            raise KeyError(f"no topic {topic!r} in ZooKeeper ({zk_data.topic_path(topic)})") from None
-        assignment = zk_data.decode_topic_assignment(data)
-        rows = []
-        for p, replicas in sorted(assignment.partitions.items()):
-            row = {"partition": p, "leader": None, "replicas": list(replicas), "isr": [], "leader_epoch": None}
-            try:
-                state_data, stat = self._zk_read("get", zk_data.partition_state_path(topic, p))
-                state = zk_data.decode_partition_state(state_data, stat.version)
-                row.update(leader=state.leader if state.leader >= 0 else None, isr=list(state.isr),
-                           leader_epoch=state.leader_epoch)
-            except NoNodeError:
-                pass
-            rows.append(row)
+        rows = zookeeper_partition_rows(self._zk_read, topic)
 
         def address_of(broker_id):
             b = self._res.brokers.get(broker_id)

@@ -67,7 +67,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ..broker.zk import zk_data
 from .cluster import LAB_DEFAULTS, ZooKeeperUnavailable
 from .docker_api import PROJECT_ENV, DockerControls, DockerError, PrintedControls, docker_controls
-from .offsets import describe_rows
+from .offsets import describe_rows, recv_exactly, zookeeper_partition_rows
 
 BOOTSTRAP_ENV = "KAFKALAB_BOOTSTRAP_SERVERS"
 ZOOKEEPER_ENV = "KAFKALAB_ZOOKEEPER_CONNECT"
@@ -97,20 +97,9 @@ def kafka_request(host: str, port: int, request_cls, version: int, data: dict, t
     with socket.create_connection((host, port), timeout=timeout_s) as sock:
         sock.settimeout(timeout_s)
         sock.sendall(request.encode(header=True, framed=True))
-        (size,) = _SIZE.unpack(_recv_exactly(sock, 4))
-        frame = _recv_exactly(sock, size)
+        (size,) = _SIZE.unpack(recv_exactly(sock, 4))
+        frame = recv_exactly(sock, size)
     return ResponseClassRegistry.get_response_class(request.header).decode(frame, version=version, header=True)
-
-
-def _recv_exactly(sock: socket.socket, n: int) -> bytes:
-    chunks, left = [], n
-    while left:
-        chunk = sock.recv(left)
-        if not chunk:
-            raise ConnectionError("connection closed by the broker")
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
 
 
 def parse_bootstrap(servers: str) -> list[tuple[str, int]]:
@@ -415,27 +404,10 @@ class ExternalCluster:
 
     def _partition_rows(self, topic: str) -> list[dict]:
         if self._zookeeper_connect is not None:
-            from kazoo.exceptions import NoNodeError
             try:
-                data, _ = self._zk_read("get", zk_data.topic_path(topic))
-            except NoNodeError:
-                raise KeyError(f"no topic {topic!r} in ZooKeeper ({zk_data.topic_path(topic)})") from None
+                return zookeeper_partition_rows(self._zk_read, topic)
             except ZooKeeperUnavailable:
-                data = None
-            if data is not None:
-                rows = []
-                for p, replicas in sorted(zk_data.decode_topic_assignment(data).partitions.items()):
-                    row = {"partition": p, "leader": None, "replicas": list(replicas), "isr": [],
-                           "leader_epoch": None}
-                    try:
-                        state_data, stat = self._zk_read("get", zk_data.partition_state_path(topic, p))
-                        state = zk_data.decode_partition_state(state_data, stat.version)
-                        row.update(leader=state.leader if state.leader >= 0 else None, isr=list(state.isr),
-                                   leader_epoch=state.leader_epoch)
-                    except NoNodeError:
-                        pass
-                    rows.append(row)
-                return rows
+                pass   # Metadata below
         md = self.metadata([topic])
         t = md["topics"].get(topic)
         if t is None or t["error"] != 0:

@@ -33,7 +33,7 @@ _SIZE = struct.Struct(">i")
 _correlation = itertools.count(1)
 
 
-def _recv_exactly(sock: socket.socket, n: int) -> bytes:
+def recv_exactly(sock: socket.socket, n: int) -> bytes:
     chunks, left = [], n
     while left:
         chunk = sock.recv(left)
@@ -56,8 +56,8 @@ def list_offsets(host: str, port: int, topic: str, partitions: list[int], replic
     with socket.create_connection((host, port), timeout=timeout_s) as sock:
         sock.settimeout(timeout_s)
         sock.sendall(request.encode(header=True, framed=True))
-        (size,) = _SIZE.unpack(_recv_exactly(sock, 4))
-        frame = _recv_exactly(sock, size)
+        (size,) = _SIZE.unpack(recv_exactly(sock, 4))
+        frame = recv_exactly(sock, size)
     response = ResponseClassRegistry.get_response_class(request.header).decode(frame, version=_VERSION, header=True)
     out: dict[int, int | None] = {p: None for p in partitions}
     for t in response.topics:
@@ -66,6 +66,34 @@ def list_offsets(host: str, port: int, topic: str, partitions: list[int], replic
         for p in t.partitions:
             out[p.partition_index] = p.offset if p.error_code == 0 else None
     return out
+
+
+def zookeeper_partition_rows(zk_read, topic: str) -> list[dict]:
+    """A topic's partitions as ZooKeeper holds them, one row each: partition, leader, replicas, isr,
+    leader_epoch — from ``/brokers/topics/<topic>`` (the assignment) and each partition's
+    ``.../partitions/<p>/state`` znode. ``zk_read(method, path)`` calls a kazoo method ("get") on a
+    path. A partition with no state znode yet (being created) has no leader and an empty ISR.
+    Raises KeyError for an unknown topic."""
+    from kazoo.exceptions import NoNodeError
+
+    from ..broker.zk import zk_data
+    try:
+        data, _ = zk_read("get", zk_data.topic_path(topic))
+    except NoNodeError:
+        raise KeyError(f"no topic {topic!r} in ZooKeeper ({zk_data.topic_path(topic)})") from None
+    rows = []
+    for p, replicas in sorted(zk_data.decode_topic_assignment(data).partitions.items()):
+        row = {"partition": p, "leader": None, "replicas": list(replicas), "isr": [], "leader_epoch": None}
+        try:
+            state_data, stat = zk_read("get", zk_data.partition_state_path(topic, p))
+        except NoNodeError:
+            rows.append(row)
+            continue
+        state = zk_data.decode_partition_state(state_data, stat.version)
+        row.update(leader=state.leader if state.leader >= 0 else None, isr=list(state.isr),
+                   leader_epoch=state.leader_epoch)
+        rows.append(row)
+    return rows
 
 
 def describe_rows(rows: list[dict], address_of, topic: str, timeout_s: float = 1.0):
