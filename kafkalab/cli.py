@@ -293,7 +293,10 @@ def _cmd_control(args: argparse.Namespace) -> int:
             return _fail(f"{op}: no broker {args.id} in this cluster; its brokers are "
                          f"{', '.join(map(str, cluster.broker_ids))}")
         try:
-            getattr(cluster, op)(args.id)
+            if op == "restart":   # a killed broker waits for its old registration to expire: show it
+                cluster.restart(args.id, progress=True)
+            else:
+                getattr(cluster, op)(args.id)
         except (RuntimeError, KeyError, TimeoutError) as exc:
             return _fail(f"{op}: {exc.args[0] if exc.args else exc}")
         row = [r for r in _records(cluster.brokers) if r["id"] == args.id][0]

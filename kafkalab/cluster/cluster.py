@@ -552,33 +552,49 @@ class Cluster:
             self._reaped(b)
             self._write_state()
 
-    def restart(self, broker_id: int, timeout_s: float | None = None) -> None:
+    def restart(self, broker_id: int, timeout_s: float | None = None, progress: bool = False) -> None:
         """Start the broker again: same id, port and log directory. A running (or paused) broker is
         stopped first. Returns once it is registered in ZooKeeper again.
 
         A killed broker's old registration lingers until its ZooKeeper session expires, and Kafka
         refuses to register a broker id that is still registered; so this first waits for the old
-        registration to go (up to ``zookeeper.session.timeout.ms``)."""
+        registration to go (up to ``zookeeper.session.timeout.ms``), with a progress bar if
+        ``progress`` (``kafkalab restart`` shows one in the terminal)."""
         timeout_s = timeout_s or self.timeout_s
         with self._res.lock:
             b = self._broker(broker_id)
             if self._state(b) in ("running", "paused", "starting"):
                 self.stop(broker_id)
-            old = self._registration(b.id)
-            if old is not None:
-                session_s = int(self.configs.get("zookeeper.session.timeout.ms", 18000)) / 1000
-                deadline = time.monotonic() + session_s + timeout_s
-                while self._registration(b.id) is not None:
-                    if time.monotonic() > deadline:
-                        raise TimeoutError(f"the old registration of broker {b.id} ({zk_data.broker_path(b.id)}) "
-                                           f"did not expire within {session_s + timeout_s:.0f} s")
-                    time.sleep(0.1)
+            old = self.wait_old_registration(b.id, timeout_s, progress)
             deadline = time.monotonic() + timeout_s
             offset = self._spawn(b)
             self._write_state()
             self._wait_started(b, offset, deadline)
             self._wait_registered(b, deadline, not_czxid=old.czxid if old is not None else None)
             self._write_state()
+
+    def wait_old_registration(self, broker_id: int, timeout_s: float | None = None, progress: bool = False):
+        """Wait until a stopped or killed broker's registration (``/brokers/ids/<id>``) is gone: its
+        ZooKeeper session has to expire first. Returns the old registration's ZooKeeper stat (None if
+        there was none); TimeoutError after the session timeout plus ``timeout_s``."""
+        old = self._registration(broker_id)
+        if old is None:
+            return None
+        session_s = int(self.configs.get("zookeeper.session.timeout.ms", 18000)) / 1000
+        limit_s = session_s + (timeout_s or self.timeout_s)
+        gone = lambda: self._registration(broker_id) is None  # noqa: E731
+        what = f"the old registration of broker {broker_id} ({zk_data.broker_path(broker_id)}) to expire"
+        if progress:
+            from ..progress import wait_with_progress
+            wait_with_progress(gone, limit_s, f"waiting for {what}")
+            return old
+        deadline = time.monotonic() + limit_s
+        while not gone():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the old registration of broker {broker_id} ({zk_data.broker_path(broker_id)}) "
+                                   f"did not expire within {limit_s:.0f} s")
+            time.sleep(0.1)
+        return old
 
     def pause(self, broker_id: int) -> None:
         """SIGSTOP: the broker is frozen — its sockets stay open, it answers nothing, and its ZooKeeper

@@ -394,7 +394,12 @@ class SupervisedCluster(Cluster):
     def stop(self, broker_id: int, timeout_s: float = 30.0) -> None:
         self._ask("stop", broker_id)
 
-    def restart(self, broker_id: int, timeout_s: float | None = None) -> None:
+    def restart(self, broker_id: int, timeout_s: float | None = None, progress: bool = False) -> None:
+        b = self._broker(broker_id)
+        if progress and self._state(b) not in ("running", "paused", "starting"):
+            # a killed broker's registration lingers: the supervisor would wait for it silently,
+            # so wait here, with the bar in this terminal (a running one is stopped there first)
+            self.wait_old_registration(b.id, timeout_s, progress=True)
         self._ask("restart", broker_id)
 
     def pause(self, broker_id: int) -> None:

@@ -140,6 +140,13 @@ def test_up_status_break_and_down(up_dir):
     assert resume.returncode == 0 and psutil.Process(pids[1]).status() != psutil.STATUS_STOPPED
     assert kafkalab("resume", "1", "--dir", up_dir).returncode == 1    # not paused
 
+    # restarted at once after a kill, the broker must wait out its old registration: a bar shows it
+    assert kafkalab("kill", "1", "--dir", up_dir).returncode == 0
+    quick = kafkalab("restart", "1", "--dir", up_dir)
+    assert quick.returncode == 0 and "now running" in quick.stdout, quick.stderr
+    assert "waiting for the old registration of broker 1 (/brokers/ids/1) to expire" in quick.stderr
+    assert "100%" in quick.stderr.replace("\r", "\n").splitlines()[-1]
+
     stop = kafkalab("stop", "2", "--dir", up_dir)
     assert stop.returncode == 0 and "now stopped" in stop.stdout
     assert not alive(new_pid)
