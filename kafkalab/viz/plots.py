@@ -1,4 +1,5 @@
-"""The lessons' plots, in one style: records per partition, latencies, a failover, segments, lag, throughput.
+"""The lessons' plots, in one style: records per partition, latencies, a failover, segments, lag, throughput,
+one number per setting (bars) and values over time.
 
 Every helper draws one kind of picture the lessons share, with axes labelled in their units, and
 **returns the matplotlib Figure, already closed** (``plt.close``). How a lesson shows it:
@@ -97,6 +98,12 @@ def _log_x(ax):
     from matplotlib.ticker import FuncFormatter
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,g}"))
+
+
+def _thousands(axis):
+    """Tick labels 250,000 (not 250000 or 2.5 × 1e5) on ``axis`` (``ax.yaxis``)."""
+    from matplotlib.ticker import FuncFormatter
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,g}" if abs(v) < 1e6 else f"{v:,.0f}"))
 
 
 def _grid(ax, axis="both"):
@@ -209,6 +216,7 @@ def latency_distributions(samples, *, unit: str = "ms", title: str | None = None
         cleaned[str(label)] = arr
 
     fig, ax = _figure_for(ax, SIZES["lines"])
+    notes = []
     with styled():
         for i, (label, arr) in enumerate(cleaned.items()):
             colour = PARTITION_COLOURS[i % len(PARTITION_COLOURS)]
@@ -217,9 +225,7 @@ def latency_distributions(samples, *, unit: str = "ms", title: str | None = None
             ax.step(arr, share, where="post", color=colour, lw=1.5,
                     label=f"{label}: p50 {p50:,.3g} {unit}, p99 {p99:,.3g} {unit} (n={arr.size:,})")
             ax.plot([p50, p99], [0.5, 0.99], "o", color=colour, ms=5, mec="black", mew=0.5)
-            for q, v in (("p50", p50), ("p99", p99)):
-                ax.annotate(q, (v, 0.5 if q == "p50" else 0.99), xytext=(4, -10), textcoords="offset points",
-                            fontsize=7, color=colour)
+            notes += [("p50", p50, 0.5, colour), ("p99", p99, 0.99, colour)]
         low = min(a[0] for a in cleaned.values())
         high = max(a[-1] for a in cleaned.values())
         if low > 0 and high / low > 100:
@@ -229,8 +235,9 @@ def latency_distributions(samples, *, unit: str = "ms", title: str | None = None
         ax.set_ylim(0, 1.02)
         ax.set_xlabel(f"latency ({unit})")
         ax.set_ylabel("share of samples ≤ latency")
+        _place_notes(ax, notes, first_dy=-10.0, width_pt=16.0)
         _grid(ax)
-        ax.legend(loc="lower right")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return _finish(fig, ax, title)
 
 
@@ -411,14 +418,22 @@ def compacted_log(before: pd.DataFrame, after: pd.DataFrame, *, active_base: int
 
 # -- lag ----------------------------------------------------------------------------------------------
 
-def lag_over_time(frame, *, title: str | None = None, ax=None, x: str = "t", xlabel: str | None = None) -> Figure:
+def lag_over_time(frame, *, title: str | None = None, ax=None, x: str = "t", xlabel: str | None = None,
+                  offsets=None) -> Figure:
     """A consumer's lag over time: one line per partition, or one for the total.
 
     ``frame``: a column ``x`` (default ``t``, seconds) and lag columns in records: an integer
     partition number or ``lag_<partition>`` per partition (in the partition's colour), and/or a
     total (any other name, e.g. ``lag``: black, the area under it shaded when it is the only one).
+
+    ``offsets=(high_watermark, position)``: draw where the lag comes from instead: the two named
+    columns of ``frame`` as offsets (the high watermark in black, the consumer's position), the lag
+    (high watermark − position) shaded between them and the largest lag marked with its size.
+    The frame's other columns are not drawn.
     """
     df = _frame(frame, "lag_over_time", [x])
+    if offsets is not None:
+        return _lag_between(df, x, offsets, title=title, ax=ax, xlabel=xlabel)
     columns = [c for c in df.columns if c != x]
     if not columns:
         raise ValueError("lag_over_time: the frame has no lag column beside the time column")
@@ -453,23 +468,82 @@ def lag_over_time(frame, *, title: str | None = None, ax=None, x: str = "t", xla
     return _finish(fig, ax, title)
 
 
+def _lag_between(df, x, offsets, *, title, ax, xlabel) -> Figure:
+    """lag_over_time(offsets=...): the high watermark and the position, the lag shaded between them."""
+    try:
+        if isinstance(offsets, str):
+            raise TypeError
+        high_column, position_column = offsets
+    except (TypeError, ValueError):
+        raise ValueError(f"lag_over_time: offsets must be a (high watermark, position) pair of column names, "
+                         f"got {offsets!r}") from None
+    _frame(df, "lag_over_time", [x, high_column, position_column])
+    xs = df[x].astype(float).to_numpy()
+    try:
+        high = pd.to_numeric(df[high_column]).astype(float).to_numpy()
+        position = pd.to_numeric(df[position_column]).astype(float).to_numpy()
+    except (TypeError, ValueError):
+        raise ValueError(f"lag_over_time: columns {high_column!r} and {position_column!r} must be offsets (numbers)") from None
+    lag = high - position
+    fig, ax = _figure_for(ax, SIZES["lines"])
+    with styled():
+        ax.plot(xs, high, color=HIGH_WATERMARK, lw=2, label=str(high_column))
+        ax.plot(xs, position, color=partition_colour(0), lw=1.5, label=str(position_column))
+        ax.fill_between(xs, position, high, color=HIGHLIGHT, alpha=0.15, lw=0,
+                        label=f"lag = {high_column} − {position_column}")
+        i = int(np.nanargmax(lag))
+        if lag[i] > 0:
+            ax.annotate("", xy=(xs[i], high[i]), xytext=(xs[i], position[i]),
+                        arrowprops={"arrowstyle": "<->", "color": HIGHLIGHT, "lw": 1.2, "shrinkA": 0, "shrinkB": 0})
+            ax.annotate(f"largest lag: {lag[i]:,.0f} records", (xs[i], (high[i] + position[i]) / 2),
+                        xytext=(5, 0), textcoords="offset points", va="center", fontsize=8, color=HIGHLIGHT)
+        ax.set_xlabel(xlabel or ("time (s)" if x == "t" else str(x)))
+        ax.set_ylabel("offset (records)")
+        ax.set_ylim(bottom=0)
+        _thousands(ax.yaxis)
+        _grid(ax)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return _finish(fig, ax, title)
+
+
 # -- throughput against latency ---------------------------------------------------------------------
 
+def _place_notes(ax, notes, *, width_pt: float = 62.0, height_pt: float = 9.0, first_dy: float = 3.0):
+    """Write ``(text, x, y[, colour])`` notes beside their points (``first_dy`` points above), each moved
+    down or up until it covers no earlier note (notes ``width_pt`` wide, ``height_pt`` high).
+
+    Positions are compared on screen (points), after the axes' scales and limits are set."""
+    ax.get_xlim(), ax.get_ylim()                       # settle the autoscaled limits first
+    to_points = 72.0 / ax.figure.dpi
+    placed = []
+    for text, px, py, *colour in notes:
+        sx, sy = (v * to_points for v in ax.transData.transform((px, py)))
+        tries = (first_dy + sign * k * height_pt for k in range(40) for sign in ((1,) if k == 0 else (-1, 1)))
+        dy = next((d for d in tries
+                   if not any(abs(sx - qx) < width_pt and abs(sy + d - qy) < height_pt for qx, qy in placed)), first_dy)
+        placed.append((sx, sy + dy))
+        ax.annotate(text, (px, py), xytext=(3, dy), textcoords="offset points", fontsize=7,
+                    color=colour[0] if colour else None)
+
+
 def throughput_latency(frame, x: str, y: str, label: str | None = None, *, annotate: str | None = None,
-                       xlabel: str | None = None, ylabel: str | None = None, log_x: bool = True,
+                       xlabel: str | None = None, ylabel: str | None = None, log_x: bool = True, log_y: bool = False,
                        title: str | None = None, ax=None) -> Figure:
     """Throughput against latency of a sweep: one point per run, one line per ``label`` value.
 
     ``frame``: one row per run; ``x`` (a latency) and ``y`` (a throughput) are columns, ideally named
     with their unit (``"p50 latency ms"``, ``"records/s"``), which become the axis labels unless
     ``xlabel``/``ylabel`` say otherwise. ``label``: the column whose values make the lines
-    (e.g. ``batch.size``); ``annotate``: a column written next to each point (e.g. ``linger.ms``).
-    Up and to the left is better: more records per second, sooner.
+    (e.g. ``batch.size``); ``annotate``: a column written next to each point (e.g. ``linger.ms``);
+    a note that would cover another is moved down. ``log_y``: a logarithmic throughput axis, for
+    sweeps whose throughputs span decades. Up and to the left is better: more records per second,
+    sooner.
     """
     needed = [x, y] + [c for c in (label, annotate) if c is not None]
     df = _frame(frame, "throughput_latency", needed)
     groups = list(df.groupby(label, sort=True)) if label is not None else [(None, df)]
     fig, ax = _figure_for(ax, (6.5, 4.0))
+    notes = []
     with styled():
         for i, (value, rows) in enumerate(groups):
             rows = rows.sort_values(x)
@@ -479,10 +553,17 @@ def throughput_latency(frame, x: str, y: str, label: str | None = None, *, annot
             if annotate is not None:
                 for note, px, py in zip(rows[annotate], rows[x], rows[y]):
                     note = f"{note:g}" if isinstance(note, (int, float, np.number)) else note
-                    ax.annotate(f"{annotate} {note}", (px, py), xytext=(3, 3), textcoords="offset points", fontsize=7)
+                    notes.append((f"{annotate} {note}", float(px), float(py)))
         ax.margins(x=0.3, y=0.08)
         if log_x and (df[x].astype(float) > 0).all():
             _log_x(ax)
+        if log_y and (df[y].astype(float) > 0).all():
+            ax.set_yscale("log")
+            from matplotlib.ticker import FuncFormatter
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,g}"))
+        else:
+            _thousands(ax.yaxis)
+        _place_notes(ax, notes)
         ax.set_xlabel(xlabel or str(x))
         ax.set_ylabel(ylabel or str(y))
         _grid(ax)
@@ -491,6 +572,103 @@ def throughput_latency(frame, x: str, y: str, label: str | None = None, *, annot
     return _finish(fig, ax, title)
 
 
+# -- one number per setting, and values over time ---------------------------------------------------
+
+def _reference(ax, reference):
+    """A dashed red horizontal line at ``reference = (value, label)`` (a limit the data is held to)."""
+    if reference is None:
+        return
+    try:
+        value, label = reference
+        value = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"reference must be a (value, label) pair, got {reference!r}") from None
+    ax.axhline(value, color=HIGHLIGHT, ls="--", lw=1.2, label=str(label))
+
+
+def bars(values, *, ylabel: str, xlabel: str | None = None, reference=None, fmt: str = "{:,.0f}",
+         log: bool = False, title: str | None = None, ax=None) -> Figure:
+    """Bars: one number per setting (records/s per ``acks``, bytes on disk per codec), the value on top.
+
+    ``values``: a mapping or Series label -> number, drawn in that order, one colour per bar.
+    ``ylabel``: what the numbers are, with their unit (``"records/s"``). ``reference``: a
+    ``(value, label)`` pair drawn as a dashed red line (a quota). ``fmt``: how the values on top
+    are written. ``log``: a logarithmic value axis, for numbers that span decades (each must be
+    positive): records/s of a loop that waits for every commit and of one that never does.
+    """
+    if not isinstance(values, (Mapping, pd.Series)) or len(values) == 0:
+        raise ValueError("bars needs a non-empty mapping or Series label -> number")
+    labels = [str(k) for k in dict(values)]
+    try:
+        heights = [float(v) for v in dict(values).values()]
+    except (TypeError, ValueError):
+        raise ValueError("bars: the values must be numbers") from None
+    if any(np.isnan(h) for h in heights):
+        raise ValueError("bars: a value is missing (NaN)")
+    if log and min(heights) <= 0:
+        raise ValueError("bars: a logarithmic axis needs positive values")
+    fig, ax = _figure_for(ax, (max(3.5, min(1.8 + 1.0 * len(labels), SIZES["wide"][0])), SIZES["bars"][1]))
+    with styled():
+        xs = np.arange(len(labels))
+        ax.bar(xs, heights, width=0.7, color=[PARTITION_COLOURS[i % len(PARTITION_COLOURS)] for i in xs],
+               edgecolor="black", linewidth=0.5)
+        for x, h in zip(xs, heights):
+            ax.text(x, h, fmt.format(h), ha="center", va="bottom", fontsize=8)
+        _reference(ax, reference)
+        ax.set_xticks(xs, labels)
+        top = max(heights + [float(reference[0]) if reference is not None else 0.0])
+        if log:
+            from matplotlib.ticker import NullFormatter
+            ax.set_yscale("log")
+            ax.yaxis.set_minor_formatter(NullFormatter())
+            ax.set_ylim(min(heights) / 2, top * 2.5)    # room for the value on top, on a log scale
+        else:
+            ax.set_ylim(min(0.0, min(heights) * 1.15), top * 1.15 if top > 0 else 1)
+        _thousands(ax.yaxis)
+        if xlabel:
+            ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        _grid(ax, "y")
+        if reference is not None:
+            ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return _finish(fig, ax, title)
+
+
+def over_time(frame, *, ylabel: str, x: str = "t", xlabel: str | None = None, reference=None,
+              points: bool = False, legend: bool = True, title: str | None = None, ax=None) -> Figure:
+    """Values over time: one line per column of ``frame`` beside ``x`` (a rate, a throttle time).
+
+    ``frame``: a column ``x`` (default ``t``, seconds) and one column per series, named for the
+    legend (``"client.id=reporter"``). ``ylabel``: what the values are, with their unit.
+    ``reference``: a ``(value, label)`` pair drawn as a dashed red line (a quota the values are held
+    to). ``points``: dots only, no lines (events that happen now and then, e.g. each throttle).
+    ``legend=False``: no legend (one series that the ``ylabel`` names).
+    """
+    df = _frame(frame, "over_time", [x])
+    columns = [c for c in df.columns if c != x]
+    if not columns:
+        raise ValueError("over_time: the frame has no value column beside the time column")
+    xs = df[x].astype(float)
+    fig, ax = _figure_for(ax, SIZES["lines"])
+    with styled():
+        for i, column in enumerate(columns):
+            try:
+                ys = pd.to_numeric(df[column]).astype(float)
+            except (TypeError, ValueError):
+                raise ValueError(f"over_time: column {column!r} is not numbers") from None
+            ax.plot(xs, ys, "." if points else "o-", ms=4 if points else 3.5, lw=1.3,
+                    color=PARTITION_COLOURS[i % len(PARTITION_COLOURS)], label=str(column))
+        _reference(ax, reference)
+        _thousands(ax.yaxis)
+        ax.set_xlabel(xlabel or ("time (s)" if x == "t" else str(x)))
+        ax.set_ylabel(ylabel)
+        ax.set_ylim(bottom=0)
+        _grid(ax)
+        if legend:
+            ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return _finish(fig, ax, title)
+
+
 __all__ = ["records_per_partition", "latency_distributions", "failover_timeline", "segments_over_time",
-           "compacted_log", "lag_over_time", "throughput_latency", "new_figure", "styled", "partition_colour",
-           "broker_colour", "STYLE", "SIZES", "PASTEL", "PARTITION_COLOURS", "BROKER_COLOURS"]
+           "compacted_log", "lag_over_time", "throughput_latency", "bars", "over_time", "new_figure", "styled",
+           "partition_colour", "broker_colour", "STYLE", "SIZES", "PASTEL", "PARTITION_COLOURS", "BROKER_COLOURS"]

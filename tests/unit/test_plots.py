@@ -12,8 +12,9 @@ import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from kafkalab.viz import plots  # noqa: E402
-from kafkalab.viz.plots import (compacted_log, failover_timeline, lag_over_time, latency_distributions,  # noqa: E402
-                                records_per_partition, segments_over_time, throughput_latency)
+from kafkalab.viz.plots import (bars, compacted_log, failover_timeline, lag_over_time,  # noqa: E402
+                                latency_distributions, over_time, records_per_partition, segments_over_time,
+                                throughput_latency)
 
 
 def labelled_lines(ax):
@@ -240,3 +241,138 @@ def test_throughput_latency_one_line_per_label():
 def test_throughput_latency_names_a_missing_column():
     with pytest.raises(ValueError, match="records/s"):
         throughput_latency(pd.DataFrame({"x": [1]}), "x", "records/s")
+
+
+# -- bars -------------------------------------------------------------------------------------------
+
+def test_bars_one_bar_per_label_in_order_with_its_value():
+    fig = bars({"acks=0": 73_205, "acks=1": 249_300, "acks=all": 229_495}, ylabel="records/s", title="flat out")
+    assert isinstance(fig, Figure) and is_closed(fig)
+    ax, = fig.axes
+    assert [round(p.get_height()) for p in ax.patches] == [73_205, 249_300, 229_495]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["acks=0", "acks=1", "acks=all"]
+    assert ax.get_ylabel() == "records/s" and ax.get_title("left") == "flat out"
+    assert {"73,205", "249,300", "229,495"} <= {t.get_text() for t in ax.texts}
+    assert len({p.get_facecolor() for p in ax.patches}) == 3
+
+
+def test_bars_draws_a_reference_line_into_a_given_axes():
+    fig, (left, right) = plt.subplots(1, 2)
+    plt.close(fig)
+    assert bars(pd.Series({"quota": 318_000.0, "free": 9e6}), ylabel="bytes/s", reference=(300_000, "quota"),
+                ax=right) is fig
+    assert len(right.patches) == 2 and not left.patches
+    line, = labelled_lines(right)
+    assert line.get_ydata()[0] == 300_000 and legend_texts(right) == ["quota"]
+    assert right.get_ylim()[1] > 9e6
+
+
+def test_bars_rejects_empty_or_non_numbers():
+    with pytest.raises(ValueError, match="non-empty"):
+        bars({}, ylabel="x")
+    with pytest.raises(ValueError, match="numbers"):
+        bars({"a": "many"}, ylabel="x")
+    with pytest.raises(ValueError, match="missing"):
+        bars({"a": float("nan")}, ylabel="x")
+    with pytest.raises(ValueError, match="pair"):
+        bars({"a": 1}, ylabel="x", reference=5)
+
+
+# -- over_time --------------------------------------------------------------------------------------
+
+def test_over_time_one_line_per_column_and_a_reference():
+    frame = pd.DataFrame({"t": [0.0, 1.0, 2.0], "client.id=reporter": [900, 310, 300]})
+    ax, = over_time(frame, ylabel="kB/s", reference=(300, "producer_byte_rate"), title="quota").axes
+    assert ax.get_xlabel() == "time (s)" and ax.get_ylabel() == "kB/s"
+    assert legend_texts(ax) == ["client.id=reporter", "producer_byte_rate"]
+    assert list(labelled_lines(ax)[0].get_ydata()) == [900, 310, 300]
+    assert ax.get_ylim()[0] == 0
+
+
+def test_over_time_points_only_and_another_x():
+    ax, = over_time(pd.DataFrame({"s": [0.5, 1.5], "throttle ms": [40.0, 12.0]}), x="s", ylabel="ms",
+                    points=True).axes
+    line, = labelled_lines(ax)
+    assert line.get_linestyle() == "None" and ax.get_xlabel() == "s"
+
+
+def test_over_time_rejects_frames_without_values():
+    with pytest.raises(ValueError, match="no value column"):
+        over_time(pd.DataFrame({"t": [0, 1]}), ylabel="x")
+    with pytest.raises(ValueError, match="not numbers"):
+        over_time(pd.DataFrame({"t": [0, 1], "v": ["a", "b"]}), ylabel="x")
+
+
+def test_throughput_latency_log_y_and_notes_that_do_not_cover_each_other():
+    # three runs close together on screen (the 1 kB batches of lesson 02): their notes must not overlap
+    sweep = pd.DataFrame({"batch.size": [1_000] * 3 + [1_000_000] * 3, "linger.ms": [0, 5, 50] * 2,
+                          "records/s": [3_720, 4_669, 5_280, 40_000, 322_000, 356_000],
+                          "p50 latency ms": [2_778, 2_172, 1_738, 150, 1.5, 15]})
+    fig = throughput_latency(sweep, "p50 latency ms", "records/s", "batch.size", annotate="linger.ms", log_y=True)
+    ax, = fig.axes
+    assert ax.get_yscale() == "log" and ax.get_xscale() == "log"
+    fig.canvas.draw()
+    boxes = [t.get_window_extent() for t in ax.texts]
+    assert len(boxes) == 6
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+
+def test_value_axes_are_written_with_thousands_separators():
+    ax, = bars({"a": 250_000, "b": 1_000}, ylabel="records/s").axes
+    ax.figure.canvas.draw()
+    assert any("," in t.get_text() for t in ax.get_yticklabels())
+
+
+# -- lag_over_time(offsets=...) and bars(log=True), for lesson 05 -----------------------------------
+
+def test_lag_over_time_between_the_high_watermark_and_the_position():
+    frame = pd.DataFrame({"step": [0, 1, 2, 3], "high watermark": [3, 6, 9, 9], "position": [2, 4, 5, 9],
+                          "lag": [1, 2, 4, 0]})
+    fig = lag_over_time(frame, x="step", offsets=("high watermark", "position"), title="a slow consumer")
+    ax, = fig.axes
+    assert is_closed(fig)
+    assert ax.get_xlabel() == "step" and ax.get_ylabel() == "offset (records)"
+    assert legend_texts(ax) == ["high watermark", "position", "lag = high watermark − position"]
+    assert len(labelled_lines(ax)) == 2                     # the lag column is the shaded area, not a line
+    assert by_colour(ax, "high watermark") == plots.HIGH_WATERMARK
+    high, position = (line.get_ydata().tolist() for line in labelled_lines(ax))
+    assert high == [3, 6, 9, 9] and position == [2, 4, 5, 9]
+    shaded, = ax.collections
+    assert shaded.get_label() == "lag = high watermark − position"
+    notes = [t.get_text() for t in ax.texts]
+    assert "largest lag: 4 records" in notes                 # at step 2: 9 - 5
+    arrow = next(t for t in ax.texts if t.get_text() == "" and t.arrow_patch is not None)
+    assert arrow.xy == (2.0, 9.0) and arrow.xyann == (2.0, 5.0)
+
+
+def test_lag_over_time_without_lag_marks_nothing():
+    ax, = lag_over_time(pd.DataFrame({"t": [0, 1], "hw": [5, 5], "pos": [5, 5]}), offsets=("hw", "pos")).axes
+    assert ax.get_xlabel() == "time (s)" and not [t for t in ax.texts if t.get_text().startswith("largest")]
+
+
+def test_lag_over_time_offsets_says_what_is_wrong():
+    frame = pd.DataFrame({"t": [0, 1], "hw": [5, 6], "pos": [1, 2]})
+    with pytest.raises(ValueError, match="pair of column names"):
+        lag_over_time(frame, offsets="hw")
+    with pytest.raises(ValueError, match="column\\(s\\) \\['position'\\]"):
+        lag_over_time(frame, offsets=("hw", "position"))
+    with pytest.raises(ValueError, match="must be offsets"):
+        lag_over_time(frame.assign(pos=["a", "b"]), offsets=("hw", "pos"))
+
+
+def test_bars_on_a_log_axis_for_values_that_span_decades():
+    fig = bars({"sync": 4_555, "async": 240_069, "auto": 1_246_078}, ylabel="records/s", log=True)
+    ax, = fig.axes
+    assert ax.get_yscale() == "log"
+    low, high = ax.get_ylim()
+    assert 0 < low < 4_555 and high > 1_246_078                # every bar and its value fit
+    assert [t.get_text() for t in ax.texts] == ["4,555", "240,069", "1,246,078"]
+    assert [round(p.get_height()) for p in ax.patches] == [4_555, 240_069, 1_246_078]
+    labels = [ax.yaxis.get_major_formatter()(v, 0) for v in (1e4, 1e6)]
+    assert labels == ["10,000", "1,000,000"]
+    assert bars({"a": 1, "b": 2}, ylabel="x").axes[0].get_yscale() == "linear"   # linear unless asked
+
+
+def test_bars_log_axis_rejects_values_that_are_not_positive():
+    with pytest.raises(ValueError, match="logarithmic axis needs positive values"):
+        bars({"a": 0, "b": 10}, ylabel="records/s", log=True)
