@@ -7,4 +7,4 @@ source "$(dirname "${BASH_SOURCE[0]}")/_env.sh"
 cd "$ROOT"
 exec python -m pytest tests notebooks labs --ignore-glob='labs/*/exercise.ipynb' \
     --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
-    --nbval-cell-timeout 300 -p no:cacheprovider -ra "$@"
+    --nbval-cell-timeout 300 -p no:cacheprovider -ra --durations=25 "$@"
