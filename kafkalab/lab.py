@@ -33,6 +33,11 @@ the notebook runs:
   :class:`~kafkalab.cluster.external.ExternalCluster` with the same controls:
   ``kill(2)`` goes through the Docker API or prints the ``docker compose`` command.
 
+A lesson that needs kafkalab's own brokers whatever the environment says (lesson
+02 injects faults, lesson 04 sets the broker's clock and reads its files) asks
+for them with ``connect(local=True)``: in the workshop it then runs on brokers
+started inside the notebook's container, next to the compose cluster.
+
 Either way the object has ``.bootstrap_servers`` and ``.close()``, works as
 a context manager, and can create the topics a lesson needs
 (:meth:`LabKafka.create_topic`). Clients never know the difference: they
@@ -206,7 +211,8 @@ def _external_cluster(bootstrap_servers: str):
         return None
 
 
-def connect(bootstrap_servers: str | None = None, brokers: int | None = None, **broker_configs) -> LabKafka:
+def connect(bootstrap_servers: str | None = None, brokers: int | None = None, local: bool = False,
+            **broker_configs) -> LabKafka:
     """The Kafka a lesson talks to; see the module docstring.
 
     ``bootstrap_servers`` (or else ``$KAFKALAB_BOOTSTRAP_SERVERS``) selects an
@@ -215,12 +221,20 @@ def connect(bootstrap_servers: str | None = None, brokers: int | None = None, **
     a mini broker starts in this process. ``broker_configs`` (Kafka's broker
     config names, e.g. ``**{"num.partitions": 3}``) go to those brokers; they
     cannot change an external cluster and are ignored there with a warning.
+
+    ``local=True`` starts the lesson's own broker (or, with ``brokers=N``, its own
+    cluster) even where ``$KAFKALAB_BOOTSTRAP_SERVERS`` or a ``kafkalab up`` cluster
+    is set: for lessons that need what only kafkalab's brokers have — fault
+    injection, the broker's clock and its files — and so would fail on the
+    workshop's Apache Kafka brokers.
     """
     global _current
     if _current is not None and not _current.closed:
         _current.close()
-    attached = None if bootstrap_servers else _up_cluster()
-    bootstrap_servers = bootstrap_servers or os.environ.get(ENV_VAR, "").strip() or None
+    if local and bootstrap_servers:
+        raise ValueError("connect(local=True) starts brokers of its own: it takes no bootstrap_servers")
+    attached = None if bootstrap_servers or local else _up_cluster()
+    bootstrap_servers = None if local else bootstrap_servers or os.environ.get(ENV_VAR, "").strip() or None
     if attached is not None:
         if broker_configs or brokers is not None:
             warnings.warn(f"{sorted(broker_configs) + (['brokers'] if brokers is not None else [])} are ignored: "

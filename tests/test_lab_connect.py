@@ -69,6 +69,22 @@ def test_env_var_selects_an_external_cluster(monkeypatch):
         assert not cluster.closed, "closing the connection to an external cluster must not stop it"
 
 
+def test_local_starts_its_own_broker_even_with_an_external_cluster_set(monkeypatch):
+    # Lessons 02 and 04 need kafkalab's own brokers (faults, the broker's clock): in the workshop the
+    # environment names the compose cluster, and connect(local=True) must not use it.
+    with kafkalab.mini() as elsewhere:
+        monkeypatch.setenv(ENV_VAR, elsewhere.bootstrap_servers)
+        with kafkalab.connect(local=True, **{"num.partitions": 4}) as kafka:
+            assert kafka.embedded and kafka.bootstrap_servers != elsewhere.bootstrap_servers
+            assert kafka.broker.config["num.partitions"] == 4
+        with pytest.raises(ValueError, match="no bootstrap_servers"):
+            kafkalab.connect(elsewhere.bootstrap_servers, local=True)
+        with kafkalab.connect(brokers=1, local=True) as kafka:   # lesson 02: a cluster of its own to break
+            assert isinstance(kafka.cluster, kafkalab.cluster.Cluster) and kafka.cluster.broker_ids == [1]
+            assert kafka.bootstrap_servers != elsewhere.bootstrap_servers
+        assert kafka.cluster.closed and not elsewhere.closed
+
+
 def test_create_topic_never_reuses_an_existing_topic(capsys):
     with kafkalab.connect() as kafka:
         assert kafka.create_topic("events") == "events"

@@ -37,6 +37,8 @@ pytestmark = pytest.mark.cluster
 LESSON_03 = os.path.join(ROOT, "notebooks", "03_replication_and_failure.ipynb")
 LAB_03 = os.path.join(ROOT, "labs", "03_replication", "solution.ipynb")
 LESSON_06 = os.path.join(ROOT, "notebooks", "06_streams_word_count.ipynb")
+LESSON_04 = os.path.join(ROOT, "notebooks", "04_retention_and_segments.ipynb")
+LAB_02 = os.path.join(ROOT, "labs", "02_producer", "solution.ipynb")
 
 #: the broker controls lesson 03 uses, in order, as Docker container actions (SIGKILL = docker compose kill)
 LESSON_03_ACTIONS = [
@@ -125,6 +127,18 @@ def test_lab_03_solution_runs_its_drill_on_the_compose_cluster(compose_like):
     actions = lab.actions()
     assert sorted(a for a, _, _ in actions) == ["kill", "kill", "start", "start", "start", "stop"]
     assert sorted(b for a, b, _ in actions if a == "start") == [1, 2, 3]
+    assert_whole(lab)
+
+
+@pytest.mark.parametrize("notebook", [LESSON_04, LAB_02], ids=["lesson-04", "lab-02"])
+def test_lessons_that_need_kafkalab_brokers_bring_their_own_and_leave_the_compose_cluster_alone(compose_like,
+                                                                                              notebook):
+    """Lesson 04 (the broker's clock and files) and lab 02 (fault injection) call connect(local=True):
+    with the workshop's environment set they still run, on brokers of their own, and touch no container."""
+    lab = compose_like()
+    run, took = run_nbval(notebook, lab.jupyter_env())
+    assert run.returncode == 0, f"nbval --nbval-lax failed after {took:.0f} s:\n{run.stdout[-6000:]}\n{run.stderr[-2000:]}"
+    assert lab.actions() == []
     assert_whole(lab)
 
 
