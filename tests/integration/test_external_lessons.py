@@ -130,6 +130,21 @@ def test_lab_03_solution_runs_its_drill_on_the_compose_cluster(compose_like):
     assert_whole(lab)
 
 
+def test_the_quick_lessons_and_labs_run_on_the_compose_cluster(compose_like):
+    """Lessons 00 and 01 and labs 00, 01 and 05 use the cluster they are given and break nothing.
+    (Lesson 05 and lab 06 pass the same way but take a minute more, so CI leaves them out.)"""
+    lab = compose_like()
+    for notebook in ("notebooks/00_first_events.ipynb", "notebooks/01_partitions_and_keys.ipynb",
+                     "labs/00_first_events/solution.ipynb", "labs/01_partitions/solution.ipynb",
+                     "labs/05_consumer_groups/solution.ipynb"):
+        run, took = run_nbval(os.path.join(ROOT, notebook), lab.jupyter_env())
+        assert run.returncode == 0, f"{notebook}: nbval --nbval-lax failed after {took:.0f} s:\n{run.stdout[-6000:]}"
+    topics = set(lab.cluster.zk.get_children("/brokers/topics"))
+    assert {"coffee-orders", "payments", "readings", "transfers"} <= topics, topics   # they used this cluster
+    assert lab.actions() == []
+    assert_whole(lab)
+
+
 @pytest.mark.parametrize("notebook", [LESSON_04, LAB_02], ids=["lesson-04", "lab-02"])
 def test_lessons_that_need_kafkalab_brokers_bring_their_own_and_leave_the_compose_cluster_alone(compose_like,
                                                                                               notebook):
