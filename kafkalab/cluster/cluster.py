@@ -212,6 +212,8 @@ class _Resources:
                     pass
             if self.owns_processes:
                 _stop_brokers(list(self.brokers.values()), self.stop_timeout_s)
+                for b in self.brokers.values():
+                    _remove_control_socket(b.log_dir)
                 if self.zookeeper is not None:
                     self.zookeeper.stop()
                 elif self.zookeeper_pid:   # an attached cluster being shut down
@@ -237,6 +239,18 @@ def _stop_brokers(brokers: list[_Broker], timeout_s: float) -> None:
             b.wait(10)
         if b.state in ("running", "paused", "starting"):
             b.state = "stopped"
+
+
+def _remove_control_socket(log_dir: str) -> None:
+    """A killed broker leaves its fault-control socket behind; one that lives in the temporary directory
+    (its log dir's path was too long for a Unix socket) would outlive the cluster's own directory."""
+    from ..broker.faults import control_socket_path
+    path = control_socket_path(log_dir)
+    if not path.startswith(os.path.abspath(log_dir) + os.sep):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 _OPEN: "weakref.WeakSet[Cluster]" = weakref.WeakSet()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import uuid
 
 import pytest
@@ -93,3 +94,17 @@ def test_bad_fault_is_refused_with_the_reason(cluster):
         cluster.inject_fault(1, "explode")
     with pytest.raises(KeyError):
         cluster.inject_fault(99, "fail", api="Produce")
+
+
+def test_a_killed_brokers_control_socket_does_not_outlive_its_cluster(tmp_path):
+    # A log dir path too long for a Unix socket puts the control socket in the temporary directory, where
+    # a killed broker would leave it for good: close() removes it.
+    from kafkalab.broker.faults import control_socket_path
+    deep = tmp_path / ("a-directory-name-long-enough-to-push-the-socket-path-out-" + "x" * 40)
+    with kafkalab.cluster(brokers=1, dir=str(deep), **LAB) as c:
+        socket_path = control_socket_path(c._broker(1).log_dir)
+        assert not socket_path.startswith(str(deep))
+        wait_until(lambda: os.path.exists(socket_path), "the broker's control socket")
+        c.kill(1)
+        assert os.path.exists(socket_path)            # a SIGKILL leaves it behind ...
+    assert not os.path.exists(socket_path)            # ... and the cluster's close() removes it
