@@ -241,12 +241,17 @@ def _stop_brokers(brokers: list[_Broker], timeout_s: float) -> None:
             b.state = "stopped"
 
 
-def _remove_control_socket(log_dir: str) -> None:
-    """A killed broker leaves its fault-control socket behind; one that lives in the temporary directory
-    (its log dir's path was too long for a Unix socket) would outlive the cluster's own directory."""
+def _outside_control_socket(log_dir: str) -> str | None:
+    """The broker's fault-control socket if it lives in the temporary directory (its log dir's path was
+    too long for a Unix socket): a killed broker leaves it behind, and it would outlive the cluster."""
     from ..broker.faults import control_socket_path
     path = control_socket_path(log_dir)
-    if not path.startswith(os.path.abspath(log_dir) + os.sep):
+    return None if path.startswith(os.path.abspath(log_dir) + os.sep) else path
+
+
+def _remove_control_socket(log_dir: str) -> None:
+    path = _outside_control_socket(log_dir)
+    if path is not None:
         try:
             os.unlink(path)
         except OSError:
@@ -290,6 +295,9 @@ class Cluster:
                 res.brokers[broker_id] = _Broker(
                     broker_id, host, port, os.path.join(self.dir, f"broker-{broker_id}"),
                     os.path.join(self.dir, f"broker-{broker_id}.log"))
+            for b in res.brokers.values():   # should this process die, the watchdog removes them too
+                if _outside_control_socket(b.log_dir) is not None:
+                    res.watchdog.remove_file_at_exit(_outside_control_socket(b.log_dir))
             deadline = time.monotonic() + timeout_s
             offsets = {b.id: self._spawn(b) for b in res.brokers.values()}
             for b in res.brokers.values():

@@ -111,6 +111,9 @@ class Watchdog:
     def keep_dir(self) -> None:
         self._send("forget-dir")
 
+    def remove_file_at_exit(self, path: str) -> None:
+        self._send(f"file {path}")
+
     def close(self, timeout_s: float = 10.0) -> None:
         """Close the pipe: the watchdog stops what it still watches (normally nothing) and exits."""
         with self._lock:

@@ -18,6 +18,7 @@ cluster's owner. The owner writes one line per change::
     +PID        watch this process
     -PID        forget it (it exited and was reaped)
     dir PATH    remove this directory once everything is stopped (a temporary state dir)
+    file PATH   remove this file then too (a broker's control socket outside the state dir)
 
 When the owner dies, the kernel closes its end of the pipe and the watchdog
 reads end-of-file: it wakes a paused process (SIGCONT), sends SIGTERM to
@@ -84,6 +85,7 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     watched: list[int] = []
     remove_dir: str | None = None
+    remove_files: list[str] = []
     for line in sys.stdin:  # blocks until the owner writes, closes the pipe, or dies
         line = line.strip()
         try:
@@ -96,11 +98,18 @@ def main(argv=None) -> int:
                 remove_dir = line[4:]
             elif line == "forget-dir":
                 remove_dir = None
+            elif line.startswith("file "):
+                remove_files.append(line[5:])
         except ValueError:
             print(f"watchdog: ignoring {line!r}", file=sys.stderr)
     stop_all([pid for pid in watched if _alive(pid)], args.grace)
     if remove_dir:
         shutil.rmtree(remove_dir, ignore_errors=True)
+    for path in remove_files:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
     return 0
 
 

@@ -262,7 +262,8 @@ def test_describe_unknown_topic(shared_cluster):
 OWNER = textwrap.dedent("""
     import json, sys, time
     import kafkalab
-    c = kafkalab.cluster(brokers=2, **{"zookeeper.session.timeout.ms": 4000})
+    c = kafkalab.cluster(brokers=2, dir=sys.argv[2] if len(sys.argv) > 2 else None,
+                         **{"zookeeper.session.timeout.ms": 4000})
     pids = [c.zookeeper.pid, c._res.watchdog.pid] + [int(p) for p in c.brokers["pid"]]
     print(json.dumps({"pids": pids, "dir": c.dir}), flush=True)
     if sys.argv[1] == "exit":
@@ -271,14 +272,15 @@ OWNER = textwrap.dedent("""
 """)
 
 
-def _run_owner(tmp_path, mode: str, pdeathsig: bool):
+def _run_owner(tmp_path, mode: str, pdeathsig: bool, directory: str | None = None):
     script = tmp_path / "owner.py"
     script.write_text(OWNER)
     env = dict(os.environ, PYTHONPATH=ROOT)
     env.pop("KAFKALAB_NO_PDEATHSIG", None)
     if not pdeathsig:
         env["KAFKALAB_NO_PDEATHSIG"] = "1"
-    owner = subprocess.Popen([sys.executable, str(script), mode], stdout=subprocess.PIPE, text=True, env=env)
+    owner = subprocess.Popen([sys.executable, str(script), mode] + ([directory] if directory else []),
+                             stdout=subprocess.PIPE, text=True, env=env)
     line = owner.stdout.readline()
     try:
         info = json.loads(line)
@@ -310,6 +312,25 @@ def test_owner_killed_with_sigkill_leaves_no_process(tmp_path, pdeathsig):
         wait_until(lambda: not os.path.exists(info["dir"]), "the watchdog to remove the temporary dir", 5)
     finally:
         _reap_leftovers(pids)
+        owner.stdout.close()
+
+
+def test_owner_killed_with_sigkill_leaves_no_control_socket_behind(tmp_path):
+    # A state dir with a long path puts the brokers' fault-control sockets in the temporary directory; the
+    # brokers die with their owner (SIGKILL: no cleanup of their own), and the watchdog removes the sockets.
+    from kafkalab.broker.faults import control_socket_path
+    deep = tmp_path / ("a-directory-name-long-enough-to-push-the-socket-path-out-" + "x" * 40)
+    owner, info = _run_owner(tmp_path, "sleep", True, str(deep))
+    sockets = [control_socket_path(os.path.join(info["dir"], f"broker-{i}")) for i in (1, 2)]
+    try:
+        assert all(not s.startswith(str(deep)) for s in sockets)
+        wait_until(lambda: all(os.path.exists(s) for s in sockets), "the brokers' control sockets", 10)
+        owner.send_signal(signal.SIGKILL)
+        owner.wait(10)
+        wait_until(lambda: all(gone(p) for p in info["pids"]), "ZooKeeper, the brokers and the watchdog to exit", 15)
+        wait_until(lambda: not any(os.path.exists(s) for s in sockets), "the watchdog to remove the sockets", 5)
+    finally:
+        _reap_leftovers(info["pids"])
         owner.stdout.close()
 
 
