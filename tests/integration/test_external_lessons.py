@@ -1,4 +1,4 @@
-"""The lessons that break brokers, run against a cluster used as the workshop's compose cluster is used.
+"""The lessons and labs, run against a cluster used as the workshop's compose cluster is used.
 
 ``docker compose up`` gives the JupyterLab container ``KAFKALAB_BOOTSTRAP_SERVERS``,
 ``KAFKALAB_ZOOKEEPER_CONNECT`` and ``KAFKALAB_COMPOSE_PROJECT``; ``kafkalab.connect()``
