@@ -241,6 +241,18 @@ def _stop_brokers(brokers: list[_Broker], timeout_s: float) -> None:
             b.state = "stopped"
 
 
+def timed_zk_read(client, connect_string: str, method: str, path: str, timeout_s: float):
+    """``client.<method>(path)`` (a kazoo client: "get", "get_children", "exists"), but never waiting longer
+    than ``timeout_s``: kazoo would wait forever for a ZooKeeper that is down. Raises ZooKeeperUnavailable
+    (not connected, or no answer in time), or kazoo's NoNodeError."""
+    if client is None or not client.connected:
+        raise ZooKeeperUnavailable(f"not connected to ZooKeeper at {connect_string}")
+    try:
+        return getattr(client, method + "_async")(path).get(timeout=timeout_s)
+    except client.handler.timeout_exception:
+        raise ZooKeeperUnavailable(f"ZooKeeper at {connect_string} did not answer within {timeout_s:.0f} s") from None
+
+
 def _outside_control_socket(log_dir: str) -> str | None:
     """The broker's fault-control socket if it lives in the temporary directory (its log dir's path was
     too long for a Unix socket): a killed broker leaves it behind, and it would outlive the cluster."""
@@ -296,8 +308,9 @@ class Cluster:
                     broker_id, host, port, os.path.join(self.dir, f"broker-{broker_id}"),
                     os.path.join(self.dir, f"broker-{broker_id}.log"))
             for b in res.brokers.values():   # should this process die, the watchdog removes them too
-                if _outside_control_socket(b.log_dir) is not None:
-                    res.watchdog.remove_file_at_exit(_outside_control_socket(b.log_dir))
+                socket_path = _outside_control_socket(b.log_dir)
+                if socket_path is not None:
+                    res.watchdog.remove_file_at_exit(socket_path)
             deadline = time.monotonic() + timeout_s
             offsets = {b.id: self._spawn(b) for b in res.brokers.values()}
             for b in res.brokers.values():
@@ -397,14 +410,7 @@ class Cluster:
     def _zk_read(self, method: str, path: str, timeout_s: float = 3.0):
         """``zk.<method>(path)``, but never waiting longer than ``timeout_s`` (kazoo would wait forever for
         a ZooKeeper that is down). Raises ZooKeeperUnavailable, or kazoo's NoNodeError."""
-        client = self._res.zk_client
-        if client is None or not client.connected:
-            raise ZooKeeperUnavailable(f"not connected to ZooKeeper at {self.zookeeper_connect}")
-        try:
-            return getattr(client, method + "_async")(path).get(timeout=timeout_s)
-        except client.handler.timeout_exception:
-            raise ZooKeeperUnavailable(f"ZooKeeper at {self.zookeeper_connect} did not answer within "
-                                       f"{timeout_s:.0f} s") from None
+        return timed_zk_read(self._res.zk_client, self.zookeeper_connect, method, path, timeout_s)
 
     def _registration(self, broker_id: int):
         """The ZooKeeper Stat of /brokers/ids/<id>, or None (also while ZooKeeper cannot be reached)."""

@@ -65,7 +65,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ..broker.zk import zk_data
-from .cluster import LAB_DEFAULTS, ZooKeeperUnavailable
+from .cluster import LAB_DEFAULTS, ZooKeeperUnavailable, timed_zk_read
 from .docker_api import PROJECT_ENV, DockerControls, DockerError, PrintedControls, docker_controls
 from .offsets import describe_rows, recv_exactly, zookeeper_partition_rows
 
@@ -305,14 +305,7 @@ class ExternalCluster:
             if method == "get_children" and path == zk_data.BROKER_TOPICS:
                 return sorted(self.metadata()["topics"])
             raise ZooKeeperUnavailable(f"no ZooKeeper address ({ZOOKEEPER_ENV} is not set)")
-        client = self.zk
-        if not client.connected:
-            raise ZooKeeperUnavailable(f"not connected to ZooKeeper at {self._zookeeper_connect}")
-        try:
-            return getattr(client, method + "_async")(path).get(timeout=timeout_s)
-        except client.handler.timeout_exception:
-            raise ZooKeeperUnavailable(f"ZooKeeper at {self._zookeeper_connect} did not answer within "
-                                       f"{timeout_s:.0f} s") from None
+        return timed_zk_read(self.zk, self._zookeeper_connect, method, path, timeout_s)
 
     def _registered_ids(self) -> set[int] | None:
         """The registered brokers: ``/brokers/ids`` when ZooKeeper is reachable, else the live brokers of a
