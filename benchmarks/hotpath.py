@@ -31,9 +31,9 @@ from kafka.protocol.consumer.fetch import FetchRequest  # noqa: E402
 from kafka.protocol.producer.produce import ProduceRequest  # noqa: E402
 
 from kafkalab.broker.apis.messages import build  # noqa: E402
-from kafkalab.broker.config import BrokerConfig  # noqa: E402
-from kafkalab.broker.kafka_server import KafkaServer  # noqa: E402
-from kafkalab.broker.records import Record, build_batch  # noqa: E402
+from kafkalab.broker.server.config import BrokerConfig  # noqa: E402
+from kafkalab.broker.server.kafka_server import KafkaServer  # noqa: E402
+from kafkalab.broker.common.records import Record, build_batch  # noqa: E402
 
 TOPIC = "hotpath"
 

@@ -37,7 +37,7 @@ def load(path: str = CORPUS) -> list[bytes]:
 def capture(path: str = CORPUS) -> dict:
     sys.path.insert(0, os.path.dirname(HERE))
     import kafkalab
-    from kafkalab.broker.server import SocketServer
+    from kafkalab.broker.network.socket_server import SocketServer
 
     kept: dict[tuple[int, int], list[bytes]] = collections.defaultdict(list)
     original = SocketServer._handle

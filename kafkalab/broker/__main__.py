@@ -24,8 +24,8 @@ import os
 import signal
 import sys
 
-from .config import BrokerConfig
-from .kafka_server import KafkaServer, StartupError
+from .server.config import BrokerConfig
+from .server.kafka_server import KafkaServer, StartupError
 
 
 def parse_args(argv=None):

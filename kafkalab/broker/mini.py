@@ -24,8 +24,8 @@ import tempfile
 import threading
 import weakref
 
-from .config import BrokerConfig
-from .kafka_server import KafkaServer
+from .server.config import BrokerConfig
+from .server.kafka_server import KafkaServer
 
 log = logging.getLogger("kafkalab.broker")
 _OPEN: "weakref.WeakSet[MiniBroker]" = weakref.WeakSet()
@@ -120,12 +120,12 @@ class MiniBroker:
             future = asyncio.run_coroutine_threadsafe(run(), self._loop)
         return future.result()
 
-    # -- lab faults (kafkalab.broker.faults) --------------------------------------------
+    # -- lab faults (kafkalab.broker.server.faults) --------------------------------------------
 
     def inject_fault(self, kind: str, api: str | None = None, **options) -> dict:
         """Make this broker misbehave on cue, e.g. ``inject_fault("drop_response", api="Produce", count=2)``
         or ``inject_fault("fail", api="Produce", error="NOT_LEADER_OR_FOLLOWER", count=3)``; see
-        :mod:`kafkalab.broker.faults`. Returns the fault as :meth:`faults` lists it."""
+        :mod:`kafkalab.broker.server.faults`. Returns the fault as :meth:`faults` lists it."""
         return self.call(lambda: self.server.socket_server.faults.inject(kind, api, **options))
 
     def faults(self) -> list[dict]:

@@ -256,7 +256,7 @@ def timed_zk_read(client, connect_string: str, method: str, path: str, timeout_s
 def _outside_control_socket(log_dir: str) -> str | None:
     """The broker's fault-control socket if it lives in the temporary directory (its log dir's path was
     too long for a Unix socket): a killed broker leaves it behind, and it would outlive the cluster."""
-    from ..broker.faults import control_socket_path
+    from ..broker.server.faults import control_socket_path
     path = control_socket_path(log_dir)
     return None if path.startswith(os.path.abspath(log_dir) + os.sep) else path
 
@@ -338,7 +338,7 @@ class Cluster:
             configs[name] = value
         configs = {k: config_value(v) for k, v in configs.items()}
         if isinstance(self.backend, MiniBackend):  # a typo fails here, not in N broker processes
-            from ..broker.config import BrokerConfig
+            from ..broker.server.config import BrokerConfig
             BrokerConfig({**configs, "log.dirs": "validate", "zookeeper.connect": "127.0.0.1:2181"})
         return configs
 
@@ -645,13 +645,13 @@ class Cluster:
             b.state = "running"
             self._write_state()
 
-    # -- lab faults (kafkalab.broker.faults: each broker process's control socket) --------
+    # -- lab faults (kafkalab.broker.server.faults: each broker process's control socket) --------
 
     def inject_fault(self, broker_id: int, kind: str, api: str | None = None, **options) -> dict:
-        """Make one broker misbehave on cue (mini brokers only; see :mod:`kafkalab.broker.faults`), e.g.
+        """Make one broker misbehave on cue (mini brokers only; see :mod:`kafkalab.broker.server.faults`), e.g.
         ``inject_fault(1, "drop_response", api="Produce", count=2)``, ``inject_fault(2, "pause_replication",
         duration_s=8)``. Returns the fault as :meth:`faults` lists it."""
-        from ..broker.faults import control_request
+        from ..broker.server.faults import control_request
         b = self._broker(broker_id)
         if getattr(self.backend, "name", "mini") != "mini":
             raise NotImplementedError("faults are a kafkalab lab tool: Apache Kafka's brokers have none")
@@ -659,7 +659,7 @@ class Cluster:
 
     def faults(self) -> list[dict]:
         """The active faults of every running broker, each with its ``broker`` id."""
-        from ..broker.faults import control_request
+        from ..broker.server.faults import control_request
         out = []
         for b in self._res.brokers.values():
             if self._state(b) == "running":
@@ -668,7 +668,7 @@ class Cluster:
 
     def clear_faults(self, broker_id: int | None = None, fault_id: int | None = None) -> int:
         """End the faults of one broker (one fault by id), or of every running broker."""
-        from ..broker.faults import control_request
+        from ..broker.server.faults import control_request
         brokers = [self._broker(broker_id)] if broker_id is not None else list(self._res.brokers.values())
         return sum(control_request(b.log_dir, "clear", {"fault_id": fault_id}) for b in brokers
                    if self._state(b) == "running")

@@ -136,8 +136,8 @@ def pdeathsig_preexec_for_watchdog():
 
 def _child_env() -> dict:
     """This environment, with kafkalab importable in the child even when it runs from a checkout."""
-    import kafkalab
-    root = os.path.dirname(os.path.dirname(os.path.abspath(kafkalab.__file__)))
+    # the directory that holds the kafkalab package (this file is kafkalab/cluster/processes.py)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env

@@ -22,7 +22,7 @@ from kafka.protocol.admin.client_quotas import (AlterClientQuotasRequest, AlterC
                                                 DescribeClientQuotasRequest, DescribeClientQuotasResponse)
 
 from ..broker.apis.messages import build
-from ..broker.errors import ErrorCode
+from ..broker.common.errors import ErrorCode
 
 VERSION = 0
 

@@ -51,18 +51,11 @@ import sys
 from dataclasses import dataclass, field
 from typing import IO, Iterator
 
-from ..broker.errors import KafkaError
+from ..broker.common.errors import KafkaError
 from ..broker.log.index import OffsetIndex, TimeIndex
 from ..broker.log.log_cleaner import DELETE_HORIZON_MASK
 from ..broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
-from ..broker.records import (
-    HEADER_SIZE,
-    LOG_OVERHEAD,
-    BatchHeader,
-    compute_crc,
-    iter_batches,
-    iter_records,
-)
+from ..broker.common.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, compute_crc, iter_batches, iter_records
 
 _OFFSET_ENTRY = OffsetIndex.entry      # relativeOffset, position
 _TIME_ENTRY = TimeIndex.entry          # timestamp, relativeOffset

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from kafkalab.broker.records import Record, build_batch
+from kafkalab.broker.common.records import Record, build_batch
 from kafkalab.checks import Report, as_text, shown, unfilled, unfilled_detail
 from kafkalab.tools import dump_log_df, list_segments
 

@@ -28,8 +28,8 @@ from kafka.protocol.admin.configs import DescribeConfigsRequest, DescribeConfigs
 from kafka.protocol.consumer.offsets import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 
 import kafkalab
-from kafkalab.broker.config import ConfigSource as Source
-from kafkalab.broker.errors import ErrorCode
+from kafkalab.broker.server.config import ConfigSource as Source
+from kafkalab.broker.common.errors import ErrorCode
 
 TIMEOUT = 30
 

@@ -25,8 +25,8 @@ from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 
 import kafka_wire as wire
-from kafkalab.broker.errors import ErrorCode
-from kafkalab.broker.records import Record, build_batch
+from kafkalab.broker.common.errors import ErrorCode
+from kafkalab.broker.common.records import Record, build_batch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from conftest import BrokerProcess  # noqa: E402

@@ -318,7 +318,7 @@ def test_owner_killed_with_sigkill_leaves_no_process(tmp_path, pdeathsig):
 def test_owner_killed_with_sigkill_leaves_no_control_socket_behind(tmp_path):
     # A state dir with a long path puts the brokers' fault-control sockets in the temporary directory; the
     # brokers die with their owner (SIGKILL: no cleanup of their own), and the watchdog removes the sockets.
-    from kafkalab.broker.faults import control_socket_path
+    from kafkalab.broker.server.faults import control_socket_path
     deep = tmp_path / ("a-directory-name-long-enough-to-push-the-socket-path-out-" + "x" * 40)
     owner, info = _run_owner(tmp_path, "sleep", True, str(deep))
     sockets = [control_socket_path(os.path.join(info["dir"], f"broker-{i}")) for i in (1, 2)]

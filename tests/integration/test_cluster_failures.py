@@ -277,7 +277,7 @@ def test_a_paused_leader_is_replaced_then_fenced_and_rejoins(cluster):
 
 
 def test_a_group_keeps_its_offsets_when_its_coordinator_dies(cluster):
-    from kafkalab.broker.coordinator.offsets_topic import partition_for
+    from kafkalab.broker.coordinator.group.offsets_topic import partition_for
 
     topic = create_topic(cluster, "group-topic", partitions=2, rf=3)
     group = f"g-{uuid.uuid4().hex[:6]}"

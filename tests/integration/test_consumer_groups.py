@@ -20,7 +20,7 @@ from kafka.protocol.consumer.group import (HeartbeatRequest, HeartbeatResponse, 
                                            SyncGroupRequest, SyncGroupResponse)
 
 import kafkalab
-from kafkalab.broker.errors import ErrorCode
+from kafkalab.broker.common.errors import ErrorCode
 
 GROUP_CONFIGS = {"num.partitions": 6, "group.initial.rebalance.delay.ms": 200, "offsets.topic.num.partitions": 5}
 SESSION = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1000}

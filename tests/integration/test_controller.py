@@ -19,9 +19,9 @@ from kafka.protocol.api_header import RequestHeader
 from kafkalab.broker.apis.messages import build
 from kafkalab.broker.apis.zk_messages import (LeaderAndIsrRequest, LeaderAndIsrResponse, StopReplicaRequest,
                                               StopReplicaResponse, UpdateMetadataRequest, UpdateMetadataResponse)
-from kafkalab.broker.config import BrokerConfig
+from kafkalab.broker.server.config import BrokerConfig
 from kafkalab.broker.controller import KafkaController
-from kafkalab.broker.errors import ErrorCode
+from kafkalab.broker.common.errors import ErrorCode
 from kafkalab.broker.zk import zk_data as zd
 from kafkalab.broker.zk.kafka_zk_client import KafkaZkClient
 from kafkalab.broker.zk.zk_data import BrokerInfo, TopicAssignment

@@ -17,9 +17,9 @@ import pytest
 from confluent_kafka import Producer
 from kafka import KafkaConsumer, TopicPartition
 
-from kafkalab.broker.config import BrokerConfig, LogConfig
+from kafkalab.broker.server.config import BrokerConfig, LogConfig
 from kafkalab.broker.log.log_manager import LogManager
-from kafkalab.broker.records import iter_batches, iter_records, validate_batch
+from kafkalab.broker.common.records import iter_batches, iter_records, validate_batch
 
 TOPIC = "crash-test"
 PARTITIONS = 3

@@ -99,7 +99,7 @@ def test_bad_fault_is_refused_with_the_reason(cluster):
 def test_a_killed_brokers_control_socket_does_not_outlive_its_cluster(tmp_path):
     # A log dir path too long for a Unix socket puts the control socket in the temporary directory, where
     # a killed broker would leave it for good: close() removes it.
-    from kafkalab.broker.faults import control_socket_path
+    from kafkalab.broker.server.faults import control_socket_path
     deep = tmp_path / ("a-directory-name-long-enough-to-push-the-socket-path-out-" + "x" * 40)
     with kafkalab.cluster(brokers=1, dir=str(deep), **LAB) as c:
         socket_path = control_socket_path(c._broker(1).log_dir)

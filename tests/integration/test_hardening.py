@@ -187,8 +187,8 @@ from kafka.protocol.admin import CreateTopicsRequest, CreateTopicsResponse  # no
 from kafka.protocol.consumer import ListOffsetsResponse  # noqa: E402
 from kafka.protocol.producer.produce import ProduceResponse  # noqa: E402
 
-from kafkalab.broker.errors import ErrorCode  # noqa: E402
-from kafkalab.broker.records import HEADER_SIZE, Record, build_batch, compute_crc  # noqa: E402
+from kafkalab.broker.common.errors import ErrorCode  # noqa: E402
+from kafkalab.broker.common.records import HEADER_SIZE, Record, build_batch, compute_crc  # noqa: E402
 
 
 def create_topic(proc, name, configs=None):

@@ -17,9 +17,9 @@ from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProdu
 import kafka_wire as wire
 import kafkalab
 from kafkalab.broker.apis import REGISTRY
-from kafkalab.broker.errors import ErrorCode
-from kafkalab.broker.records import Record, build_batch
-from kafkalab.broker.server import CloseConnection
+from kafkalab.broker.common.errors import ErrorCode
+from kafkalab.broker.common.records import Record, build_batch
+from kafkalab.broker.network.socket_server import CloseConnection
 
 WAIT_S = 60
 
@@ -45,7 +45,7 @@ def send(sock, topic, partition, records, correlation_id=1):
 
 
 def log_values(broker, topic, partition=0):
-    from kafkalab.broker.records import iter_batches, iter_records
+    from kafkalab.broker.common.records import iter_batches, iter_records
 
     def read():
         log = broker.server.replica_manager.get_partition(topic, partition).log

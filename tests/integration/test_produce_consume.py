@@ -22,8 +22,8 @@ from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 import kafka_wire as wire
 import kafkalab
 from kafkalab.broker.apis import REGISTRY
-from kafkalab.broker.errors import ErrorCode
-from kafkalab.broker.records import BatchHeader, Record, build_batch, iter_batches, iter_records
+from kafkalab.broker.common.errors import ErrorCode
+from kafkalab.broker.common.records import BatchHeader, Record, build_batch, iter_batches, iter_records
 
 CLIENTS = ["confluent", "kafka-python"]
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]

@@ -15,10 +15,10 @@ from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 
 import kafka_wire as wire
 import kafkalab
-from kafkalab.broker.alter_partition_manager import AlterPartitionManager
-from kafkalab.broker.errors import ErrorCode
-from kafkalab.broker.partition_state import LeaderAndIsrPartitionState
-from kafkalab.broker.records import Record, build_batch, iter_batches
+from kafkalab.broker.server.alter_partition_manager import AlterPartitionManager
+from kafkalab.broker.common.errors import ErrorCode
+from kafkalab.broker.cluster.partition_state import LeaderAndIsrPartitionState
+from kafkalab.broker.common.records import Record, build_batch, iter_batches
 
 FAST = {"replica.fetch.wait.max.ms": 100, "replica.fetch.backoff.ms": 100, "replica.lag.time.max.ms": 1500,
         "replica.high.watermark.checkpoint.interval.ms": 200}
@@ -162,7 +162,7 @@ def test_followers_copy_the_leader_byte_for_byte_and_acks_all_waits_for_them(clu
     time.sleep(0.3)
     assert offsets(b1, "rep") == (19, 15)   # 3 is in the ISR and does not have 15..18
     assert produce(b1, "rep", 1, acks=-1, timeout_ms=300) == (ErrorCode.REQUEST_TIMED_OUT, -1)
-    from kafkalab.broker.replica_fetcher import InitialFetchState
+    from kafkalab.broker.server.replica_fetcher_thread import InitialFetchState
     b3.call(fetchers3.add_fetcher_for_partitions, {("rep", 0): InitialFetchState(1, "127.0.0.1", b1.port, 0)})
     wait_until(lambda: offsets(b1, "rep") == (20, 20), what="the HW once follower 3 caught up")
     assert cluster.state[("rep", 0)]["isr"] == [1, 2, 3] and not cluster.alter_requests

@@ -26,7 +26,7 @@ from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
 from kazoo.client import KazooClient
 
-from kafkalab.broker.errors import ErrorCode
+from kafkalab.broker.common.errors import ErrorCode
 from kafkalab.cluster.zookeeper import ZooKeeperServer
 
 import kafka_wire as wire

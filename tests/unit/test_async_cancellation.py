@@ -1,4 +1,4 @@
-"""A broker's stop must never hang on a task that lost its cancellation (kafkalab.broker.async_util).
+"""A broker's stop must never hang on a task that lost its cancellation (kafkalab.broker.utils.async_util).
 
 On Python < 3.12 ``asyncio.wait_for`` returns normally when the future it waits for completes in
 the same loop step as the cancellation of the waiting task (CPython #86296). A broker met that race
@@ -13,13 +13,13 @@ import asyncio
 import pytest
 from kafka.protocol.consumer.fetch import FetchRequest
 
-from kafkalab.broker import async_util
+from kafkalab.broker.utils import async_util
 from kafkalab.broker.apis.messages import build
-from kafkalab.broker.config import BrokerConfig
-from kafkalab.broker.delayed_produce import DelayedProduce, ProducePurgatory
-from kafkalab.broker.kafka_server import KafkaServer
-from kafkalab.broker.network_client import NetworkClient
-from kafkalab.broker.replica_manager import ReplicaManager
+from kafkalab.broker.server.config import BrokerConfig
+from kafkalab.broker.server.delayed_produce import DelayedProduce, ProducePurgatory
+from kafkalab.broker.server.kafka_server import KafkaServer
+from kafkalab.broker.network.network_client import NetworkClient
+from kafkalab.broker.server.replica_manager import ReplicaManager
 
 
 async def cancelled_while_completing(waiting, complete) -> str:

@@ -1,8 +1,7 @@
 """ClientQuotaManager on its own: Kafka's sampled rate, throttle time, precedence and filters."""
 import pytest
 
-from kafkalab.broker.client_quota_manager import (ClientQuotaManager, Rate, entity_of, PRODUCER_BYTE_RATE,
-                                                  REQUEST_PERCENTAGE)
+from kafkalab.broker.server.client_quota_manager import ClientQuotaManager, Rate, entity_of, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE
 
 
 def test_rate_assumes_at_least_n_minus_1_full_windows():

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalab.broker.config import (BROKER_CONFIGS, TOPIC_CONFIGS, BrokerConfig, ConfigSource, LogConfig, parse,
-                                    to_string)
+from kafkalab.broker.server.config import BROKER_CONFIGS, TOPIC_CONFIGS, BrokerConfig, ConfigSource, LogConfig, parse, to_string
 
 
 # -- parsing and validation --------------------------------------------------------

@@ -5,8 +5,8 @@ import pytest
 from kafka.protocol.producer.produce import ProduceRequest
 
 from kafkalab.broker.apis.messages import build
-from kafkalab.broker.errors import ErrorCode
-from kafkalab.broker.faults import FaultInjector, control_socket_path, error_response
+from kafkalab.broker.common.errors import ErrorCode
+from kafkalab.broker.server.faults import FaultInjector, control_socket_path, error_response
 
 
 def produce(*parts, acks=1):

@@ -15,14 +15,14 @@ import logging
 
 import pytest
 
-from kafkalab.broker.config import BrokerConfig, LogConfig
-from kafkalab.broker.errors import ErrorCode
+from kafkalab.broker.server.config import BrokerConfig, LogConfig
+from kafkalab.broker.common.errors import ErrorCode
 from kafkalab.broker.log.log import UnifiedLog
-from kafkalab.broker.partition import ISR_EXPANSION_RETRY_BACKOFF_MS, Partition, PendingExpandIsr
-from kafkalab.broker.partition_state import LeaderAndIsrPartitionState
-from kafkalab.broker.records import Record, build_batch
-from kafkalab.broker.replica_fetcher import PartitionFetchState, ReplicaFetcherManager, ReplicaFetcherThread
-from kafkalab.broker.replica_manager import ReplicaManager
+from kafkalab.broker.cluster.partition import ISR_EXPANSION_RETRY_BACKOFF_MS, Partition, PendingExpandIsr
+from kafkalab.broker.cluster.partition_state import LeaderAndIsrPartitionState
+from kafkalab.broker.common.records import Record, build_batch
+from kafkalab.broker.server.replica_fetcher_thread import PartitionFetchState, ReplicaFetcherManager, ReplicaFetcherThread
+from kafkalab.broker.server.replica_manager import ReplicaManager
 
 
 class Clock:
@@ -102,7 +102,7 @@ def test_truncating_across_segments_and_below_the_first_one(new_log):
 
 def _batch_at(base: int, n: int) -> bytes:
     """A batch whose offsets start at ``base`` (as a leader's Fetch response carries them)."""
-    from kafkalab.broker.records import assign_offsets
+    from kafkalab.broker.common.records import assign_offsets
     buf = bytearray(batch(n))
     assign_offsets(memoryview(buf), base, None, 0)
     return bytes(buf)
@@ -169,7 +169,7 @@ def test_a_refused_follower_is_proposed_again_only_after_the_back_off_and_logged
         p.update_follower_fetch_state(replica, offset, 0, clock(), p.log.log_end_offset)
 
     fetch(2, 4)
-    caplog.set_level(logging.INFO, logger="kafkalab.broker.partition")
+    caplog.set_level(logging.INFO, logger="kafkalab.broker.cluster.partition")
     for _ in range(50):                                   # broker 3 shuts down but still fetches, every 2 ms
         fetch(3, 4)
         if sent and p.partition_state is sent[-1]:

@@ -12,12 +12,8 @@ import types
 import pytest
 
 import kafkalab
-from kafkalab.broker.coordinator.offsets_topic import (OFFSETS_TOPIC, GroupMetadataKey, OffsetAndMetadata,
-                                                       OffsetCommitKey, decode_key, decode_value,
-                                                       group_metadata_value, GroupMetadataValue, MemberRecord,
-                                                       java_string_hash, offset_commit_key, offset_commit_value,
-                                                       partition_for)
-from kafkalab.broker.errors import ErrorCode as E
+from kafkalab.broker.coordinator.group.offsets_topic import OFFSETS_TOPIC, GroupMetadataKey, OffsetAndMetadata, OffsetCommitKey, decode_key, decode_value, group_metadata_value, GroupMetadataValue, MemberRecord, java_string_hash, offset_commit_key, offset_commit_value, partition_for
+from kafkalab.broker.common.errors import ErrorCode as E
 
 SESSION, REBALANCE = 6000, 5000
 PROTOCOLS = [("range", b"range-meta"), ("roundrobin", b"rr-meta")]

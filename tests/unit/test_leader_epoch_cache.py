@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import os
 
-from kafkalab.broker.config import BrokerConfig, LogConfig
+from kafkalab.broker.server.config import BrokerConfig, LogConfig
 from kafkalab.broker.log.leader_epoch_cache import (LEADER_EPOCH_CHECKPOINT, EpochEntry, LeaderEpochFileCache,
                                                     read_leader_epoch_checkpoint)
 from kafkalab.broker.log.log import UnifiedLog
-from kafkalab.broker.records import Record, build_batch
+from kafkalab.broker.common.records import Record, build_batch
 
 
 def cache_with(tmp_path, *entries) -> LeaderEpochFileCache:

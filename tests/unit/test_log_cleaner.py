@@ -7,11 +7,11 @@ import os
 import pytest
 from kafka_spec import batch
 
-from kafkalab.broker.config import BrokerConfig, LogConfig
-from kafkalab.broker.errors import ErrorCode, KafkaError
+from kafkalab.broker.server.config import BrokerConfig, LogConfig
+from kafkalab.broker.common.errors import ErrorCode, KafkaError
 from kafkalab.broker.log.log_cleaner import DELETE_HORIZON_MASK
 from kafkalab.broker.log.log_manager import LogManager
-from kafkalab.broker.records import iter_batches, iter_records
+from kafkalab.broker.common.records import iter_batches, iter_records
 
 T0 = 1_700_000_000_000
 DAY = 86_400_000

@@ -7,7 +7,7 @@ import threading
 
 from kafka_spec import batch
 
-from kafkalab.broker.config import BrokerConfig, LogConfig
+from kafkalab.broker.server.config import BrokerConfig, LogConfig
 from kafkalab.broker.log import log_manager as log_manager_module
 from kafkalab.broker.log.log_manager import LogManager
 

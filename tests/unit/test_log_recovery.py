@@ -7,9 +7,9 @@ import os
 import pytest
 from kafka_spec import batch, index_entry
 
-from kafkalab.broker.config import BrokerConfig, LogConfig
+from kafkalab.broker.server.config import BrokerConfig, LogConfig
 from kafkalab.broker.log.log_manager import LogManager
-from kafkalab.broker.records import iter_batches, validate_batch
+from kafkalab.broker.common.records import iter_batches, validate_batch
 
 T0 = 1_700_000_000_000
 

@@ -6,8 +6,8 @@ import os
 import pytest
 from kafka_spec import batch
 
-from kafkalab.broker.config import BrokerConfig, LogConfig
-from kafkalab.broker.errors import ErrorCode, KafkaError
+from kafkalab.broker.server.config import BrokerConfig, LogConfig
+from kafkalab.broker.common.errors import ErrorCode, KafkaError
 from kafkalab.broker.log.log import UnifiedLog
 
 T0 = 1_700_000_000_000
@@ -203,7 +203,7 @@ def test_delete_records_then_retention_deletes_segments_below_log_start(tmp_path
 # --- reading across segment boundaries -------------------------------------------------
 
 def _base_offsets(data: bytes) -> list[int]:
-    from kafkalab.broker.records import iter_batches
+    from kafkalab.broker.common.records import iter_batches
     return [h.base_offset for _, h in iter_batches(data, strict=True)]
 
 

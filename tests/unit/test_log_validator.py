@@ -11,12 +11,11 @@ import time
 import cramjam
 import pytest
 
-from kafkalab.broker.config import BrokerConfig, LogConfig
-from kafkalab.broker.errors import ErrorCode, KafkaError
+from kafkalab.broker.server.config import BrokerConfig, LogConfig
+from kafkalab.broker.common.errors import ErrorCode, KafkaError
 from kafkalab.broker.log import log_validator as V
 from kafkalab.broker.log.log_manager import LogManager
-from kafkalab.broker.records import (HEADER_SIZE, MAX_INFLATION, BatchHeader, Record, build_batch, compute_crc,
-                                     decompress, iter_records)
+from kafkalab.broker.common.records import HEADER_SIZE, MAX_INFLATION, BatchHeader, Record, build_batch, compute_crc, decompress, iter_records
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "integration"))
 

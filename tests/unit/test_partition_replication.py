@@ -10,14 +10,14 @@ import asyncio
 
 import pytest
 
-from kafkalab.broker.alter_partition_manager import AlterPartitionManager
-from kafkalab.broker.config import BrokerConfig, LogConfig
-from kafkalab.broker.delayed_produce import DelayedProduce, ProducePurgatory
-from kafkalab.broker.errors import ErrorCode, KafkaError
+from kafkalab.broker.server.alter_partition_manager import AlterPartitionManager
+from kafkalab.broker.server.config import BrokerConfig, LogConfig
+from kafkalab.broker.server.delayed_produce import DelayedProduce, ProducePurgatory
+from kafkalab.broker.common.errors import ErrorCode, KafkaError
 from kafkalab.broker.log.log import UnifiedLog
-from kafkalab.broker.partition import (CommittedPartitionState, Partition, PendingExpandIsr, PendingShrinkIsr)
-from kafkalab.broker.partition_state import LeaderAndIsrPartitionState
-from kafkalab.broker.records import Record, build_batch, iter_batches
+from kafkalab.broker.cluster.partition import CommittedPartitionState, Partition, PendingExpandIsr, PendingShrinkIsr
+from kafkalab.broker.cluster.partition_state import LeaderAndIsrPartitionState
+from kafkalab.broker.common.records import Record, build_batch, iter_batches
 
 LAG_MS = 10_000
 

@@ -1,7 +1,7 @@
 """Producer ids never repeat: across restarts, and when the producer-id file is damaged."""
 import os
 
-from kafkalab.broker.coordinator.producer_id_manager import ProducerIdManager
+from kafkalab.broker.coordinator.transaction.producer_id_manager import ProducerIdManager
 
 
 def test_ids_continue_after_a_restart(tmp_path):

@@ -15,8 +15,8 @@ from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProdu
 
 import kafka_wire as wire
 from kafkalab.broker.apis import REGISTRY, load_all
-from kafkalab.broker.errors import ErrorCode
-from kafkalab.broker.records import Record, build_batch, iter_batches, iter_records
+from kafkalab.broker.common.errors import ErrorCode
+from kafkalab.broker.common.records import Record, build_batch, iter_batches, iter_records
 
 load_all()
 

@@ -9,10 +9,8 @@ from kafka import codec as kcodec
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 from kafkalab.broker.apis.produce import validate_records
-from kafkalab.broker.errors import ErrorCode, KafkaError
-from kafkalab.broker.records import (COMPRESSION_CODES, HEADER_SIZE, BatchHeader, Record, assign_offsets,
-                                     build_batch, compute_crc, decompress, iter_batches, iter_records,
-                                     validate_batch)
+from kafkalab.broker.common.errors import ErrorCode, KafkaError
+from kafkalab.broker.common.records import COMPRESSION_CODES, HEADER_SIZE, BatchHeader, Record, assign_offsets, build_batch, compute_crc, decompress, iter_batches, iter_records, validate_batch
 
 RECORDS = [Record(i, 1_700_000_000_000 + 10 * i, None if i == 1 else b"key-%d" % i,
                   None if i == 2 else b"value-%d" % i * 20, [("trace", b"t%d" % i), ("empty", None)] if i else [])

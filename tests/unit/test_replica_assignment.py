@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from kafkalab.broker.controller.replica_assignment import assign_replicas_to_brokers
-from kafkalab.broker.errors import ErrorCode, KafkaError
+from kafkalab.broker.common.errors import ErrorCode, KafkaError
 
 
 def test_kafka_worked_example_five_brokers_ten_partitions():

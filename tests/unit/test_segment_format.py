@@ -14,7 +14,7 @@ import os
 
 from kafka_spec import batch, index_entry, time_index_entry
 
-from kafkalab.broker.config import BrokerConfig, LogConfig
+from kafkalab.broker.server.config import BrokerConfig, LogConfig
 from kafkalab.broker.log.log import UnifiedLog
 from kafkalab.broker.log.log_manager import LogManager
 

@@ -132,7 +132,7 @@ def test_request_type_default_is_not_written():
 def test_controller_apis_answer_not_controller_on_a_standalone_broker(broker):
     import kafka_wire as wire
     from kafka.protocol.admin.topics import ElectLeadersRequest, ElectLeadersResponse
-    from kafkalab.broker.errors import ErrorCode
+    from kafkalab.broker.common.errors import ErrorCode
 
     resp = wire.call(broker.bootstrap_servers, build(ControlledShutdownRequest, 3, dict(broker_id=0, broker_epoch=-1)),
                      ControlledShutdownResponse, 3)

@@ -57,7 +57,7 @@ def api(request_cls, response_cls, versions: tuple[int, int]):
 class RequestContext:
     """What a handler knows about the request besides its body."""
 
-    broker: Any  # kafkalab.broker.kafka_server.KafkaServer
+    broker: Any  # kafkalab.broker.server.kafka_server.KafkaServer
     api_key: int
     api_version: int
     correlation_id: int

@@ -6,7 +6,7 @@ Keys: ``producer_byte_rate``, ``consumer_byte_rate`` (whole bytes per second),
 ``request_percentage``, ``controller_mutation_rate``. Each entry succeeds or
 fails alone: INVALID_REQUEST for an unknown key, a value that is not positive,
 a fractional byte rate, a repeated or unknown entity type. ``validate_only``
-checks and changes nothing. See :mod:`kafkalab.broker.client_quota_manager`
+checks and changes nothing. See :mod:`kafkalab.broker.server.client_quota_manager`
 for how the quotas are stored and enforced.
 
 v0   entries, validate_only
@@ -14,7 +14,7 @@ v1   flexible
 """
 from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
 
-from ..errors import ErrorCode
+from ..common.errors import ErrorCode
 from . import api
 
 

@@ -17,8 +17,8 @@ from collections import Counter
 
 from kafka.protocol.admin.configs import AlterConfigsRequest, AlterConfigsResponse
 
-from ..admin_manager import ConfigResourceType
-from ..errors import ErrorCode, KafkaError
+from ..server.admin_manager import ConfigResourceType
+from ..common.errors import ErrorCode, KafkaError
 from . import api
 
 DYNAMIC_BROKER_CONFIGS_UNSUPPORTED = (

@@ -16,7 +16,7 @@ UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST.
 """
 from __future__ import annotations
 
-from ..errors import ErrorCode
+from ..common.errors import ErrorCode
 from . import api
 from .zk_messages import AlterPartitionRequest, AlterPartitionResponse
 

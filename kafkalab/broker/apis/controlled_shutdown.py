@@ -14,7 +14,7 @@ STALE_BROKER_EPOCH, BROKER_NOT_AVAILABLE.
 """
 from __future__ import annotations
 
-from ..errors import ErrorCode
+from ..common.errors import ErrorCode
 from . import api
 from .zk_messages import ControlledShutdownRequest, ControlledShutdownResponse
 

@@ -20,7 +20,7 @@ from collections import Counter
 
 from kafka.protocol.admin.topics import CreatePartitionsRequest, CreatePartitionsResponse
 
-from ..errors import ErrorCode, KafkaError
+from ..common.errors import ErrorCode, KafkaError
 from . import api
 
 

@@ -30,9 +30,9 @@ from collections import Counter
 
 from kafka.protocol.admin.topics import CreateTopicsRequest, CreateTopicsResponse
 
-from ..metadata import NULL_UUID
-from ..config import LogConfig
-from ..errors import ErrorCode, KafkaError
+from ..server.metadata_cache import NULL_UUID
+from ..server.config import LogConfig
+from ..common.errors import ErrorCode, KafkaError
 from . import api
 from .describe_configs import topic_config_descriptions
 

@@ -24,8 +24,9 @@ import os
 
 from kafka.protocol.admin.topics import DeleteRecordsRequest, DeleteRecordsResponse
 
-from ..errors import ErrorCode, KafkaError
-from ..log.log_manager import LOG_START_OFFSET_CHECKPOINT, write_checkpoint
+from ..common.errors import ErrorCode, KafkaError
+from ..log.log_manager import LOG_START_OFFSET_CHECKPOINT
+from ..log.offset_checkpoint import write_checkpoint
 from . import api
 
 HIGH_WATERMARK = -1  # DeleteRecordsRequest.HIGH_WATERMARK

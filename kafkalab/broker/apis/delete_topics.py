@@ -25,8 +25,8 @@ from collections import Counter
 
 from kafka.protocol.admin.topics import DeleteTopicsRequest, DeleteTopicsResponse
 
-from ..metadata import NULL_UUID
-from ..errors import ErrorCode, KafkaError
+from ..server.metadata_cache import NULL_UUID
+from ..common.errors import ErrorCode, KafkaError
 from . import api
 
 def _requested(ctx, request) -> list[tuple[str | None, uuid.UUID]]:

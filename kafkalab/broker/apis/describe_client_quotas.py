@@ -11,7 +11,7 @@ v1   flexible
 """
 from kafka.protocol.admin.client_quotas import DescribeClientQuotasRequest, DescribeClientQuotasResponse
 
-from ..errors import ErrorCode
+from ..common.errors import ErrorCode
 from . import api
 
 

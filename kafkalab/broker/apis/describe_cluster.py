@@ -13,7 +13,7 @@ Not implemented: authorized operations (no ACLs): always -2147483648, "not provi
 """
 from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeClusterResponse
 
-from ..errors import ErrorCode
+from ..common.errors import ErrorCode
 from . import api
 
 BROKERS_ENDPOINT, CONTROLLERS_ENDPOINT = 1, 2

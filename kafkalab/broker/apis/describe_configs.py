@@ -27,9 +27,9 @@ are read-only here: no dynamic broker configs.
 """
 from kafka.protocol.admin.configs import DescribeConfigsRequest, DescribeConfigsResponse
 
-from ..admin_manager import ConfigResourceType
-from ..config import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigDescription
-from ..errors import ErrorCode, KafkaError
+from ..server.admin_manager import ConfigResourceType
+from ..server.config import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigDescription
+from ..common.errors import ErrorCode, KafkaError
 from . import api
 
 

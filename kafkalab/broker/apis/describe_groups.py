@@ -15,7 +15,7 @@ Stable; ``protocol_data`` is the chosen assignor (e.g. ``range``,
 """
 from kafka.protocol.admin.groups import DescribeGroupsRequest, DescribeGroupsResponse
 
-from ..errors import ErrorCode, KafkaError
+from ..common.errors import ErrorCode, KafkaError
 from . import api
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from kafka.protocol.admin.topics import ElectLeadersRequest, ElectLeadersResponse
 
-from ..errors import ErrorCode
+from ..common.errors import ErrorCode
 from . import api
 
 PREFERRED = 0

@@ -40,8 +40,8 @@ import time
 
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 
-from ..errors import ErrorCode, KafkaError
-from ..metadata import NULL_UUID
+from ..common.errors import ErrorCode, KafkaError
+from ..server.metadata_cache import NULL_UUID
 from . import api
 
 #: FetchMetadata.INITIAL_EPOCH / FINAL_EPOCH: the two epochs of a full (sessionless) fetch

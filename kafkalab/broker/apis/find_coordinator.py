@@ -24,7 +24,7 @@ cannot be created and the answer stays COORDINATOR_NOT_AVAILABLE, as in Kafka.
 """
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 
-from ..errors import ErrorCode, KafkaError
+from ..common.errors import ErrorCode, KafkaError
 from . import api
 
 GROUP, TRANSACTION, SHARE = 0, 1, 2

@@ -20,7 +20,7 @@ Giving an id without an epoch or the reverse is INVALID_REQUEST.
 """
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
 
-from ..errors import ErrorCode
+from ..common.errors import ErrorCode
 from . import api
 
 NO_PRODUCER_ID, NO_PRODUCER_EPOCH = -1, -1

@@ -15,7 +15,7 @@ Not implemented: nothing of the classic protocol is missing; the
 The request waits here until the rebalance completes (every member rejoined,
 or the rebalance timeout passed), as in Kafka: the response carries the new
 generation, the chosen assignor and — for the leader only — every member's
-subscription. See :mod:`kafkalab.broker.coordinator.group_coordinator`.
+subscription. See :mod:`kafkalab.broker.coordinator.group.group_coordinator`.
 """
 from kafka.protocol.consumer.group import JoinGroupRequest, JoinGroupResponse
 

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import logging
 
-from ..errors import ErrorCode, KafkaError
-from ..partition_state import LeaderAndIsrPartitionState
-from ..server import InvalidRequest
+from ..common.errors import ErrorCode, KafkaError
+from ..cluster.partition_state import LeaderAndIsrPartitionState
+from ..network.socket_server import InvalidRequest
 from . import api
 from .zk_messages import LeaderAndIsrRequest, LeaderAndIsrResponse
 

@@ -14,7 +14,7 @@ the top-level error code.
 """
 from kafka.protocol.consumer.group import LeaveGroupRequest, LeaveGroupResponse
 
-from ..errors import ErrorCode
+from ..common.errors import ErrorCode
 from . import api
 
 

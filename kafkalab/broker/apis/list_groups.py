@@ -12,7 +12,7 @@ an empty protocol type, as in Kafka. Filters compare case-insensitively.
 """
 from kafka.protocol.admin.groups import ListGroupsRequest, ListGroupsResponse
 
-from ..errors import ErrorCode
+from ..common.errors import ErrorCode
 from . import api
 
 

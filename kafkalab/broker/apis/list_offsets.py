@@ -32,7 +32,7 @@ import collections
 
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
 
-from ..errors import ErrorCode, KafkaError
+from ..common.errors import ErrorCode, KafkaError
 from ..log.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from . import api
 

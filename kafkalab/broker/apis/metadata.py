@@ -32,9 +32,9 @@ clients ask again.
 
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
-from ..errors import ErrorCode, KafkaError
-from ..metadata import NULL_UUID, validate_topic_name
-from ..server import InvalidRequest
+from ..common.errors import ErrorCode, KafkaError
+from ..server.metadata_cache import NULL_UUID, validate_topic_name
+from ..network.socket_server import InvalidRequest
 from . import api
 
 

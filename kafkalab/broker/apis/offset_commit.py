@@ -21,10 +21,10 @@ exist, OFFSET_METADATA_TOO_LARGE over ``offset.metadata.max.bytes`` (4096).
 """
 from kafka.protocol.consumer.group import OffsetCommitRequest, OffsetCommitResponse
 
-from ..metadata import NULL_UUID
-from ..coordinator.group_metadata import now_ms
-from ..coordinator.offsets_topic import OffsetAndMetadata
-from ..errors import ErrorCode
+from ..server.metadata_cache import NULL_UUID
+from ..coordinator.group.group_metadata import now_ms
+from ..coordinator.group.offsets_topic import OffsetAndMetadata
+from ..common.errors import ErrorCode
 from . import api
 
 

@@ -17,7 +17,7 @@ no error — also for a group that does not exist.
 """
 from kafka.protocol.consumer.group import OffsetFetchRequest, OffsetFetchResponse
 
-from ..errors import ErrorCode, KafkaError
+from ..common.errors import ErrorCode, KafkaError
 from . import api
 
 def _partition(index, om, error=ErrorCode.NONE):

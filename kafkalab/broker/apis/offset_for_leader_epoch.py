@@ -21,7 +21,7 @@ v4   flexible
 """
 from kafka.protocol.consumer.offsets import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 
-from ..errors import KafkaError
+from ..common.errors import KafkaError
 from ..log.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from . import api
 

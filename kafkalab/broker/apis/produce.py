@@ -36,9 +36,9 @@ import logging
 
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 
-from ..errors import ErrorCode, KafkaError
-from ..records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
-from ..server import CloseConnection
+from ..common.errors import ErrorCode, KafkaError
+from ..common.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
+from ..network.socket_server import CloseConnection
 from . import api
 
 log = logging.getLogger("kafkalab.broker.produce")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 
-from ..errors import ErrorCode, KafkaError
+from ..common.errors import ErrorCode, KafkaError
 from . import api
 from .leader_and_isr import broker_epoch_is_stale, require_cluster_mode
 from .zk_messages import StopReplicaRequest, StopReplicaResponse

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import logging
 
-from ..errors import ErrorCode, KafkaError
-from ..metadata import BrokerEndpoint
-from ..partition_state import LeaderAndIsrPartitionState
+from ..common.errors import ErrorCode, KafkaError
+from ..server.metadata_cache import BrokerEndpoint
+from ..cluster.partition_state import LeaderAndIsrPartitionState
 from . import api
 from .leader_and_isr import broker_epoch_is_stale, check_controller_epoch, require_cluster_mode
 from .zk_messages import UpdateMetadataRequest, UpdateMetadataResponse

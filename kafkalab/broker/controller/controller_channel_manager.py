@@ -23,7 +23,7 @@ from typing import Callable
 from ..apis.messages import build
 from ..apis.zk_messages import (LEADER_AND_ISR_VERSION, STOP_REPLICA_VERSION, UPDATE_METADATA_VERSION,
                                 LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest)
-from ..network_client import NetworkClient
+from ..network.network_client import NetworkClient
 from ..zk.zk_data import BrokerInfo
 from .controller_context import ControllerContext
 

@@ -51,7 +51,7 @@ import logging
 import uuid
 from dataclasses import replace
 
-from ..errors import ErrorCode
+from ..common.errors import ErrorCode
 from ..zk import zk_data as zd
 from ..zk.kafka_zk_client import ControllerMovedError, EventType
 from ..zk.zk_data import LeaderIsrAndControllerEpoch, TopicAssignment

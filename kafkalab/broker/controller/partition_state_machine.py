@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
-from ..errors import ErrorCode
+from ..common.errors import ErrorCode
 from ..zk.kafka_zk_client import NodeExistsError
 from ..zk.zk_data import LeaderIsrAndControllerEpoch
 from . import election

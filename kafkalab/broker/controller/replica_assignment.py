@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import random
 
-from ..errors import ErrorCode, KafkaError
+from ..common.errors import ErrorCode, KafkaError
 
 
 def _replica_index(first_replica_index: int, second_replica_shift: int, replica_index: int, n_brokers: int) -> int:

@@ -1,8 +1,8 @@
 """Coordinators: consumer groups (``GroupCoordinator``) and producer ids (``ProducerIdManager``)."""
 from __future__ import annotations
 
-from .group_coordinator import GroupCoordinator
-from .producer_id_manager import ProducerIdManager, ZkProducerIdManager
+from .group.group_coordinator import GroupCoordinator
+from .transaction.producer_id_manager import ProducerIdManager, ZkProducerIdManager
 
 
 def make_coordinators(broker) -> tuple[GroupCoordinator, ProducerIdManager | ZkProducerIdManager]:

@@ -35,12 +35,14 @@ import random
 import time
 from dataclasses import dataclass
 
-from ..config import LogConfig
-from ..errors import ErrorCode, KafkaError
-from ..records import BatchHeader, assign_offsets, iter_batches, validate_batch
+from ..server.config import LogConfig
+from ..common.errors import ErrorCode, KafkaError
+from ..common.records import BatchHeader, assign_offsets, iter_batches, validate_batch
 from .leader_epoch_cache import LeaderEpochFileCache
 from .log_validator import validate_records
 from .producer_state import ProducerStateManager
+from .recovery import load_log
+from . import retention
 from .segment import CLEANED_FILE_SUFFIX, DELETED_FILE_SUFFIX, SWAP_FILE_SUFFIX, LogSegment
 
 log = logging.getLogger("kafkalab.broker.log")
@@ -103,7 +105,6 @@ class UnifiedLog:
 
     def _load(self, had_clean_shutdown: bool) -> None:
         """Open the segments on disk, recovering what a crash may have left (see recovery.py)."""
-        from .recovery import load_log
         load_log(self, had_clean_shutdown)
 
     def _add_segment(self, seg: LogSegment) -> None:
@@ -294,8 +295,7 @@ class UnifiedLog:
 
     def delete_old_segments(self, now_ms: int | None = None) -> int:
         """Retention (Kafka's ``UnifiedLog.deleteOldSegments``); returns the number of segments deleted."""
-        from .retention import delete_old_segments
-        return delete_old_segments(self, int(time.time() * 1000) if now_ms is None else now_ms)
+        return retention.delete_old_segments(self, int(time.time() * 1000) if now_ms is None else now_ms)
 
     def delete_segments(self, doomed: list[LogSegment], reason: str) -> None:
         """Remove inactive segments from the log (and their files), moving the log start offset."""

@@ -59,8 +59,8 @@ import os
 import struct
 from dataclasses import dataclass, field
 
-from ..records import (CONTROL_MASK, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK, BatchHeader, build_batch, compute_crc,
-                       iter_records)
+from ..common.records import CONTROL_MASK, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK, BatchHeader, build_batch, compute_crc, iter_records
+from .offset_checkpoint import read_checkpoint, write_checkpoint
 from .segment import CLEANED_FILE_SUFFIX, MAX_RELATIVE_OFFSET, LogSegment
 
 log = logging.getLogger("kafkalab.broker.log.cleaner")
@@ -144,7 +144,6 @@ def empty_batch(header: BatchHeader) -> bytes:
 
 class LogCleaner:
     def __init__(self, log_dir: str):
-        from .log_manager import read_checkpoint
         self.log_dir = log_dir
         self.checkpoint_path = os.path.join(log_dir, CLEANER_OFFSET_CHECKPOINT)
         #: (topic, partition) -> first dirty offset
@@ -326,7 +325,6 @@ class LogCleaner:
     # -- checkpoint -----------------------------------------------------------------
 
     def checkpoint(self) -> None:
-        from .log_manager import write_checkpoint
         write_checkpoint(self.checkpoint_path, self.first_dirty)
 
     def forget(self, topic: str, partition: int) -> None:

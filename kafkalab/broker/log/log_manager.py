@@ -50,9 +50,10 @@ try:
 except ImportError:  # Windows: no flock, the directory is not locked
     fcntl = None
 
-from ..config import BrokerConfig, LogConfig
+from ..server.config import BrokerConfig, LogConfig
 from .log import UnifiedLog, parse_partition_dir
 from .log_cleaner import CleanerStats, LogCleaner
+from .offset_checkpoint import read_checkpoint, write_checkpoint
 
 log = logging.getLogger("kafkalab.broker.log")
 
@@ -61,36 +62,6 @@ CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LOCK_FILE = ".lock"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
-
-
-def read_checkpoint(path: str) -> dict[tuple[str, int], int]:
-    """Read a Kafka offset checkpoint file; a missing or malformed one reads as empty."""
-    if not os.path.exists(path):
-        return {}
-    out = {}
-    try:
-        with open(path) as f:
-            lines = f.read().splitlines()
-        if not lines or lines[0].strip() != "0":
-            return {}
-        count = int(lines[1])
-        for line in lines[2:2 + count]:
-            topic, part, offset = line.split()
-            out[(topic, int(part))] = int(offset)
-    except (ValueError, IndexError):
-        return {}
-    return out
-
-
-def write_checkpoint(path: str, offsets: dict[tuple[str, int], int]) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(f"0\n{len(offsets)}\n")
-        for (topic, part), offset in sorted(offsets.items()):
-            f.write(f"{topic} {part} {offset}\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 class LogDirLockedError(RuntimeError):

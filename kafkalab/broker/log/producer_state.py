@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from ..errors import ErrorCode, KafkaError
-from ..records import BatchHeader
+from ..common.errors import ErrorCode, KafkaError
+from ..common.records import BatchHeader
 
 NUM_BATCHES_TO_RETAIN = 5
 

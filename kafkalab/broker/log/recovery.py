@@ -31,13 +31,12 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING
 
 from .segment import (CLEANED_FILE_SUFFIX, DELETED_FILE_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_FILE_SUFFIX,
                       TIME_INDEX_SUFFIX, LogSegment)
 
-if TYPE_CHECKING:
-    from .log import UnifiedLog
+# ``ulog`` below is the UnifiedLog (log.py) being loaded. log.py imports this module, so this
+# module never imports log.py back: the annotations name the class as a string only.
 
 log = logging.getLogger("kafkalab.broker.log")
 

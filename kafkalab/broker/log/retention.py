@@ -42,8 +42,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
-    from .log import UnifiedLog
     from .segment import LogSegment
+
+# ``ulog`` below is a UnifiedLog (log.py). log.py imports this module, so this module never
+# imports log.py back: the annotations name the class as a string only.
 
 #: (segment, next segment) -> delete?
 Predicate = Callable[["LogSegment", "LogSegment"], bool]

@@ -30,7 +30,7 @@ import time
 
 import crc32c
 
-from ..records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, iter_batches, iter_records
+from ..common.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, iter_batches, iter_records
 from .index import CorruptIndexException, OffsetIndex, TimeIndex
 
 LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX = ".log", ".index", ".timeindex"

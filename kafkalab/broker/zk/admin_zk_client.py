@@ -33,8 +33,8 @@ import uuid
 
 from kazoo.exceptions import BadVersionError, NodeExistsError
 
-from ..errors import ErrorCode, KafkaError
-from ..metadata import unify_collision_chars
+from ..common.errors import ErrorCode, KafkaError
+from ..server.metadata_cache import unify_collision_chars
 from .zk_data import TopicAssignment
 
 

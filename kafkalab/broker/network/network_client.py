@@ -24,7 +24,7 @@ import struct
 
 from kafka.protocol.api_header import ResponseClassRegistry
 
-from .async_util import wait_for
+from ..utils.async_util import wait_for
 
 _SIZE = struct.Struct(">i")
 API_VERSIONS_KEY = 18

@@ -17,14 +17,14 @@ starts, :meth:`load` replays the topic from its log start: the latest record
 per key wins, a tombstone deletes — exactly the state compaction would keep.
 So committed offsets (and groups' last generation) survive a restart.
 
-Record layouts are in :mod:`kafkalab.broker.coordinator.offsets_topic`.
+Record layouts are in :mod:`kafkalab.broker.coordinator.group.offsets_topic`.
 """
 from __future__ import annotations
 
 import logging
 
-from ..errors import ErrorCode, KafkaError
-from ..records import Record, build_batch, iter_batches, iter_records
+from ...common.errors import ErrorCode, KafkaError
+from ...common.records import Record, build_batch, iter_batches, iter_records
 from .group_metadata import GroupMetadata, GroupState, MemberMetadata, now_ms
 from .offsets_topic import (OFFSETS_TOPIC, GroupMetadataKey, GroupMetadataValue, MemberRecord, OffsetAndMetadata,
                             OffsetCommitKey, decode_key, decode_value, group_metadata_key, group_metadata_value,

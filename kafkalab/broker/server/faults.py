@@ -58,9 +58,9 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from .errors import ErrorCode
+from ..common.errors import ErrorCode
 
-log = logging.getLogger("kafkalab.broker.faults")
+log = logging.getLogger("kafkalab.broker.server.faults")
 
 KINDS = ("fail", "delay", "drop_response", "pause_replication")
 REQUEST_KINDS = ("fail", "delay", "drop_response")
@@ -159,7 +159,7 @@ def error_response(api: str, request, code: int) -> dict:
 
 
 def _has_top_level_error(api: str) -> bool:
-    from .apis import REGISTRY, load_all
+    from ..apis import REGISTRY, load_all
     load_all()
     spec = next((s for s in REGISTRY.values() if s.name == api), None)
     if spec is None:

@@ -39,7 +39,7 @@ epoch, and the leader says if and where they diverge.
 Simplified: Fetch v12 with topic names and no fetch sessions (every request
 is a full fetch); no quotas or throttling; no tiered storage.
 
-Lab hook (not in Kafka): a ``pause_replication`` fault (:mod:`kafkalab.broker.faults`)
+Lab hook (not in Kafka): a ``pause_replication`` fault (:mod:`kafkalab.broker.server.faults`)
 holds the partitions it covers back from the fetch (and drops their data from a
 fetch already out), checked every 100 ms, so that a follower stops replicating for
 a while and falls out of the ISR.
@@ -53,13 +53,13 @@ from dataclasses import dataclass
 from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest
 
-from .apis.messages import build
-from .async_util import cancel_and_wait, wait_for
-from .errors import ErrorCode
-from .log.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
-from .network_client import NetworkClient
+from ..apis.messages import build
+from ..utils.async_util import cancel_and_wait, wait_for
+from ..common.errors import ErrorCode
+from ..log.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+from ..network.network_client import NetworkClient
 
-log = logging.getLogger("kafkalab.broker.replica_fetcher")
+log = logging.getLogger("kafkalab.broker.server.replica_fetcher_thread")
 
 FETCH_VERSION = 12
 LIST_OFFSETS_VERSION = 7
@@ -162,7 +162,7 @@ class ReplicaFetcherThread:
             await self.process_fetch_response(ready, response)
 
     def _paused(self, keys) -> list[tuple[str, int]]:
-        """The partitions a ``pause_replication`` fault holds back (kafkalab.broker.faults)."""
+        """The partitions a ``pause_replication`` fault holds back (kafkalab.broker.server.faults)."""
         faults = getattr(getattr(self.replica_manager.broker, "socket_server", None), "faults", None)
         if faults is None or not faults.active:
             return []

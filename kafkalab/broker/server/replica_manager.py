@@ -7,7 +7,7 @@ Kafka's ReplicaManager is the entry point of Produce and Fetch: it finds the
 the partitions it asked for: an append to one of them, a high watermark that
 moves, or the partition going away wakes it to read again. With ``acks=all``
 a Produce waits in the produce purgatory (``DelayedProduce``, see
-:mod:`kafkalab.broker.delayed_produce`) until the ISR has the records; a
+:mod:`kafkalab.broker.server.delayed_produce`) until the ISR has the records; a
 standalone broker's ISR is itself, so that wait is empty.
 
 In cluster mode the controller drives it:
@@ -15,7 +15,7 @@ In cluster mode the controller drives it:
 * ``become_leader_or_follower`` (LeaderAndIsr): per partition, a leader epoch
   newer than ours makes this broker the leader (``Partition.make_leader``; its
   fetcher for the partition stops) or a follower (``Partition.make_follower``;
-  a fetcher to the new leader starts, see :mod:`kafkalab.broker.replica_fetcher`).
+  a fetcher to the new leader starts, see :mod:`kafkalab.broker.server.replica_fetcher_thread`).
   An older or equal epoch is answered STALE_CONTROLLER_EPOCH, as Kafka does; a
   replica list without this broker UNKNOWN_TOPIC_OR_PARTITION. The
   ``leadership_listeners`` (the group coordinator) hear of each change.
@@ -41,13 +41,13 @@ import os
 import shutil
 from typing import Callable, Iterable
 
-from .async_util import wait_done
+from ..utils.async_util import wait_done
 from .delayed_produce import DelayedProduce, ProducePurgatory
-from .errors import ErrorCode, KafkaError
-from .log.log_manager import read_checkpoint, write_checkpoint
-from .partition import Partition
+from ..common.errors import ErrorCode, KafkaError
+from ..log.offset_checkpoint import read_checkpoint, write_checkpoint
+from ..cluster.partition import Partition
 
-log = logging.getLogger("kafkalab.broker.replica_manager")
+log = logging.getLogger("kafkalab.broker.server.replica_manager")
 
 HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
 #: StopReplica's leader epochs that skip the epoch check: the topic is being deleted / no epoch given
@@ -230,7 +230,7 @@ class ReplicaManager:
                 log.exception("broker %d: error making %s a follower", self.broker_id, partition.name)
                 errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
         if restart:
-            from .replica_fetcher import InitialFetchState
+            from .replica_fetcher_thread import InitialFetchState
             fetchers.remove_fetcher_for_partitions(restart)
             initial = {}
             for key, state in restart.items():
@@ -309,7 +309,7 @@ class ReplicaManager:
 
     def _fetcher_manager(self):
         if self.replica_fetcher_manager is None:
-            from .replica_fetcher import ReplicaFetcherManager
+            from .replica_fetcher_thread import ReplicaFetcherManager
             self.replica_fetcher_manager = ReplicaFetcherManager(self, self.broker.config)
         return self.replica_fetcher_manager
 

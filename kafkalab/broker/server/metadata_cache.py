@@ -29,10 +29,10 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from .errors import ErrorCode, KafkaError
-from .partition_state import LeaderAndIsrPartitionState
+from ..common.errors import ErrorCode, KafkaError
+from ..cluster.partition_state import LeaderAndIsrPartitionState
 
-log = logging.getLogger("kafkalab.broker.metadata")
+log = logging.getLogger("kafkalab.broker.server.metadata_cache")
 
 NULL_UUID = uuid.UUID(int=0)  # Kafka's Uuid.ZERO_UUID: "no topic id"
 MAX_NAME_LENGTH = 249

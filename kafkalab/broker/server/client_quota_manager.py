@@ -334,7 +334,7 @@ class ClientQuotaManager:
     def load_zk(self) -> None:
         """Read every quota from ZooKeeper (at start and on each client or user change notification)."""
         from kazoo.exceptions import NoNodeError
-        from .zk import zk_data as zd
+        from ..zk import zk_data as zd
         kz = self.broker.zk_client.zk
         found: dict[Entity, dict[str, float]] = {}
         unname = lambda n: None if n == DEFAULT else n  # noqa: E731

@@ -62,7 +62,7 @@ import asyncio
 import logging
 import uuid
 
-from ..errors import ErrorCode, KafkaError
+from ...common.errors import ErrorCode, KafkaError
 from .group_metadata import GroupMetadata, GroupState, MemberMetadata, now_ms
 from .group_metadata_manager import GroupMetadataManager
 from .offsets_topic import OffsetAndMetadata

@@ -53,14 +53,14 @@ import time
 import uuid
 
 from .admin_manager import AdminManager
-from .async_util import cancel_and_wait
+from ..utils.async_util import cancel_and_wait
 from .config import BrokerConfig, LogConfig
-from .log.log_manager import LogDirLockedError, LogManager
-from .errors import ErrorCode, KafkaError
-from .metadata import BrokerEndpoint, MetadataCache, TopicMetadata
-from .partition import Partition
+from ..log.log_manager import LogDirLockedError, LogManager
+from ..common.errors import ErrorCode, KafkaError
+from .metadata_cache import BrokerEndpoint, MetadataCache, TopicMetadata
+from ..cluster.partition import Partition
 from .replica_manager import ReplicaManager
-from .server import SocketServer
+from ..network.socket_server import SocketServer
 
 log = logging.getLogger("kafkalab.broker")
 
@@ -138,7 +138,7 @@ class KafkaServer:
         marker is written back only if every log was loaded, so a start that
         failed half-way through loading still recovers the logs next time.
         """
-        from .coordinator import make_coordinators
+        from ..coordinator import make_coordinators
         self.loop = asyncio.get_running_loop()
         logs_loaded = False
         try:
@@ -279,7 +279,7 @@ class KafkaServer:
 
     async def _start_zookeeper(self) -> None:
         """Connect (Kafka's ``initZkClient``), create the top-level paths, get or create the cluster id."""
-        from .zk.kafka_zk_client import KafkaZkClient
+        from ..zk.kafka_zk_client import KafkaZkClient
         cfg = self.config
         session_ms = cfg["zookeeper.session.timeout.ms"]
         connect_ms = cfg["zookeeper.connection.timeout.ms"] or session_ms
@@ -315,7 +315,7 @@ class KafkaServer:
         """Kafka's ``LogManager.loadLogs`` in cluster mode: open (and, after a crash, recover) every
         partition directory, with its topic's configs from ``/config/topics/<t>``. The partitions
         themselves (leader or follower) come later, from the controller's LeaderAndIsr."""
-        from .log.log import parse_partition_dir
+        from ..log.log import parse_partition_dir
         configs: dict[str, dict[str, str]] = {}
         for name in sorted(os.listdir(self.log_dir)):
             parsed = parse_partition_dir(name)
@@ -339,7 +339,7 @@ class KafkaServer:
         return cfg
 
     def _broker_info(self):
-        from .zk import zk_data
+        from ..zk import zk_data
         return zk_data.BrokerInfo(self.broker_id, self.advertised_host, self.advertised_port,
                                   self.config["broker.rack"])
 
@@ -371,12 +371,12 @@ class KafkaServer:
         log.info("broker %d: registered at /brokers/ids/%d as %s:%d, broker epoch %d", self.broker_id,
                  self.broker_id, self.advertised_host, self.advertised_port, self.broker_epoch)
         if self.config_change_listener is None:
-            from .metadata import ConfigChangeListener
+            from .metadata_cache import ConfigChangeListener
             self.config_change_listener = ConfigChangeListener(self)
             self.config_change_listener.start()
 
     async def _start_controller(self) -> None:
-        from .controller import KafkaController
+        from ..controller import KafkaController
         self.kafka_controller = KafkaController(self)
         await self.kafka_controller.startup()
 
@@ -428,9 +428,9 @@ class KafkaServer:
         Sends ControlledShutdown v3 to the controller; retries ``controlled.shutdown.max.retries`` times,
         ``controlled.shutdown.retry.backoff.ms`` apart, while the controller is unknown, unreachable, or
         answers with partitions remaining. Returns whether it succeeded."""
-        from .apis.messages import build
-        from .apis.zk_messages import CONTROLLED_SHUTDOWN_VERSION, ControlledShutdownRequest
-        from .network_client import NetworkClient
+        from ..apis.messages import build
+        from ..apis.zk_messages import CONTROLLED_SHUTDOWN_VERSION, ControlledShutdownRequest
+        from ..network.network_client import NetworkClient
         cfg = self.config
         retries = cfg["controlled.shutdown.max.retries"]
         backoff_s = cfg["controlled.shutdown.retry.backoff.ms"] / 1000
@@ -539,7 +539,7 @@ def _read_partition_metadata(directory: str) -> uuid.UUID | None:
             for line in f:
                 key, _, value = line.partition(":")
                 if key.strip() == "topic_id":
-                    from .zk.zk_data import parse_kafka_uuid
+                    from ..zk.zk_data import parse_kafka_uuid
                     return parse_kafka_uuid(value.strip())
     except (OSError, ValueError):
         return None

@@ -44,10 +44,10 @@ import shutil
 import uuid
 from typing import Any, Iterable
 
-from .async_util import wait_done
+from ..utils.async_util import wait_done
 from .config import TOPIC_CONFIGS, LogConfig, to_string
-from .errors import ErrorCode, KafkaError
-from .metadata import NULL_UUID, TopicMetadata, validate_topic_name
+from ..common.errors import ErrorCode, KafkaError
+from .metadata_cache import NULL_UUID, TopicMetadata, validate_topic_name
 
 log = logging.getLogger("kafkalab.broker.admin")
 
@@ -98,7 +98,7 @@ class AdminManager:
 
     @property
     def admin_zk(self):
-        from .zk.admin_zk_client import AdminZkClient
+        from ..zk.admin_zk_client import AdminZkClient
         return AdminZkClient(self.broker.zk_client)
 
     # -- cluster mode: waiting for the controller's outcome (Kafka's delayed topic operations) -------

@@ -53,11 +53,11 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from .errors import ErrorCode, KafkaError
-from .log.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
-from .log.log import LogAppendInfo, UnifiedLog
+from ..common.errors import ErrorCode, KafkaError
+from ..log.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+from ..log.log import LogAppendInfo, UnifiedLog
 
-log = logging.getLogger("kafkalab.broker.partition")
+log = logging.getLogger("kafkalab.broker.cluster.partition")
 
 UNKNOWN_OFFSET = -1
 NO_LEADER = -1
@@ -600,7 +600,7 @@ class Partition:
         except KafkaError as exc:
             if exc.code != ErrorCode.OFFSET_OUT_OF_RANGE or log_.log_end_offset != log_.log_start_offset:
                 raise
-            from .records import iter_batches
+            from ..common.records import iter_batches
             first = next(iter_batches(records, strict=False), None)
             if first is None or first[1].base_offset >= log_.log_end_offset:
                 raise

@@ -25,8 +25,8 @@ from __future__ import annotations
 import asyncio
 import collections
 
-from .async_util import wait_done
-from .errors import ErrorCode
+from ..utils.async_util import wait_done
+from ..common.errors import ErrorCode
 
 Key = tuple[str, int]
 

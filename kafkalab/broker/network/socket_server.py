@@ -24,13 +24,13 @@ logged and closes only that connection.
 ``request_counts`` counts the requests served per (client id, API, version):
 a quick way to see which protocol versions a client really uses.
 
-Client quotas (``quotas``, :mod:`kafkalab.broker.client_quota_manager`): once a
+Client quotas (``quotas``, :mod:`kafkalab.broker.server.client_quota_manager`): once a
 request is handled, its bytes and time are recorded against the client's quotas;
 a client over a quota gets ``throttle_time_ms`` in the response, and the
 connection is then *muted* for that time, as Kafka does (KIP-219): no further
 request of it is read until the throttle time has passed.
 
-A lab hook (not in Kafka): ``faults`` (:mod:`kafkalab.broker.faults`) may fail
+A lab hook (not in Kafka): ``faults`` (:mod:`kafkalab.broker.server.faults`) may fail
 a request with an error code instead of running it, hold its response back, or
 lose its response; in cluster mode their control socket is started and stopped
 with the server.
@@ -44,15 +44,15 @@ import logging
 import struct
 import time
 
-from .apis import REGISTRY, RequestContext, load_all
-from .apis.api_versions import advertised
-from .apis.messages import null_violation
-from .async_util import cancel_and_wait
-from .client_quota_manager import ClientQuotaManager
-from .errors import ErrorCode, KafkaError
-from .faults import ControlSocket, FaultInjector
+from ..apis import REGISTRY, RequestContext, load_all
+from ..apis.api_versions import advertised
+from ..apis.messages import null_violation
+from ..utils.async_util import cancel_and_wait
+from ..server.client_quota_manager import ClientQuotaManager
+from ..common.errors import ErrorCode, KafkaError
+from ..server.faults import ControlSocket, FaultInjector
 
-log = logging.getLogger("kafkalab.broker.server")
+log = logging.getLogger("kafkalab.broker.network.socket_server")
 _SIZE = struct.Struct(">i")
 _HEADER_PREFIX = struct.Struct(">hhi")
 API_VERSIONS_KEY = 18
@@ -78,7 +78,7 @@ class SocketServer:
         self._ids = itertools.count()
         #: (client_id, api name, api version) -> requests served
         self.request_counts: collections.Counter = collections.Counter()
-        #: lab fault injection (kafkalab.broker.faults); its control socket in cluster mode
+        #: lab fault injection (kafkalab.broker.server.faults); its control socket in cluster mode
         self.faults = FaultInjector(broker)
         self._fault_control: ControlSocket | None = None
         #: client quotas (KIP-13/219) and the connections muted while throttled: conn id -> seconds

@@ -1,0 +1,6 @@
+"""The network layer, as Kafka's ``kafka.network`` (``SocketServer``, ``RequestChannel``).
+
+``socket_server``   frames requests off each connection and hands them to the API handlers
+``network_client``  one broker's client to another (Kafka's ``NetworkClient``, used by the
+                    controller channel, the replica fetchers and the AlterPartition sender)
+"""

@@ -1,0 +1,13 @@
+"""The broker itself, as Kafka's ``kafka.server``.
+
+``kafka_server``             KafkaServer: wires the parts together and owns the asyncio loop
+``config``                   KafkaConfig and LogConfig under Kafka's names and defaults
+``replica_manager``          ReplicaManager: appends and reads, the fetch purgatory
+``delayed_produce``          DelayedProduce: acks=all waiting for the ISR (the produce purgatory)
+``replica_fetcher_thread``   ReplicaFetcherManager / ReplicaFetcherThread: followers copying leaders
+``alter_partition_manager``  AlterPartitionManager: ISR changes proposed to the controller
+``admin_manager``            ZkAdminManager: create/delete topics and partitions, configs
+``client_quota_manager``     ClientQuotaManager: produce, fetch and request quotas
+``metadata_cache``           MetadataCache: the topics and brokers this broker knows
+``faults``                   kafkalab's own fault injection (Kafka has nothing like it)
+"""
