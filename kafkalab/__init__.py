@@ -6,11 +6,14 @@ break (see :mod:`kafkalab.cluster`).
 ``kafkalab.connect()`` is what the notebooks use: that embedded broker, a local cluster
 (``connect(brokers=3)``), or the external cluster named by ``$KAFKALAB_BOOTSTRAP_SERVERS``
 (see :mod:`kafkalab.lab`).
+``kafkalab.fetch_kafka("3.9")`` fetches Apache Kafka itself, for ``cluster(backend="kafka")``
+(see :mod:`kafkalab.cluster.distribution`).
 """
 from . import cluster  # a callable package: kafkalab.cluster(brokers=3) returns a Cluster
 from .broker.mini import MiniBroker, mini
 from .cluster import Cluster
+from .cluster.distribution import fetch_kafka
 from .lab import LabKafka, connect
 
 __version__ = "0.1.0"
-__all__ = ["MiniBroker", "mini", "cluster", "Cluster", "LabKafka", "connect", "__version__"]
+__all__ = ["MiniBroker", "mini", "cluster", "Cluster", "LabKafka", "connect", "fetch_kafka", "__version__"]

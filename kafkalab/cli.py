@@ -38,6 +38,20 @@ from . import __version__
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def _cmd_fetch_kafka(args: argparse.Namespace) -> int:
+    from .cluster.distribution import FetchError, fetch_kafka
+
+    sources = tuple(args.source) if args.source else None
+    try:
+        home = fetch_kafka(args.version, **({"sources": sources} if sources else {}),
+                           say=lambda line: print(line, file=sys.stderr, flush=True))
+    except FetchError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(home)   # the last line: the distribution's directory (KAFKA_HOME=$(kafkalab fetch-kafka) works)
+    return 0
+
+
 def _cmd_dump_log(args: argparse.Namespace) -> int:
     from .tools.dump_log import dump_files
 
@@ -418,6 +432,20 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--verify-index-only", action="store_true",
                    help="for index files, only report entries that do not match the log")
     d.set_defaults(run=_cmd_dump_log)
+
+    f = sub.add_parser(
+        "fetch-kafka", help="fetch Apache Kafka's broker and tools (for backend='kafka') into a cache",
+        description="Fetch Apache Kafka's own broker and tools for VERSION into ~/.kafkalab/dist/VERSION "
+                    "($KAFKALAB_DIST/VERSION when set), checking every file's checksum, and print the directory as "
+                    "the last line. A second call reuses it. Sources, first that works: $KAFKA_HOME if it holds "
+                    "that version, Maven (mvn), Apache Ivy (pyspark's), Apache's release archive.",
+        epilog="examples: kafkalab fetch-kafka (the newest 3.9.x, ZooKeeper mode); kafkalab fetch-kafka 4 "
+               "(the newest 4.x, KRaft); kafkalab fetch-kafka 3.9.2")
+    f.add_argument("version", nargs="?", default=None, metavar="VERSION",
+                   help="3.9.2 (exactly), 3.9 (the newest 3.9.x: the default) or 4 (the newest 4.x)")
+    f.add_argument("--source", action="append", choices=["kafka-home", "maven", "ivy", "tarball"],
+                   help="only this source (repeatable; default: all, in that order)")
+    f.set_defaults(run=_cmd_fetch_kafka)
 
     # listed here for --help; main() hands everything after "broker" to python -m kafkalab.broker
     sub.add_parser("broker", help="run one mini broker in this terminal (same flags as python -m kafkalab.broker)")

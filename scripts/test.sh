@@ -2,9 +2,18 @@
 # Run every test: unit and integration tests (tests/), and nbval over the lessons (notebooks/)
 # and the lab solutions (labs/*/solution.ipynb). The exercises are skipped: with their TODOs unfilled
 # they fail by design (tests/test_labs.py checks that they do).
-# Creates/updates ./.venv first (see scripts/_env.sh). Extra arguments go to pytest, e.g. -x or -k.
+# Creates/updates ./.venv first (see scripts/_env.sh) and fetches Apache Kafka 3.9 for the real-Kafka tests
+# (kafkalab fetch-kafka: Maven, cached). Extra arguments go to pytest, e.g. -x or -k.
 source "$(dirname "${BASH_SOURCE[0]}")/_env.sh"
 cd "$ROOT"
+# Real Apache Kafka (tests/integration/test_kafka_cluster.py, the lessons checked against it): fetched once
+# into ~/.kafkalab/dist (or $KAFKALAB_DIST), then reused without the network.
+echo "==> Apache Kafka 3.9 for the tests that run real Kafka: kafkalab fetch-kafka 3.9"
+if ! KAFKA_HOME_FOR_TESTS="$(kafkalab fetch-kafka 3.9 | tail -n 1)"; then
+    echo "error: could not fetch Apache Kafka (see above); the real-Kafka tests need it" >&2
+    exit 1
+fi
+echo "    $KAFKA_HOME_FOR_TESTS"
 exec python -m pytest tests notebooks labs --ignore-glob='labs/*/exercise.ipynb' \
     --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
     --nbval-cell-timeout 300 -p no:cacheprovider -ra --durations=25 "$@"

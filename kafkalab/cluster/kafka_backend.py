@@ -3,8 +3,9 @@
 ``kafkalab.cluster(backend="mini")`` (the default) runs each broker as
 ``python -m kafkalab.broker --config zookeeper.connect=...``: the broker this
 repository teaches with. ``backend="kafka"`` runs the real thing, Apache
-Kafka 3.x in ZooKeeper mode, from the distribution ``$KAFKA_HOME`` points at
-(``kafka_2.13-3.9.0``, unpacked from Kafka's download page). Everything else
+Kafka 3.x in ZooKeeper mode: the distribution ``$KAFKA_HOME`` points at, else
+the newest 3.x that ``kafkalab fetch-kafka`` put in its cache (it fetches
+nothing by itself: ``kafkalab fetch-kafka 3.9`` first). Everything else
 — ZooKeeper, ``kill``/``stop``/``restart``/``pause``, ``describe`` — is the
 same, so a lab can be checked against Kafka itself.
 
@@ -18,10 +19,12 @@ quickstart writes one per broker::
     zookeeper.connect=127.0.0.1:2181
     ... the lab defaults and your configs ...
 
-and is started with ``$KAFKA_HOME/bin/kafka-server-start.sh <file>`` (the
-script execs ``java ... kafka.Kafka <file>``, so the pid we hold is the
-JVM's and our signals reach it). Kafka 4 removed ZooKeeper mode, so only
-3.x distributions are accepted.
+and is started with a release's ``bin/kafka-server-start.sh <file>`` (the
+script execs ``java ... kafka.Kafka <file>``), or, for a distribution that
+``kafkalab fetch-kafka`` made (jars only, no scripts), with the java command
+line the script amounts to. Either way the lab's small heap applies
+(``KAFKA_HEAP_OPTS``) and the pid we hold is the JVM's, so our signals reach
+it. Kafka 4 removed ZooKeeper mode, so only 3.x distributions are accepted here.
 """
 from __future__ import annotations
 
@@ -109,14 +112,18 @@ class KafkaBackend:
     #: listeners and advertised.listeners name the port: it is chosen before the broker starts
     needs_fixed_port = True
 
-    def __init__(self, kafka_home: str | None = None, heap_opts: str = "-Xms128m -Xmx512m",
+    def __init__(self, kafka_home: str | None = None, heap_opts: str = "-Xms64m -Xmx256m",
                  use_script: bool | None = None):
         kafka_home = kafka_home or os.environ.get("KAFKA_HOME")
         if not kafka_home:
-            raise KafkaDistributionError(
-                "backend='kafka' runs Apache Kafka's own brokers and needs KAFKA_HOME: download a Kafka 3.x binary "
-                "release (e.g. kafka_2.13-3.9.0.tgz), unpack it, and set KAFKA_HOME to the unpacked directory "
-                "(Kafka 4 has no ZooKeeper mode). Without it, use backend='mini'.")
+            from .distribution import cached
+            found = cached((3,))
+            if found is None:
+                raise KafkaDistributionError(
+                    "backend='kafka' runs Apache Kafka's own brokers, and no Kafka 3.x is here: run "
+                    "'kafkalab fetch-kafka 3.9' once (or set KAFKA_HOME to an unpacked kafka_2.13-3.9.x release). "
+                    "Without it, use backend='mini'.")
+            kafka_home = str(found)
         if not os.path.isdir(kafka_home):
             raise KafkaDistributionError(f"KAFKA_HOME={kafka_home} is not a directory")
         self.kafka_home = os.path.abspath(kafka_home)
@@ -128,7 +135,7 @@ class KafkaBackend:
                 f"KAFKA_HOME={kafka_home} holds Kafka {'.'.join(map(str, self.version))}; {why}. "
                 "Use a Kafka 3.x distribution (e.g. kafka_2.13-3.9.0)")
         self.start_script = os.path.join(self.kafka_home, "bin", "kafka-server-start.sh")
-        if use_script is None:
+        if use_script is None:   # a release's bin/ script; a fetched distribution has none: the java command
             use_script = os.name == "posix" and os.path.exists(self.start_script)
         self.use_script = use_script
         self.heap_opts = heap_opts
@@ -165,10 +172,18 @@ class KafkaBackend:
         if self.use_script:
             return [self.start_script, properties_path]
         from .zookeeper import find_java
-        log4j = os.path.join(self.kafka_home, "config", "log4j.properties")
-        return [find_java(), *self.heap_opts.split(), "-XX:+UseG1GC", "-Djava.awt.headless=true",
-                f"-Dlog4j.configuration=file:{log4j}", "-cp", os.path.join(self.kafka_home, "libs", "*"),
-                "kafka.Kafka", properties_path]
+        config = os.path.join(self.kafka_home, "config")
+        log4j = os.path.join(config, "kafkalab-log4j.properties")   # written by kafkalab fetch-kafka
+        if not os.path.exists(log4j):
+            log4j = os.path.join(config, "log4j.properties")          # a release's own
+        # kafka-run-class.sh's defaults (KAFKA_JVM_PERFORMANCE_OPTS), with the lab's heap and one GC thread
+        # pair: three brokers and ZooKeeper share two cores
+        return [find_java(), *self.heap_opts.split(), "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+                "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+                "-XX:ParallelGCThreads=1", "-XX:ConcGCThreads=1", "-XX:TieredStopAtLevel=1",
+                "-Xss512k", "-Djava.awt.headless=true", f"-Dlog4j.configuration=file:{log4j}",
+                f"-Dkafka.logs.dir={os.path.dirname(properties_path)}",
+                "-cp", os.path.join(self.kafka_home, "libs", "*"), "kafka.Kafka", properties_path]
 
     def env(self, broker_id: int, state_dir: str) -> dict:
         """Kafka's scripts read KAFKA_HEAP_OPTS (default 1 GB each) and LOG_DIR (its own log4j files)."""

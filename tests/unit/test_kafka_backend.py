@@ -1,9 +1,9 @@
 """backend="kafka": server.properties and command lines for Apache Kafka 3.x brokers in ZooKeeper mode.
 
-No Kafka distribution can be installed here, so these tests build the layout
-of one (``libs/kafka_2.13-<version>.jar``, ``bin/kafka-server-start.sh``) and
-check what the launcher generates from it; tests/integration/test_cluster.py
-runs a whole cluster through the generated files with a stand-in start script.
+These tests build the layout of a distribution (``libs/kafka_2.13-<version>.jar``,
+``bin/kafka-server-start.sh``) and check what the launcher generates from it;
+tests/integration/test_kafka_cluster.py runs real Kafka 3.9 brokers fetched by
+``kafkalab fetch-kafka``.
 """
 from __future__ import annotations
 
@@ -32,12 +32,28 @@ def fake_kafka_home(root, version="3.9.0", scala="2.13", script=True):
     return home
 
 
-def test_unset_kafka_home_says_what_to_do(monkeypatch):
+def test_unset_kafka_home_says_what_to_do(monkeypatch, tmp_path):
     monkeypatch.delenv("KAFKA_HOME", raising=False)
+    monkeypatch.setenv("KAFKALAB_DIST", str(tmp_path / "empty-cache"))     # nothing fetched either
     with pytest.raises(KafkaDistributionError) as e:
         KafkaBackend()
     msg = str(e.value)
     assert "KAFKA_HOME" in msg and "3.x" in msg and "backend='mini'" in msg
+    assert "kafkalab fetch-kafka 3.9" in msg
+
+
+def test_unset_kafka_home_uses_the_newest_fetched_3x(monkeypatch, tmp_path):
+    """What ``kafkalab fetch-kafka`` left in its cache: the newest intact 3.x (never a 4.x: no ZooKeeper)."""
+    from kafkalab.cluster.distribution import MANIFEST
+    monkeypatch.delenv("KAFKA_HOME", raising=False)
+    monkeypatch.setenv("KAFKALAB_DIST", str(tmp_path))
+    for version in ("3.8.1", "3.9.2", "4.4.0"):
+        home = fake_kafka_home(tmp_path / "made", version=version, script=False)
+        home.rename(tmp_path / version)
+        (tmp_path / version / MANIFEST).write_text('{"version": "%s", "files": {}}' % version)
+    backend = KafkaBackend()
+    assert backend.kafka_home == str(tmp_path / "3.9.2") and backend.version == (3, 9, 2)
+    assert not backend.use_script
 
 
 def test_kafka_home_that_is_not_a_directory(tmp_path):
@@ -132,7 +148,7 @@ def test_java_command_line_without_the_script(tmp_path):
     assert os.path.basename(cmd[0]).startswith("java")
     assert cmd[-2:] == ["kafka.Kafka", "/s/broker-1.properties"]
     assert cmd[cmd.index("-cp") + 1] == os.path.join(str(home), "libs", "*")
-    assert "-Xmx512m" in cmd
+    assert "-Xmx256m" in cmd        # the lab's heap (Kafka's scripts default to 1 GB per broker)
 
 
 def test_mini_backend_command_line():
