@@ -34,6 +34,8 @@ import os
 import re
 import shutil
 import socketserver
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -250,15 +252,26 @@ class ComposeLikeCluster:
     :class:`FakeDocker` (``docker=True``) whose containers are those brokers. ``close()`` stops everything,
     including the restarts still running in the background."""
 
-    def __init__(self, dir: str, docker: bool = True, project: str = "kafkalab", **overrides):
+    def __init__(self, dir: str, docker: bool = True, project: str = "kafkalab", backend=None, **overrides):
+        """``backend``: mini brokers (the default), or a :class:`~kafkalab.cluster.KafkaBackend` for Apache
+        Kafka's own, which then get every config the compose file gives its brokers (transactions too) and
+        its heap: the workshop's cluster, but for the containers."""
         import kafkalab
+        from kafkalab.cluster import KafkaBackend
         self.project = project
         self.configs, self.skipped = compose_broker_configs()
+        if isinstance(backend, KafkaBackend):
+            env = _compose()["services"]["kafka-1"]["environment"]
+            self.configs.update({k: v for k, v in self.skipped.items()
+                                 if "KAFKA_" + k.upper().replace(".", "_") not in _PLACEMENT})
+            self.skipped = {k: v for k, v in self.skipped.items() if k not in self.configs}
+            backend.heap_opts = env["KAFKA_HEAP_OPTS"]
         self.configs.update({k: str(v) for k, v in overrides.items()})
         self.background: list[threading.Thread] = []
         self.errors: list[str] = []
         self.docker: FakeDocker | None = None
-        self.cluster = kafkalab.cluster(brokers=3, dir=dir, **self.configs)
+        self.cluster = kafkalab.cluster(brokers=3, dir=dir, **({"backend": backend} if backend else {}),
+                                        **self.configs)
         try:
             containers = broker_containers(project)
             self.broker_of = {c.id: int(c.labels[BROKER_ID_LABEL]) for c in containers
@@ -386,3 +399,21 @@ class Instructor:
                     t = threading.Thread(target=run, daemon=True)
                     self.threads.append(t)
                     t.start()
+
+
+# -- running a notebook against such a cluster -------------------------------------------------------------------------
+
+def run_nbval(notebook: str, env: dict, timeout_s: float = 300) -> tuple[subprocess.CompletedProcess, float]:
+    began = time.monotonic()
+    run = subprocess.run([sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env",
+                          "--nbval-cell-timeout", "240", "-p", "no:cacheprovider", "-q", "-x", notebook],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout_s)
+    return run, time.monotonic() - began
+
+
+def assert_whole(lab: "ComposeLikeCluster") -> None:
+    """Every broker running and registered, nothing left failing in the background."""
+    lab.wait_background()
+    assert not lab.errors, lab.errors
+    rows = lab.cluster.brokers.set_index("id")
+    assert list(rows["alive"]) == ["running"] * 3 and rows["registered"].all(), rows[["alive", "registered"]]

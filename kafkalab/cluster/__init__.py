@@ -10,16 +10,24 @@ one and returns a :class:`Cluster` (see :mod:`kafkalab.cluster.cluster`)::
 module object is callable, so ``kafkalab.cluster(...)`` starts a cluster while
 ``kafkalab.cluster.zookeeper`` and the other modules stay reachable.
 
-Modules: ``cluster`` (Cluster, LAB_DEFAULTS), ``zookeeper`` (ZooKeeperServer),
-``kafka_backend`` (mini brokers or Apache Kafka's), ``offsets`` (ListOffsets
-for ``describe``), ``processes`` and ``watchdog`` (no child outlives its owner),
-``supervisor`` (the cluster ``kafkalab up`` leaves running), ``external`` and
+Modules: ``cluster`` (Cluster: start, attach, close, ``cluster.json``), and
+what it is made of: ``configs`` (LAB_DEFAULTS), ``inspection`` (brokers,
+controller, describe, zk), ``lifecycle`` (start, kill, stop, restart, pause,
+resume a broker), ``fault_controls`` (lab faults), ``resources`` (the
+processes a cluster owns, and how they are stopped); ``zookeeper``
+(ZooKeeperServer), ``kafka_backend`` (mini brokers or Apache Kafka's),
+``distribution`` (``kafkalab fetch-kafka``: Apache Kafka's jars, fetched into a cache),
+``offsets`` (ListOffsets for ``describe``), ``processes`` and ``watchdog`` (no
+child outlives its owner), ``supervisor`` (the cluster ``kafkalab up`` leaves
+running), ``external``, ``external_controls``, ``kafka_requests`` and
 ``docker_api`` (a cluster kafkalab did not start, e.g. the workshop's compose one).
 """
 import sys
 import types
 
-from .cluster import LAB_DEFAULTS, Cluster, LabDefault, ZooKeeperUnavailable, cluster, lab_configs
+from .cluster import Cluster, cluster
+from .configs import LAB_DEFAULTS, LabDefault, lab_configs
+from .inspection import ZooKeeperUnavailable
 from .kafka_backend import KafkaBackend, KafkaDistributionError, MiniBackend
 from .zookeeper import ZooKeeperNotFound, ZooKeeperServer
 

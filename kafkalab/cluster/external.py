@@ -52,22 +52,27 @@ than sending SIGSTOP, which for a student is the same frozen broker;
 DescribeLogDirs is not used (the log end offsets come from ListOffsets, which
 the mini broker serves too); the Docker API is spoken without a version
 prefix (the engine's current API) and only over a Unix socket or plain TCP.
+
+The requests themselves are in :mod:`kafkalab.cluster.kafka_requests`, the
+controls (``kill`` ... ``resume``, through Docker or a person) in
+:mod:`kafkalab.cluster.external_controls`.
 """
 from __future__ import annotations
 
-import itertools
 import os
 import socket
-import struct
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ..broker.zk import zk_data
-from .cluster import LAB_DEFAULTS, ZooKeeperUnavailable, timed_zk_read
+from .configs import LAB_DEFAULTS
 from .docker_api import PROJECT_ENV, DockerControls, DockerError, PrintedControls, docker_controls
-from .offsets import describe_rows, recv_exactly, zookeeper_partition_rows
+from .external_controls import ExternalBrokerControls
+from .inspection import ZooKeeperUnavailable, timed_zk_read
+from .kafka_requests import describe_broker_configs, metadata_answer, metadata_request
+from .kafka_requests import kafka_request  # noqa: F401 -- importable from here too, as before
+from .offsets import describe_rows, zookeeper_partition_rows
 
 BOOTSTRAP_ENV = "KAFKALAB_BOOTSTRAP_SERVERS"
 ZOOKEEPER_ENV = "KAFKALAB_ZOOKEEPER_CONNECT"
@@ -77,29 +82,6 @@ CONTROL_ENV = "KAFKALAB_DOCKER_CONTROL"
 #: the broker configs whose values the lessons' claims depend on (checked by :meth:`ExternalCluster.lab_defaults`)
 WATCHED_CONFIGS = tuple(LAB_DEFAULTS) + ("min.insync.replicas", "transaction.state.log.replication.factor",
                                          "transaction.state.log.min.isr")
-
-_SIZE = struct.Struct(">i")
-_correlation = itertools.count(1)
-
-
-# -- Kafka requests on a plain socket ------------------------------------------------------------------------
-
-def kafka_request(host: str, port: int, request_cls, version: int, data: dict, timeout_s: float = 1.0):
-    """Send one request to one broker and return its decoded response (kafka-python's protocol classes).
-
-    Raises ``socket.timeout`` when the broker accepted the connection but did not answer in time, and
-    ``OSError`` (refused, unknown host, closed) when it could not be reached."""
-    from kafka.protocol.api_header import ResponseClassRegistry
-
-    from ..broker.apis.messages import build
-    request = build(request_cls, version, data)
-    request.with_header(correlation_id=next(_correlation) & 0x7FFFFFFF, client_id="kafkalab-external")
-    with socket.create_connection((host, port), timeout=timeout_s) as sock:
-        sock.settimeout(timeout_s)
-        sock.sendall(request.encode(header=True, framed=True))
-        (size,) = _SIZE.unpack(recv_exactly(sock, 4))
-        frame = recv_exactly(sock, size)
-    return ResponseClassRegistry.get_response_class(request.header).decode(frame, version=version, header=True)
 
 
 def parse_bootstrap(servers: str) -> list[tuple[str, int]]:
@@ -124,7 +106,7 @@ class _Backend:
     name = "external"
 
 
-class ExternalCluster:
+class ExternalCluster(ExternalBrokerControls):
     """The :class:`~kafkalab.cluster.Cluster` interface for a running cluster kafkalab did not start.
 
     ``controls``: ``"auto"`` (the Docker API when it answers and has the project's brokers, else printed
@@ -192,12 +174,6 @@ class ExternalCluster:
         if self._closed:
             raise RuntimeError("this ExternalCluster is closed")
 
-    def _say(self, text: str) -> None:
-        out = self.out if self.out is not None else sys.stdout
-        out.write(text + "\n")
-        if hasattr(out, "flush"):
-            out.flush()
-
     # -- Kafka's view ------------------------------------------------------------------------------------------
 
     def _candidates(self) -> list[tuple[str, int]]:
@@ -212,39 +188,29 @@ class ExternalCluster:
         """A Metadata answer from the first broker that gives one (not ``exclude``):
         ``{"answered_by", "brokers": {id: (host, port)}, "controller", "topics": {name: {"error", "partitions"}}}``.
         ``topics=None``: every topic. Raises ConnectionError when no broker answers."""
-        from kafka.protocol.metadata import MetadataRequest
-        request = {"topics": None if topics is None else [{"name": t} for t in topics],
-                   "allow_auto_topic_creation": False}
+        topics = None if topics is None else list(topics)   # asked of one broker after another
         errors = []
         for host, port in self._candidates():
             if exclude is not None and self._addresses.get(exclude) == (host, port):
                 continue
             try:
-                response = kafka_request(host, port, MetadataRequest, 7, request, self.request_timeout_s)
+                response = metadata_request(host, port, topics, self.request_timeout_s)
             except (OSError, ValueError, EOFError) as exc:
                 errors.append(f"{host}:{port}: {exc or type(exc).__name__}")
                 continue
             self._preferred = (host, port)
-            brokers = {b.node_id: (b.host, b.port) for b in response.brokers}
+            answer = metadata_answer(response)
+            brokers = answer["brokers"]
             self._addresses.update(brokers)
             self._known_ids.update(brokers)
             answered_by = next((i for i, a in brokers.items() if a == (host, port)), None)
-            topic_map = {}
-            for t in response.topics:
-                topic_map[t.name] = {"error": t.error_code, "internal": t.is_internal, "partitions": [
-                    {"partition": p.partition_index, "leader": p.leader_id if p.leader_id >= 0 else None,
-                     "leader_epoch": p.leader_epoch, "replicas": list(p.replica_nodes), "isr": list(p.isr_nodes),
-                     "offline": list(p.offline_replicas or [])} for p in sorted(t.partitions,
-                                                                               key=lambda p: p.partition_index)]}
-            controller = response.controller_id if response.controller_id >= 0 else None
-            return {"answered_by": answered_by, "brokers": brokers, "controller": controller, "topics": topic_map}
+            return {"answered_by": answered_by, **answer}
         raise ConnectionError("no broker answered a Metadata request: " + "; ".join(errors))
 
     def probe(self, broker_id: int) -> str:
         """Is the broker's process answering? ``running`` (it answered a request), ``down`` (connection
         refused, host unknown: nothing there), ``silent`` (connected, no answer in time: paused or hung),
         ``unknown`` (its address was never seen)."""
-        from kafka.protocol.metadata import MetadataRequest
         address = self._addresses.get(broker_id)
         if address is None:
             try:
@@ -255,8 +221,7 @@ class ExternalCluster:
             if address is None:
                 return "unknown"
         try:
-            kafka_request(*address, MetadataRequest, 7, {"topics": [], "allow_auto_topic_creation": False},
-                          self.request_timeout_s)
+            metadata_request(*address, [], self.request_timeout_s)
             return "running"
         except socket.timeout:
             return "silent"
@@ -425,7 +390,6 @@ class ExternalCluster:
     def broker_configs(self, broker_id: int | None = None, names=WATCHED_CONFIGS) -> dict[str, str | None]:
         """Broker configs by DescribeConfigs (v1) from ``broker_id`` (default: the first that answers);
         ``names=None``: every config the broker has."""
-        from kafka.protocol.admin import DescribeConfigsRequest
         ids = [broker_id] if broker_id is not None else self.broker_ids
         errors = []
         for i in ids:
@@ -433,14 +397,10 @@ class ExternalCluster:
             if address is None:
                 continue
             try:
-                response = kafka_request(*address, DescribeConfigsRequest, 1, {"resources": [
-                    {"resource_type": 4, "resource_name": str(i),
-                     "configuration_keys": None if names is None else list(names)}]},
-                    self.request_timeout_s)
+                result = describe_broker_configs(*address, i, names, self.request_timeout_s)
             except (OSError, ValueError, EOFError) as exc:
                 errors.append(f"broker {i}: {exc or type(exc).__name__}")
                 continue
-            result = response.results[0]
             if result.error_code:
                 errors.append(f"broker {i}: error {result.error_code} {result.error_message or ''}")
                 continue
@@ -479,121 +439,6 @@ class ExternalCluster:
         if self.docker is not None:
             return self.docker.logs(int(broker_id), lines)
         return f"(no Docker access here) run: docker compose logs --tail {lines} {self.service.format(id=broker_id)}"
-
-    # -- breaking things ---------------------------------------------------------------------------------------
-
-    def _wait(self, condition, what: str, timeout_s: float | None = None, every_s: float = 0.25) -> float:
-        """Poll ``condition()`` until true; returns the seconds it took. TimeoutError says what did not happen."""
-        timeout_s = self.timeout_s if timeout_s is None else timeout_s
-        began = time.monotonic()
-        while True:
-            if condition():
-                return time.monotonic() - began
-            if time.monotonic() - began > timeout_s:
-                raise TimeoutError(f"{what} did not happen within {timeout_s:.0f} s")
-            time.sleep(every_s)
-
-    def _do(self, action: str, broker_id: int, condition, what: str, timeout_s: float | None = None,
-            stop_timeout_s: int = 30) -> None:
-        """Run ``docker compose <action>`` on the broker's container (API or a person), then wait for ``what``."""
-        if self.docker is not None:
-            self.docker.act(action, broker_id, stop_timeout_s)
-            self._wait(condition, what, timeout_s)
-            return
-        command = self.printed.command(action, broker_id)
-        limit = self.timeout_s if timeout_s is None else timeout_s
-        why = f" ({self.printed.why})" if self.printed.why else ""
-        self._say(f"broker {broker_id}: this notebook has no control over Docker{why}.\n"
-                  f"Run this where docker-compose.yml is (the instructor's machine):\n\n"
-                  f"    {command}\n\n"
-                  f"waiting up to {limit:.0f} s until {what} ...")
-        took = self._wait(condition, f"{what} (after `{command}`)", timeout_s)
-        self._say(f"broker {broker_id}: {what}: seen after {took:.1f} s")
-
-    def _check_broker(self, broker_id) -> int:
-        self._check_open()
-        try:
-            broker_id = int(broker_id)
-        except (TypeError, ValueError):
-            raise KeyError(f"no broker {broker_id!r}: the brokers are {self.broker_ids}") from None
-        if broker_id not in self.broker_ids:
-            raise KeyError(f"no broker {broker_id!r}: the brokers are {self.broker_ids}")
-        return broker_id
-
-    def _gone(self, broker_id: int) -> bool:
-        return self._alive(broker_id) not in ("running", "paused", "silent", "starting")
-
-    def kill(self, broker_id: int) -> None:
-        """SIGKILL the broker (``docker compose kill``): a crash. Returns once it is down; its registration stays
-        until its ZooKeeper session times out (``zookeeper.session.timeout.ms``)."""
-        with self._lock:
-            broker_id = self._check_broker(broker_id)
-            state = self._alive(broker_id)
-            if state not in ("running", "paused", "silent", "starting"):
-                raise RuntimeError(f"broker {broker_id} is not running ({state})")
-            self._do("kill", broker_id, lambda: self._gone(broker_id), f"broker {broker_id} is down")
-
-    def stop(self, broker_id: int, timeout_s: float = 30.0) -> None:
-        """SIGTERM (``docker compose stop``): a controlled shutdown. Returns once the broker is down and has
-        left the cluster's registrations."""
-        with self._lock:
-            broker_id = self._check_broker(broker_id)
-            state = self._alive(broker_id)
-            if state not in ("running", "paused", "silent", "starting"):
-                raise RuntimeError(f"broker {broker_id} is not running ({state})")
-            if state in ("paused", "silent"):
-                self.resume(broker_id)   # a frozen broker cannot shut down cleanly: thaw it first
-            self._do("stop", broker_id, lambda: self._gone(broker_id) and self._registered(broker_id) is not True,
-                     f"broker {broker_id} has shut down and left the cluster", stop_timeout_s=int(timeout_s))
-
-    def restart(self, broker_id: int, timeout_s: float | None = None) -> None:
-        """Start the broker again (``docker compose start``): a running one is stopped first, and a killed
-        one's old registration is waited out (Kafka refuses to register a broker id that is still registered).
-        Returns once it is registered and answering again."""
-        with self._lock:
-            broker_id = self._check_broker(broker_id)
-            if self._alive(broker_id) in ("running", "paused", "silent", "starting"):
-                self.stop(broker_id)
-            if self._registered(broker_id):
-                session_ms = int(self.configs.get("zookeeper.session.timeout.ms", 18000))
-                self._say(f"broker {broker_id}: waiting for its old registration to expire "
-                          f"(zookeeper.session.timeout.ms = {session_ms}) before it starts again ...")
-                self._wait(lambda: self._registered(broker_id) is not True,
-                           f"the old registration of broker {broker_id} expired",
-                           session_ms / 1000 + (timeout_s or self.timeout_s))
-            self._do("start", broker_id,
-                     lambda: self._registered(broker_id) is True and self.probe(broker_id) == "running",
-                     f"broker {broker_id} is registered and answering again", timeout_s)
-
-    def pause(self, broker_id: int) -> None:
-        """Freeze the broker (``docker compose pause``): connections are accepted, nothing is answered, and its
-        ZooKeeper session expires after ``zookeeper.session.timeout.ms``."""
-        with self._lock:
-            broker_id = self._check_broker(broker_id)
-            state = self._alive(broker_id)
-            if state != "running":
-                raise RuntimeError(f"broker {broker_id} is not running ({state})")
-            self._do("pause", broker_id, lambda: self._alive(broker_id) in ("paused", "silent"),
-                     f"broker {broker_id} is frozen")
-
-    def resume(self, broker_id: int) -> None:
-        """Thaw a paused broker (``docker compose unpause``)."""
-        with self._lock:
-            broker_id = self._check_broker(broker_id)
-            state = self._alive(broker_id)
-            if state not in ("paused", "silent"):
-                raise RuntimeError(f"broker {broker_id} is not paused ({state})")
-            self._do("unpause", broker_id, lambda: self.probe(broker_id) == "running",
-                     f"broker {broker_id} answers again")
-
-    def inject_fault(self, broker_id: int, kind: str, api: str | None = None, **options) -> dict:
-        raise NotImplementedError("faults are a kafkalab lab tool: Apache Kafka's brokers have none")
-
-    def faults(self) -> list[dict]:
-        return []
-
-    def clear_faults(self, broker_id: int | None = None, fault_id: int | None = None) -> int:
-        return 0
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
 

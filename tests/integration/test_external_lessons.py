@@ -30,7 +30,8 @@ import kafkalab
 from kafkalab.cluster.docker_api import DockerEngine, container_state
 from kafkalab.cluster.external import ExternalCluster
 
-from fake_docker import NODE_EXISTS, ROOT, ComposeLikeCluster, Instructor, compose_broker_configs  # noqa: E402
+from fake_docker import (NODE_EXISTS, ROOT, ComposeLikeCluster, Instructor, assert_whole,  # noqa: E402
+                         compose_broker_configs, run_nbval)
 
 pytestmark = pytest.mark.cluster
 
@@ -62,22 +63,6 @@ def compose_like(tmp_path):
     finally:
         for lab in made:
             lab.close()
-
-
-def run_nbval(notebook: str, env: dict, timeout_s: float = 300) -> tuple[subprocess.CompletedProcess, float]:
-    began = time.monotonic()
-    run = subprocess.run([sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env",
-                          "--nbval-cell-timeout", "240", "-p", "no:cacheprovider", "-q", "-x", notebook],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout_s)
-    return run, time.monotonic() - began
-
-
-def assert_whole(lab: ComposeLikeCluster) -> None:
-    """Every broker running and registered, nothing left failing in the background."""
-    lab.wait_background()
-    assert not lab.errors, lab.errors
-    rows = lab.cluster.brokers.set_index("id")
-    assert list(rows["alive"]) == ["running"] * 3 and rows["registered"].all(), rows[["alive", "registered"]]
 
 
 def test_the_harness_is_the_compose_cluster_as_a_notebook_there_sees_it(compose_like, monkeypatch):

@@ -140,6 +140,18 @@ def test_no_module_over_600_lines():
     assert not too_long, f"modules over {MAX_LINES} lines: {too_long}"
 
 
+def test_the_broker_never_imports_the_lab():
+    """kafkalab/broker/ is Kafka in small: it may not depend on the launcher, the notebooks' helpers or the
+    visual side (they depend on it)."""
+    mods = modules()
+    graph = import_graph(mods)
+    lab = ("kafkalab.cluster", "kafkalab.lab", "kafkalab.viz", "kafkalab.spark", "kafkalab.progress",
+           "kafkalab.tools", "kafkalab.cli", "kafkalab.drills", "kafkalab.checks")
+    wrong = sorted(f"{m} -> {dep}" for m, deps in graph.items() if m.startswith("kafkalab.broker")
+                   for dep in deps if dep == "kafkalab" or dep.startswith(lab))
+    assert not wrong, "the broker imports the lab:\n  " + "\n  ".join(wrong)
+
+
 # -- the checker itself must be able to fail ------------------------------------------------------------
 
 def _tree(tmp_path: Path, files: dict[str, str]) -> dict[str, Path]:

@@ -43,6 +43,13 @@ refused with NOT_ENOUGH_REPLICAS when the ISR is smaller than
 ``effectiveMinIsr``), acknowledged once the HW passes the batch, with
 NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below the minimum meanwhile.
 
+Where it is: this module holds ``Partition`` itself (epochs, LeaderAndIsr, the
+leader's reads for followers and its HW, appends, the follower's truncation).
+Kafka's ``Replica`` class is :mod:`.replica`; the ISR states and the ISR
+maintenance (``maybe_expand_isr``, ``maybe_shrink_isr``, the AlterPartition
+answer, ``effective_min_isr``) are :mod:`.isr`, whose ``IsrMaintenance`` is a
+part of ``Partition`` (a mixin). Their names can be imported from here as well.
+
 Simplified: no reassignment (adding/removing replicas are kept, not acted on),
 no broker-epoch checks of KRaft, no fetch from follower for consumers.
 """
@@ -56,114 +63,20 @@ from typing import Callable
 from ..common.errors import ErrorCode, KafkaError
 from ..log.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from ..log.log import LogAppendInfo, UnifiedLog
+from .isr import (ISR_EXPANSION_RETRY_BACKOFF_MS, CommittedPartitionState, IsrMaintenance, PendingExpandIsr,
+                  PendingShrinkIsr)
+from .replica import UNKNOWN_OFFSET, Replica
 
 log = logging.getLogger("kafkalab.broker.cluster.partition")
 
-UNKNOWN_OFFSET = -1
+__all__ = ["Partition", "FollowerReadResult", "Replica", "CommittedPartitionState", "PendingExpandIsr",
+           "PendingShrinkIsr", "ISR_EXPANSION_RETRY_BACKOFF_MS", "UNKNOWN_OFFSET", "NO_LEADER", "now_ms"]
+
 NO_LEADER = -1
-#: after the controller refused to add a follower to the ISR, the leader proposes it again at the
-#: first fetch of it this long after the refusal (Kafka: at its very next fetch; see maybe_expand_isr)
-ISR_EXPANSION_RETRY_BACKOFF_MS = 500
 
 
 def now_ms() -> int:
     return int(time.monotonic() * 1000)
-
-
-class Replica:
-    """The leader's view of one follower (Kafka's ``Replica`` and its ``ReplicaState``)."""
-
-    def __init__(self, broker_id: int):
-        self.broker_id = broker_id
-        self.log_start_offset = UNKNOWN_OFFSET
-        self.log_end_offset = UNKNOWN_OFFSET
-        #: the leader's LEO when this follower last fetched (decides whether it was caught up)
-        self.last_fetch_leader_log_end_offset = 0
-        self.last_fetch_time_ms = 0
-        #: the latest time the follower had everything the leader had
-        self.last_caught_up_time_ms = 0
-
-    def update_fetch_state(self, fetch_offset: int, start_offset: int, fetch_time_ms: int,
-                           leader_end_offset: int) -> None:
-        """A Fetch from this follower at ``fetch_offset`` (Kafka's ``updateFetchStateOrThrow``)."""
-        if fetch_offset >= leader_end_offset:
-            self.last_caught_up_time_ms = max(self.last_caught_up_time_ms, fetch_time_ms)
-        elif fetch_offset >= self.last_fetch_leader_log_end_offset:
-            # it now has what the leader had at its previous fetch: it was caught up then
-            self.last_caught_up_time_ms = max(self.last_caught_up_time_ms, self.last_fetch_time_ms)
-        self.log_start_offset = start_offset
-        self.log_end_offset = fetch_offset
-        self.last_fetch_leader_log_end_offset = max(leader_end_offset, self.last_fetch_leader_log_end_offset)
-        self.last_fetch_time_ms = fetch_time_ms
-
-    def reset(self, current_time_ms: int, leader_end_offset: int, is_new_leader: bool, in_sync: bool) -> None:
-        """A new leader epoch (Kafka's ``resetReplicaState``): an ISR member counts as caught up now."""
-        self.last_caught_up_time_ms = current_time_ms if in_sync else 0
-        if is_new_leader:
-            self.log_start_offset = UNKNOWN_OFFSET
-            self.log_end_offset = UNKNOWN_OFFSET
-            self.last_fetch_leader_log_end_offset = UNKNOWN_OFFSET
-            self.last_fetch_time_ms = 0
-        else:
-            self.last_fetch_leader_log_end_offset = leader_end_offset
-            self.last_fetch_time_ms = current_time_ms if in_sync else 0
-
-    def is_caught_up(self, leader_end_offset: int, current_time_ms: int, max_lag_ms: int) -> bool:
-        return (leader_end_offset == self.log_end_offset
-                or current_time_ms - self.last_caught_up_time_ms <= max_lag_ms)
-
-    def __repr__(self) -> str:
-        return (f"Replica({self.broker_id}, log_end_offset={self.log_end_offset}, "
-                f"last_caught_up_time_ms={self.last_caught_up_time_ms})")
-
-
-# -- the ISR state (KIP-497): committed, or a change sent to the controller and not yet answered --
-
-@dataclass(frozen=True)
-class CommittedPartitionState:
-    isr: frozenset
-    leader_recovery_state: int = 0
-    is_inflight = False
-
-    @property
-    def maximal_isr(self) -> frozenset:
-        return self.isr
-
-
-@dataclass(frozen=True)
-class PendingExpandIsr:
-    """``new_in_sync_replica`` was proposed for the ISR: it counts for the HW already (stricter, so safe)."""
-    new_in_sync_replica: int
-    sent_isr: tuple
-    last_committed_state: CommittedPartitionState
-    leader_recovery_state: int = 0
-    is_inflight = True
-
-    @property
-    def isr(self) -> frozenset:
-        return self.last_committed_state.isr
-
-    @property
-    def maximal_isr(self) -> frozenset:
-        return self.isr | {self.new_in_sync_replica}
-
-
-@dataclass(frozen=True)
-class PendingShrinkIsr:
-    """``out_of_sync_replicas`` were proposed for removal: until the controller agrees they still count."""
-    out_of_sync_replicas: frozenset
-    sent_isr: tuple
-    last_committed_state: CommittedPartitionState
-    leader_recovery_state: int = 0
-    is_inflight = True
-
-    @property
-    def isr(self) -> frozenset:
-        return self.last_committed_state.isr
-
-    @property
-    def maximal_isr(self) -> frozenset:
-        return self.isr
 
 
 @dataclass
@@ -176,7 +89,7 @@ class FollowerReadResult:
     diverging_epoch: tuple[int, int] | None = None   # (epoch, end offset)
 
 
-class Partition:
+class Partition(IsrMaintenance):
     def __init__(self, topic: str, index: int, log: UnifiedLog, broker_id: int, standalone: bool = True,
                  clock: Callable[[], int] = now_ms):
         self.topic = topic
@@ -357,14 +270,7 @@ class Partition:
         self.remote_replicas.clear()
         self._try_complete_delayed_requests()
 
-    # -- the leader: follower fetches, HW, ISR ------------------------------------------------
-
-    def effective_min_isr(self) -> int:
-        """``min.insync.replicas``, at most the replication factor (Kafka's ``effectiveMinIsr``)."""
-        return min(self.log.config["min.insync.replicas"], len(self.remote_replicas) + 1)
-
-    def is_under_min_isr(self) -> bool:
-        return self.is_leader and len(self.partition_state.isr) < self.effective_min_isr()
+    # -- the leader: follower fetches and the HW (the ISR: IsrMaintenance) --------------------
 
     def read_for_follower(self, replica_id: int, fetch_offset: int, last_fetched_epoch: int,
                           current_leader_epoch: int, log_start_offset: int, max_bytes: int, min_one: bool,
@@ -432,123 +338,6 @@ class Partition:
         if new_hw > log_.high_watermark:
             log_.high_watermark = new_hw
             return True
-        return False
-
-    def maybe_expand_isr(self, replica: Replica) -> None:
-        """Kafka's ``maybeExpandIsr``: a follower not in the ISR whose LEO reached the HW and the
-        start of this leader epoch is proposed to the controller as an ISR member.
-
-        The controller refuses a replica on a broker that is not alive or is shutting down
-        (INELIGIBLE_REPLICA; OPERATION_NOT_ATTEMPTED in AlterPartition v1). Such a broker may still
-        be fetching: after a controlled shutdown a broker's fetchers run until it has stopped. Kafka
-        proposes it again at its next fetch, and logs each refusal; a follower fetching every few
-        milliseconds makes that hundreds of AlterPartitions and log lines a second. Here a refused
-        replica is proposed again only ``ISR_EXPANSION_RETRY_BACKOFF_MS`` after the refusal, and
-        only the first proposal and refusal are logged at INFO (the retries at DEBUG)."""
-        state = self.partition_state
-        if state.is_inflight or replica.broker_id in state.isr or not self.is_leader:
-            return
-        if not self._is_follower_in_sync(replica):
-            return
-        refused_at = self.isr_expansion_refused.get(replica.broker_id)
-        if refused_at is not None and self.clock() - refused_at < ISR_EXPANSION_RETRY_BACKOFF_MS:
-            return
-        sent = tuple(sorted(state.isr | {replica.broker_id}))
-        pending = PendingExpandIsr(replica.broker_id, sent, state)
-        log.log(logging.INFO if refused_at is None else logging.DEBUG, "%s: expanding ISR from %s to %s",
-                self.name, sorted(state.isr), list(sent))
-        self._submit_alter_partition(pending)
-
-    def _is_follower_in_sync(self, replica: Replica) -> bool:
-        end = replica.log_end_offset
-        return (end >= self.log.high_watermark and self.leader_epoch_start_offset is not None
-                and end >= self.leader_epoch_start_offset)
-
-    def out_of_sync_replicas(self, max_lag_ms: int, current_time_ms: int | None = None) -> set[int]:
-        """Kafka's ``getOutOfSyncReplicas``: ISR followers not caught up within ``max_lag_ms``."""
-        state = self.partition_state
-        if state.is_inflight:
-            return set()
-        current = self.clock() if current_time_ms is None else current_time_ms
-        leo = self.log.log_end_offset
-        out = set()
-        for r in state.isr:
-            if r == self.local_broker_id:
-                continue
-            replica = self.remote_replicas.get(r)
-            if replica is None or not replica.is_caught_up(leo, current, max_lag_ms):
-                out.add(r)
-        return out
-
-    def maybe_shrink_isr(self, current_time_ms: int | None = None) -> None:
-        """Kafka's ``maybeShrinkIsr``: propose the ISR without the followers that fell behind."""
-        if not self.is_leader or self.partition_state.is_inflight:
-            return
-        out = self.out_of_sync_replicas(self.replica_lag_time_max_ms, current_time_ms)
-        if not out:
-            return
-        state = self.partition_state
-        sent = tuple(sorted(state.isr - out))
-        log.info("%s: shrinking ISR from %s to %s (out of sync: %s; HW %d, LEO %d)", self.name,
-                 sorted(state.isr), list(sent), sorted(out), self.log.high_watermark, self.log.log_end_offset)
-        self._submit_alter_partition(PendingShrinkIsr(frozenset(out), sent, state))
-
-    def _submit_alter_partition(self, pending) -> None:
-        self.partition_state = pending
-        if self.alter_partition is None:
-            log.warning("%s: no AlterPartitionManager; ISR change %s stays pending", self.name, pending)
-            return
-        self.alter_partition(self, pending)
-
-    # -- the controller's answer to AlterPartition ----------------------------------------------
-
-    def handle_alter_partition_response(self, pending, error: int, leader_epoch: int = -1,
-                                        isr: list[int] | None = None, partition_epoch: int = -1,
-                                        leader_recovery_state: int = 0) -> bool:
-        """Apply the controller's answer to ``pending`` (Kafka's ``submitAlterPartition`` callback).
-
-        Returns True if the same change should be sent again (an unexpected, retriable error).
-        """
-        if self.partition_state is not pending:
-            log.debug("%s: ignoring AlterPartition answer for %s, state is now %s", self.name, pending,
-                      self.partition_state)
-            return False
-        if error != ErrorCode.NONE:
-            if error in (ErrorCode.OPERATION_NOT_ATTEMPTED, ErrorCode.INELIGIBLE_REPLICA):
-                self.partition_state = pending.last_committed_state   # explicitly not applied
-                if isinstance(pending, PendingExpandIsr):
-                    replica = pending.new_in_sync_replica
-                    first = replica not in self.isr_expansion_refused
-                    self.isr_expansion_refused[replica] = self.clock()
-                    log.log(logging.INFO if first else logging.DEBUG,
-                            "%s: AlterPartition %s not applied (%s: the controller counts broker %d as not alive "
-                            "or shutting down); proposing it again at most every %d ms while it keeps up",
-                            self.name, list(pending.sent_isr), ErrorCode(error).name, replica,
-                            ISR_EXPANSION_RETRY_BACKOFF_MS)
-                else:
-                    log.info("%s: AlterPartition %s not applied (%s)", self.name, list(pending.sent_isr),
-                             ErrorCode(error).name)
-                return False
-            if error in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID,
-                         ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.INVALID_UPDATE_VERSION,
-                         ErrorCode.INVALID_REQUEST, ErrorCode.NEW_LEADER_ELECTED):
-                log.info("%s: AlterPartition %s failed with %s; waiting for the controller's LeaderAndIsr",
-                         self.name, list(pending.sent_isr), ErrorCode(error).name)
-                return False   # stay pending until LeaderAndIsr tells the truth
-            log.warning("%s: AlterPartition failed with %s; retrying", self.name, ErrorCode(error).name)
-            return True
-        if leader_epoch != self.leader_epoch or partition_epoch < self.partition_epoch:
-            log.debug("%s: ignoring stale AlterPartition answer (epoch %d, partition epoch %d)", self.name,
-                      leader_epoch, partition_epoch)
-            return False
-        self.partition_state = CommittedPartitionState(frozenset(isr or ()), leader_recovery_state)
-        self.partition_epoch = partition_epoch
-        for r in isr or ():
-            self.isr_expansion_refused.pop(r, None)
-        log.info("%s: ISR updated to %s, partition epoch %d%s", self.name, sorted(isr or ()), partition_epoch,
-                 " (under min ISR)" if self.is_under_min_isr() else "")
-        self.maybe_increment_leader_hw()
-        self._try_complete_delayed_requests()   # also NOT_ENOUGH_REPLICAS_AFTER_APPEND for waiting produces
         return False
 
     def _try_complete_delayed_requests(self) -> None:

@@ -1,6 +1,9 @@
 """Kafka's ZooKeeper-mode controller (``kafka.controller``), in small modules.
 
-* :mod:`.kafka_controller`            ``KafkaController``: election through ``/controller``, failover, the events
+* :mod:`.kafka_controller`            ``KafkaController``: entry points, ZooKeeper watches -> events, responses
+* :mod:`.controller_failover`         its election through ``/controller``, failover and resignation
+* :mod:`.broker_changes`              its broker changes (``onBrokerStartup``/``onBrokerFailure``), controlled shutdown
+* :mod:`.partition_changes`           its topic/partition changes, AlterPartition, preferred/unclean elections
 * :mod:`.controller_event_manager`    ``ControllerEventManager``: the single event queue
 * :mod:`.partition_state_machine`     ``PartitionStateMachine``: partitions going online, leader elections
 * :mod:`.replica_state_machine`       ``ReplicaStateMachine``: replicas going online / offline (out of the ISR)

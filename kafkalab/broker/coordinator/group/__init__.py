@@ -1,6 +1,10 @@
 """The classic consumer group coordinator, as Kafka's ``kafka.coordinator.group``.
 
-``group_coordinator``       GroupCoordinator: JoinGroup/SyncGroup/Heartbeat/LeaveGroup, offsets
+``group_coordinator``       GroupCoordinator: the facade the API handlers call; lifecycle, which groups it serves
+``join_sync``               JoinGroup/SyncGroup/LeaveGroup handling, static membership, shared response bodies
+``rebalance``               prepareRebalance, DelayedJoin/InitialDelayedJoin, onCompleteJoin, DelayedSync
+``heartbeats``              Heartbeat, DelayedHeartbeat: member sessions and pending member ids
+``group_offsets``           OffsetCommit/OffsetFetch/DeleteGroups, offset expiry (offsets.retention.minutes)
 ``group_metadata``          GroupMetadata: one group's members, generation and state machine
 ``group_metadata_manager``  GroupMetadataManager: groups and offsets in ``__consumer_offsets``
 ``offsets_topic``           the key and value formats of ``__consumer_offsets`` records
