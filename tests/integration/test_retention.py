@@ -94,9 +94,29 @@ def test_retention_bytes_and_runtime_config_change(broker):
 def test_background_retention_task(tmp_path):
     with kafkalab.mini(log_dir=str(tmp_path / "bg"), **{"num.partitions": 1, "log.segment.bytes": 1024,
                                                          "log.retention.ms": 1000,
-                                                         "log.retention.check.interval.ms": 200}) as b:
+                                                         "log.retention.check.interval.ms": 200,
+                                                         "log.initial.task.delay.ms": 0}) as b:
         produce(b.bootstrap_servers, "bg", 30, ts_of=lambda i: T0)   # records from 2023: long expired
         deadline = time.time() + 20
         while time.time() < deadline and len(segments(b, "bg")) > 1:
             time.sleep(0.2)
         assert len(segments(b, "bg")) == 1
+
+
+@pytest.mark.timeout(60)
+def test_the_first_retention_check_waits_log_initial_task_delay_ms(tmp_path):
+    """As Kafka's LogManager.startup: the retention job first runs log.initial.task.delay.ms after start-up
+    (30 s by default), then every log.retention.check.interval.ms."""
+    with kafkalab.mini(log_dir=str(tmp_path / "first"), **{"num.partitions": 1, "log.segment.bytes": 1024,
+                                                            "log.retention.ms": 1000,
+                                                            "log.retention.check.interval.ms": 200,
+                                                            "log.initial.task.delay.ms": 3000}) as b:
+        started = time.monotonic()
+        produce(b.bootstrap_servers, "first", 30, ts_of=lambda i: T0)   # long expired, deletable at once
+        while time.monotonic() - started < 2.5:
+            assert len(segments(b, "first")) > 1, "retention ran before log.initial.task.delay.ms"
+            time.sleep(0.2)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and len(segments(b, "first")) > 1:
+            time.sleep(0.2)
+        assert len(segments(b, "first")) == 1

@@ -29,7 +29,8 @@ every log is recovered from its recovery point (see ``recovery.py``).
 
 Background jobs on the broker's loop (``start(broker)``), as Kafka's scheduler:
 
-* ``kafka-log-retention``    every ``log.retention.check.interval.ms``: ``cleanup_logs()``
+* ``kafka-log-retention``    every ``log.retention.check.interval.ms``: ``cleanup_logs()``, the first
+  time ``log.initial.task.delay.ms`` (30 s) after start-up, as Kafka's ``LogManager.startup``
 * ``kafka-log-cleaner``      every ``log.cleaner.backoff.ms`` if ``log.cleaner.enable``: ``run_cleaner()``
 * ``kafka-recovery-point-checkpoint`` every ``log.flush.offset.checkpoint.interval.ms``
 * ``kafka-log-flusher``      fsyncs rolled segments (moving the recovery point) and applies ``flush.ms``
@@ -196,7 +197,8 @@ class LogManager:
     def start(self, broker) -> None:
         """Schedule the background jobs on the broker's loop (``broker.spawn``)."""
         cfg = self.config
-        broker.spawn(self._every("kafka-log-retention", cfg["log.retention.check.interval.ms"], self.cleanup_logs))
+        broker.spawn(self._every("kafka-log-retention", cfg["log.retention.check.interval.ms"], self.cleanup_logs,
+                                 first_after_ms=cfg["log.initial.task.delay.ms"]))
         if cfg["log.cleaner.enable"]:
             broker.spawn(self._every("kafka-log-cleaner", max(cfg["log.cleaner.backoff.ms"], 100), self.run_cleaner))
         interval = cfg["log.flush.offset.checkpoint.interval.ms"]
@@ -206,9 +208,11 @@ class LogManager:
         broker.spawn(self._every("kafka-log-flusher", flush_interval, self.flush_dirty_logs_in_background))
 
     @staticmethod
-    async def _every(name: str, interval_ms: int, job) -> None:
+    async def _every(name: str, interval_ms: int, job, first_after_ms: int | None = None) -> None:
+        wait_ms = interval_ms if first_after_ms is None else first_after_ms
         while True:
-            await asyncio.sleep(interval_ms / 1000)
+            await asyncio.sleep(wait_ms / 1000)
+            wait_ms = interval_ms
             try:
                 result = job()
                 if asyncio.iscoroutine(result):

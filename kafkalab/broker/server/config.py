@@ -196,6 +196,8 @@ _BROKER_ONLY: list[ConfigDef] = [
     _d("group.max.session.timeout.ms", "int", 1_800_000, "Largest session.timeout.ms a consumer may ask for", _nonneg),
     _d("group.max.size", "int", 2**31 - 1, "Most members a group may have", _positive),
     _d("log.retention.check.interval.ms", "long", 300_000, "How often retention is checked", _positive),
+    _d("log.initial.task.delay.ms", "long", 30_000,
+       "When the first retention check runs after start-up (an internal config of Kafka's)", _nonneg),
     _d("log.retention.hours", "int", 168, "retention.ms default in hours (log.retention.ms wins)"),
     _d("log.retention.minutes", "int", None, "retention.ms default in minutes (log.retention.ms wins)"),
     _d("log.roll.hours", "int", 168, "segment.ms default in hours (log.roll.ms wins)", _positive),
