@@ -42,9 +42,10 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from . import maven
+from .maven import FetchError
+
 DIST_ENV_VAR = "KAFKALAB_DIST"
-#: a Maven repository to use instead of the default one (a URL, e.g. file:///srv/m2 for an offline mirror)
-MAVEN_REPO_ENV_VAR = "KAFKALAB_MAVEN_REPO"
 MANIFEST = "kafkalab-dist.json"
 #: ZooKeeper mode (the lab's default cluster) and KRaft (Kafka 4 has nothing else)
 ZOOKEEPER_VERSION = "3.9"
@@ -54,8 +55,6 @@ SCALA = "2.13"
 #: (org.apache.kafka.tools.*: kafka-topics, kafka-transactions, kafka-metadata-quorum, ...)
 ARTIFACTS = (f"kafka_{SCALA}", "kafka-tools")
 SOURCES = ("kafka-home", "maven", "ivy", "tarball")
-#: the goal that lists the resolved jars (the plugin version Maven 3.8 binds by default, so nothing more to fetch)
-DEPENDENCY_LIST = "org.apache.maven.plugins:maven-dependency-plugin:2.8:list"
 TARBALL_URL = "https://archive.apache.org/dist/kafka/{v}/kafka_{scala}-{v}.tgz"
 
 _SPEC = re.compile(r"^(\d+)(?:\.(\d+|x))?(?:\.(\d+|x))?$")
@@ -91,19 +90,6 @@ Configuration:
       - name: org.apache.kafka.common.utils.AppInfoParser
         level: WARN
 """
-
-
-class FetchError(RuntimeError):
-    """Kafka could not be fetched; the message is one line saying why and what to do.
-
-    ``kind`` says whether another source may do better: ``"unavailable"`` (that tool or that network
-    is missing: try the next source), ``"version"`` (the repository has no such version) and
-    ``"corrupt"`` (a file failed its checksum), which end the search.
-    """
-
-    def __init__(self, message: str, kind: str = "unavailable"):
-        super().__init__(message)
-        self.kind = kind
 
 
 def dist_root() -> Path:
@@ -160,14 +146,6 @@ def distribution_version(home: str | os.PathLike) -> tuple[int, int, int] | None
 
 # -- the cache ---------------------------------------------------------------------------------------------
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def verify(home: Path) -> str | None:
     """Check a cached distribution against its manifest; None when intact, else what is wrong."""
     try:
@@ -178,7 +156,7 @@ def verify(home: Path) -> str | None:
         path = home / rel
         if not path.is_file():
             return f"{rel} is missing"
-        if _sha256(path) != digest:
+        if maven.sha256(path) != digest:
             return f"{rel} does not match its SHA-256 in {MANIFEST}"
     return None
 
@@ -222,60 +200,6 @@ def _java() -> str:
                          "17 runtime (Debian: apt-get install openjdk-17-jre-headless)") from None
 
 
-def _classify(output: str, what: str, wanted: tuple[int, ...]) -> FetchError:
-    """One line from a resolver's failure output."""
-    text = output.lower()
-    if "checksum" in text:
-        return FetchError(f"{what}: a downloaded file failed its checksum (a corrupt or tampered download); nothing "
-                          "was kept, try again", kind="corrupt")
-    if any(s in text for s in ("unknownhost", "connection refused", "connect timed out", "network is unreachable",
-                               "no route to host", "could not transfer", "connection reset", "connecttimeout",
-                               "temporary failure in name resolution", "offline mode")):
-        return FetchError(f"{what}: the Maven repository cannot be reached (no network?); nothing was fetched")
-    if any(s in text for s in ("could not find artifact", "no versions available", "could not resolve version range",
-                               "not found", "unresolved dependency", "failed to collect dependencies")):
-        return FetchError(f"{what}: the repository has no Kafka {version_text(wanted)} (org.apache.kafka:kafka_"
-                          f"{SCALA}); see the versions at https://kafka.apache.org/downloads", kind="version")
-    errors = [line for line in output.splitlines() if line.startswith("[ERROR]") and line[7:].strip()]
-    last = errors[:1] or [line for line in output.splitlines() if line.strip()][-1:] or ["no output"]
-    return FetchError(f"{what} failed: {last[0].strip()[:300]}")
-
-
-def _pom(dependencies: list[tuple[str, str, str]]) -> str:
-    deps = "".join(f"<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
-                   for g, a, v in dependencies)
-    return ('<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
-            '<groupId>kafkalab</groupId><artifactId>kafka-distribution</artifactId><version>1</version>'
-            f'<packaging>pom</packaging><dependencies>{deps}</dependencies></project>\n')
-
-
-def _maven_settings(repo_url: str) -> str:
-    return ("<settings><mirrors><mirror><id>kafkalab</id><mirrorOf>*</mirrorOf>"
-            f"<url>{repo_url}</url></mirror></mirrors></settings>\n")
-
-
-def _maven_resolve(mvn: str, dependencies: list[tuple[str, str, str]], work: Path, wanted: tuple[int, ...],
-                   timeout: float) -> list[Path]:
-    """The runtime jars of ``dependencies`` (group, artifact, version), as paths in the local repository."""
-    work.mkdir(parents=True, exist_ok=True)
-    (work / "pom.xml").write_text(_pom(dependencies))
-    listing = work / "dependencies.txt"
-    listing.unlink(missing_ok=True)
-    cmd = [mvn, "-B", "--no-transfer-progress", "--strict-checksums", "-f", str(work / "pom.xml"), DEPENDENCY_LIST,
-           "-DincludeScope=runtime", "-DoutputAbsoluteArtifactFilename=true", f"-DoutputFile={listing}"]
-    repo_url = os.environ.get(MAVEN_REPO_ENV_VAR)
-    if repo_url:
-        (work / "settings.xml").write_text(_maven_settings(repo_url))
-        cmd[1:1] = ["-s", str(work / "settings.xml")]
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        raise FetchError(f"maven: no answer from the repository in {timeout:.0f} s (no network?)") from None
-    if done.returncode != 0 or not listing.is_file():
-        raise _classify(done.stdout + done.stderr, "maven", wanted)
-    return [Path(m.group(1)) for m in re.finditer(r":(/[^\s:]+\.jar)\b", listing.read_text())]
-
-
 def _slf4j_binding(jars: list[Path]) -> tuple[str, str, str] | None:
     """Kafka 4 logs through log4j 2, but its Maven artifacts leave out the slf4j binding that its release
     tarball ships (``log4j-slf4j-impl``): without it the broker would log nothing. The binding of the same
@@ -292,28 +216,18 @@ def _slf4j_binding(jars: list[Path]) -> tuple[str, str, str] | None:
 
 def fetch_with_maven(wanted: tuple[int, ...], staging: Path, timeout: float = 900) -> str:
     """Resolve with ``mvn``, check every jar against the SHA-1 beside it, copy them to ``staging/libs``."""
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise FetchError("maven: no 'mvn' on PATH")
+    mvn = maven.find_mvn()
+    missing = (f"the repository has no Kafka {version_text(wanted)} (org.apache.kafka:kafka_{SCALA}); see the "
+               "versions at https://kafka.apache.org/downloads")
     work = staging / ".maven"
-    jars = _maven_resolve(mvn, [("org.apache.kafka", a, maven_version(wanted)) for a in ARTIFACTS], work, wanted,
-                          timeout)
+    jars = maven.resolve(mvn, [("org.apache.kafka", a, maven_version(wanted)) for a in ARTIFACTS], work, missing,
+                         timeout)
     if not jars:
         raise FetchError(f"maven resolved no jars for Kafka {version_text(wanted)}")
     binding = _slf4j_binding(jars)
     if binding:
-        jars += _maven_resolve(mvn, [binding], work / "logging", wanted, timeout)
-    libs = staging / "libs"
-    libs.mkdir()
-    for jar in jars:
-        sha1_file = Path(str(jar) + ".sha1")
-        if sha1_file.is_file():
-            words = sha1_file.read_text().split()
-            expected = words[0].strip().lower() if words else ""
-            if expected != hashlib.sha1(jar.read_bytes()).hexdigest():
-                raise FetchError(f"maven: {jar.name} in the local Maven repository does not match its SHA-1 "
-                                 f"(corrupt download); delete {jar.parent} and fetch again", kind="corrupt")
-        shutil.copy2(jar, libs / jar.name)
+        jars += maven.resolve(mvn, [binding], work / "logging", missing, timeout)
+    maven.copy_verified(jars, staging / "libs")
     shutil.rmtree(work)
     if distribution_version(staging) is None:
         raise FetchError(f"maven resolved no kafka_{SCALA} jar for Kafka {version_text(wanted)}")
@@ -342,7 +256,8 @@ def _ivy_retrieve(ivy: Path, dependencies: list[tuple[str, str, str]], work: Pat
     except subprocess.TimeoutExpired:
         raise FetchError(f"ivy: no answer from the repository in {timeout:.0f} s (no network?)") from None
     if done.returncode != 0:
-        raise _classify(done.stdout + done.stderr, "ivy", wanted)
+        raise maven.classify(done.stdout + done.stderr, "ivy",
+                             f"the repository has no Kafka {version_text(wanted)} (org.apache.kafka:kafka_{SCALA})")
 
 
 def fetch_with_ivy(wanted: tuple[int, ...], staging: Path, timeout: float = 900) -> str:
@@ -414,7 +329,7 @@ def _finish(staging: Path, root: Path, source: str) -> Path:
     version = distribution_version(staging)
     assert version is not None
     _write_config(staging, version)
-    files = {str(p.relative_to(staging)): _sha256(p) for p in sorted((staging / "libs").glob("*.jar"))}
+    files = {str(p.relative_to(staging)): maven.sha256(p) for p in sorted((staging / "libs").glob("*.jar"))}
     (staging / MANIFEST).write_text(json.dumps(
         {"version": version_text(version), "source": source, "scala": SCALA, "artifacts": list(ARTIFACTS),
          "fetched": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "files": files}, indent=1) + "\n")

@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from kafkalab.cluster import distribution as d
+from kafkalab.cluster import maven
 from kafkalab.cluster.distribution import FetchError, fetch_kafka, parse_version
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -50,7 +51,7 @@ def fake_distribution(root, version: str, *, manifest: bool = True, corrupt: boo
     jar = home / "libs" / f"kafka_2.13-{version}.jar"
     jar.write_bytes(b"PK fake broker " + version.encode())
     (home / "libs" / "kafka-clients.jar").write_bytes(b"PK fake clients")
-    files = {f"libs/{p.name}": d._sha256(p) for p in (home / "libs").iterdir()}
+    files = {f"libs/{p.name}": maven.sha256(p) for p in (home / "libs").iterdir()}
     if manifest:
         (home / d.MANIFEST).write_text(json.dumps({"version": version, "files": files}))
     if corrupt:
@@ -107,7 +108,8 @@ def test_kafka_home_of_the_right_version_is_used_in_place(tmp_path, monkeypatch)
     ("[ERROR] Something nobody foresaw\n[ERROR] more", "unavailable", "maven failed: .ERROR. Something nobody"),
 ])
 def test_resolver_failures_become_one_line(output, kind, says):
-    e = d._classify(output, "maven", (3, 9, 99))
+    """Each kind of Maven failure (texts as Maven 3.8 prints them) becomes one line saying what to do."""
+    e = maven.classify(output, "maven", "the repository has no Kafka 3.9.99 (org.apache.kafka:kafka_2.13)")
     assert e.kind == kind and "\n" not in str(e)
     assert __import__("re").search(says, str(e)), str(e)
 
@@ -177,3 +179,9 @@ def test_cli_bad_version_is_one_line_and_exit_1(tmp_path, version):
     assert done.returncode == 1 and done.stdout == ""
     assert len(done.stderr.strip().splitlines()) == 1 and done.stderr.startswith("error: ")
     assert not (tmp_path / "cache").exists()
+
+
+def test_fetch_jars_refuses_a_bad_coordinate_and_leaves_nothing(tmp_path):
+    with pytest.raises(FetchError, match="'kafka-streams' is not a Maven coordinate: give group:artifact:version"):
+        maven.fetch_jars("streams", ["kafka-streams"], tmp_path)
+    assert list(tmp_path.iterdir()) == []
