@@ -15,7 +15,10 @@ the notebook runs:
   defaults (:data:`kafkalab.cluster.LAB_DEFAULTS`) apply, ``broker_configs``
   override them, ``kafka.cluster`` is the :class:`~kafkalab.cluster.Cluster`
   with its controls (``kafka.cluster.kill(2)``, ``.describe(topic)``, ...),
-  and ``close()`` stops it all.
+  and ``close()`` stops it all. With ``KAFKALAB_BACKEND=kafka`` in the
+  environment the brokers are Apache Kafka 3.9's own (``kafkalab fetch-kafka``
+  first): the same lesson on the real thing, except what only kafkalab's
+  brokers can do (fault injection).
 * **A cluster started from a terminal** with ``kafkalab up``: with the two
   lines it prints exported (``KAFKALAB_BOOTSTRAP_SERVERS`` and
   ``KAFKALAB_CLUSTER_DIR``) before starting JupyterLab, ``connect()`` attaches
@@ -58,6 +61,8 @@ from .broker.mini import MiniBroker, config_name
 from .cluster.cluster import Cluster
 
 ENV_VAR = "KAFKALAB_BOOTSTRAP_SERVERS"
+#: the brokers of a local cluster (``connect(brokers=N)``): ``mini`` (the default) or ``kafka``
+BACKEND_ENV_VAR = "KAFKALAB_BACKEND"
 """Name of the environment variable that points the lessons at an external cluster."""
 
 _current: "LabKafka | None" = None
@@ -248,7 +253,8 @@ def connect(bootstrap_servers: str | None = None, brokers: int | None = None, lo
         _current = LabKafka(bootstrap_servers, cluster=_external_cluster(bootstrap_servers))
     elif brokers is not None:
         from .cluster.cluster import cluster
-        started = cluster(brokers=brokers, **broker_configs)
+        backend = os.environ.get(BACKEND_ENV_VAR, "").strip() or "mini"
+        started = cluster(brokers=brokers, backend=backend, **broker_configs)
         _current = LabKafka(started.bootstrap_servers, cluster=started)
     else:
         broker = MiniBroker(**broker_configs)

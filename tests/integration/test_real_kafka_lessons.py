@@ -12,14 +12,17 @@ Outputs are not compared (``--nbval-lax``: addresses, ids and timings differ); t
 asserts on measured data are what must hold. One cluster serves the module; after each notebook it
 must be whole again (every broker running and registered).
 
-Not here: lessons 02 and 04 and labs 02 and 04, which need kafkalab-only features (fault injection,
-the broker's clock and files) and run on brokers of their own (``connect(local=True)``) wherever they
-are started.
+Lesson 02 injects faults, which only kafkalab's brokers take, into a cluster of its own
+(``connect(brokers=3, local=True)``). Its other steps (acks latency, batching, compression, quotas) run
+here on three Kafka 3.9 brokers of their own (``KAFKALAB_BACKEND=kafka``), without the cells tagged
+``kafkalab-only``. Not here: lesson 04 and labs 02 and 04, whose every step uses the embedded broker's
+clock, its files or fault injection.
 """
 from __future__ import annotations
 
 import os
 
+import nbformat
 import pytest
 
 from fake_docker import ROOT, ComposeLikeCluster, assert_whole, run_nbval
@@ -104,3 +107,25 @@ def test_lesson_06_word_count_holds_on_kafka(lab):
     real, before = lab
     _run("notebooks/06_streams_word_count.ipynb", real)
     assert real.actions()[before:] == []
+
+
+def test_lesson_02_steps_without_fault_injection_hold_on_kafka(tmp_path):
+    """acks latency, batching, compression ratios and a producer quota, on Kafka's own brokers: lesson 02 minus
+    the cells tagged kafkalab-only, with a cell that checks the brokers really are Kafka's."""
+    fetch_kafka("3.9")      # what KafkaBackend() finds
+    nb = nbformat.read(os.path.join(ROOT, "notebooks", "02_producer_acks_and_batching.ipynb"), as_version=4)
+    only = ["kafkalab-only" in c.get("metadata", {}).get("tags", []) for c in nb.cells]
+    assert sum(only) == 11, "the fault-injection cells (sections 2 and 4) are tagged kafkalab-only"
+    assert not any("inject_fault" in c.source for c, o in zip(nb.cells, only) if c.cell_type == "code" and not o), \
+        "every cell that injects a fault is tagged kafkalab-only"
+    nb.cells = [c for c, o in zip(nb.cells, only) if not o]
+    first_assert = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.startswith("assert"))
+    nb.cells.insert(first_assert + 1, nbformat.v4.new_code_cell(
+        'assert cluster.backend.name == "kafka" and "kafka.Kafka" in psutil.Process(int(cluster.brokers["pid"][0])).cmdline()'))
+    copy = tmp_path / "02_on_kafka.ipynb"
+    nbformat.write(nb, str(copy))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKALAB_")}
+    env.update(KAFKALAB_BACKEND="kafka", PYTHONPATH=ROOT)
+    run, took = run_nbval(str(copy), env, timeout_s=600)
+    assert run.returncode == 0, (f"lesson 02 on Kafka 3.9: nbval --nbval-lax failed after {took:.0f} s:\n"
+                                 f"{run.stdout[-6000:]}\n{run.stderr[-2000:]}")

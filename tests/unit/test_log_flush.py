@@ -73,7 +73,7 @@ def test_flush_scheduler_interval_of_zero_does_not_spin(tmp_path, monkeypatch):
                                                       "log.flush.scheduler.interval.ms": 0}))
     intervals = {}
 
-    async def every(name, interval_ms, job):
+    async def every(name, interval_ms, job, first_after_ms=None):
         intervals[name] = interval_ms
     monkeypatch.setattr(LogManager, "_every", staticmethod(every))
 

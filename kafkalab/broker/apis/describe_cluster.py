@@ -6,8 +6,8 @@ the whole cluster and its own controller; in cluster mode the live brokers
 controller's last UpdateMetadata described them.
 
 v0   brokers (id, host, port, rack), controller id, cluster id, cluster authorized operations
-v1   + endpoint_type (KIP-919): 1 = brokers; 2 = controllers gets UNSUPPORTED_ENDPOINT_TYPE
-     from a broker, as in Kafka
+v1   + endpoint_type (KIP-919): 1 = brokers; 2 = controllers gets MISMATCHED_ENDPOINT_TYPE from a
+     broker, any other type UNSUPPORTED_ENDPOINT_TYPE, as in Kafka 3.9 (``AuthHelper.computeDescribeClusterResponse``)
 v2   + include_fenced_brokers / is_fenced (KIP-1073): no broker is ever fenced here
 Not implemented: authorized operations (no ACLs): always -2147483648, "not provided".
 """
@@ -24,9 +24,12 @@ async def handle_describe_cluster(ctx, request):
     broker = ctx.broker
     endpoint_type = request.endpoint_type if ctx.api_version >= 1 else BROKERS_ENDPOINT
     if endpoint_type != BROKERS_ENDPOINT:
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
-                "error_message": f"The mini broker only serves endpoint type {BROKERS_ENDPOINT} (brokers), "
-                                 f"not {endpoint_type}",
+        if endpoint_type == CONTROLLERS_ENDPOINT:    # a real endpoint type, but a broker is not a controller
+            code, message = (ErrorCode.MISMATCHED_ENDPOINT_TYPE, "The request was sent to an endpoint of type "
+                             "BROKER, but we wanted an endpoint of type CONTROLLER")
+        else:
+            code, message = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, f"Unsupported endpoint type {endpoint_type}"
+        return {"throttle_time_ms": 0, "error_code": code, "error_message": message,
                 "endpoint_type": endpoint_type, "cluster_id": broker.cluster_id, "controller_id": -1, "brokers": []}
     return {
         "throttle_time_ms": 0,

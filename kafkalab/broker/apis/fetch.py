@@ -31,7 +31,9 @@ and may bring it into the ISR (``Partition.read_for_follower``). Only the
 first read of a fetch records that, not the reads after waiting, as Kafka's
 DelayedFetch. If the follower's ``last_fetched_epoch`` ends earlier on the
 leader than its fetch offset, the answer is a ``diverging_epoch`` (epoch, end
-offset) instead of records: the follower truncates there (KIP-595).
+offset) instead of records: the follower truncates there (KIP-595). A
+consumer's ``last_fetched_epoch`` is checked the same way, as Kafka does (an
+epoch the leader does not know is OFFSET_OUT_OF_RANGE).
 Not implemented: transactions (the last stable offset is the high watermark,
 no aborted transactions), fetch from follower for consumers (preferred read
 replica is -1).
@@ -41,6 +43,7 @@ import time
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 
 from ..common.errors import ErrorCode, KafkaError
+from ..log.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from ..server.metadata_cache import NULL_UUID
 from . import api
 
@@ -57,6 +60,12 @@ def _read_partition(ctx, topic_name, pdata, budget, min_one, from_follower, read
             return _read_for_follower(partition, pdata, budget, min_one, replica_id, first_read)
         # (before v9 the request has no current_leader_epoch: the codec gives -1, "don't check")
         log = partition.local_log_with_epoch(pdata.current_leader_epoch, require_leader=not from_follower)
+        diverging = _diverging_epoch(partition, log, pdata)
+        if diverging is not None:
+            return {"partition_index": pdata.partition, "error_code": 0, "high_watermark": log.high_watermark,
+                    "last_stable_offset": log.high_watermark, "log_start_offset": log.log_start_offset,
+                    "diverging_epoch": diverging, "aborted_transactions": [] if read_committed else None,
+                    "preferred_read_replica": -1, "records": b""}
         max_offset = None if from_follower else log.high_watermark
         limit = min(pdata.partition_max_bytes, budget)
         records = log.read(pdata.fetch_offset, limit, max_offset, min_one_message=min_one)
@@ -66,7 +75,26 @@ def _read_partition(ctx, topic_name, pdata, budget, min_one, from_follower, read
                 "aborted_transactions": [] if read_committed else None, "preferred_read_replica": -1,
                 "records": records}
     except KafkaError as exc:
-        return _error(pdata.partition, exc.code)
+        return _error(pdata.partition, exc.code, known=_in_metadata(ctx, topic_name, pdata.partition))
+
+
+def _diverging_epoch(partition, log, pdata) -> dict | None:
+    """A consumer's ``last_fetched_epoch`` (v12+) checked as Kafka's ``Partition.readRecords`` does for
+    every fetcher: if that epoch ends here below the fetch offset (or is not known here), the answer is
+    the diverging epoch instead of records (the consumer then validates its position)."""
+    last_fetched_epoch = getattr(pdata, "last_fetched_epoch", -1)
+    if last_fetched_epoch is None or last_fetched_epoch < 0:
+        return None
+    epoch, end = log.leader_epoch_cache.end_offset_for(last_fetched_epoch, log.log_end_offset)
+    if epoch == UNDEFINED_EPOCH or end == UNDEFINED_EPOCH_OFFSET:
+        raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                         f"{partition.name}: no end offset for the last fetched epoch {last_fetched_epoch}")
+    if pdata.fetch_offset < log.log_start_offset:
+        raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, f"{partition.name}: offset {pdata.fetch_offset} is below "
+                                                        f"the log start offset {log.log_start_offset}")
+    if epoch < last_fetched_epoch or end < pdata.fetch_offset:
+        return {"epoch": epoch, "end_offset": end}
+    return None
 
 
 def _read_for_follower(partition, pdata, budget, min_one, replica_id, first_read):
@@ -84,9 +112,18 @@ def _read_for_follower(partition, pdata, budget, min_one, replica_id, first_read
     return answer
 
 
-def _error(index, code):
+def _error(index, code, known=False):
+    """A partition's error answer. As in Kafka, a partition the metadata does not know is refused before
+    any read (``FetchResponse.partitionResponse``: an empty aborted-transactions list), one whose read
+    failed (out of range, leader epoch, not the leader) answers a null list."""
     return {"partition_index": index, "error_code": code, "high_watermark": -1, "last_stable_offset": -1,
-            "log_start_offset": -1, "preferred_read_replica": -1, "records": b""}
+            "log_start_offset": -1, "aborted_transactions": None if known else [], "preferred_read_replica": -1,
+            "records": b""}
+
+
+def _in_metadata(ctx, topic_name, partition) -> bool:
+    meta = ctx.broker.metadata_cache.get(topic_name)
+    return meta is not None and 0 <= partition < meta.num_partitions
 
 
 def _replica_id(ctx, request) -> int:

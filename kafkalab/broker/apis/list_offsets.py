@@ -21,6 +21,12 @@ Not implemented: v9+ (EARLIEST_PENDING_UPLOAD, timeout), tiered storage.
 Isolation level is accepted, but without transactions READ_COMMITTED's last
 stable offset is the high watermark.
 
+The answer's ``leader_epoch`` (v4+) is the epoch that wrote the offset found, as Kafka's
+``UnifiedLog.fetchOffsetByTimestamp`` gives it: for EARLIEST the first epoch of the leader epoch
+cache (if it starts at or before the log start offset), for a timestamp or MAX_TIMESTAMP the epoch
+of the batch holding the offset, for LATEST the partition's current leader epoch; -1 when nothing
+was found.
+
 Who asks matters, as in Kafka's ``ReplicaManager.fetchOffset``: a consumer
 (``replica_id`` -1) must ask the leader and LATEST is the high watermark; a
 follower (its broker id) also asks the leader, and LATEST is the log end
@@ -63,9 +69,22 @@ def _lookup(ctx, topic, pdata, replica_id):
             found = log.fetch_offset_by_timestamp(ts)
         offset, timestamp = found if found is not None else (-1, -1)
         return {"partition_index": pdata.partition_index, "error_code": 0, "timestamp": timestamp,
-                "offset": offset, "leader_epoch": partition.leader_epoch}
+                "offset": offset, "leader_epoch": _epoch_of(partition, log, ts, found)}
     except KafkaError as exc:
         return {"partition_index": pdata.partition_index, "error_code": exc.code}
+
+
+def _epoch_of(partition, log, ts, found) -> int:
+    """The leader epoch that goes with the offset found (Kafka's ``TimestampAndOffset.leaderEpoch``)."""
+    if ts == LATEST_TIMESTAMP:
+        return partition.leader_epoch
+    entries = log.leader_epoch_cache.entries
+    if found is None:
+        return -1
+    if ts == EARLIEST_TIMESTAMP:   # the first cached epoch, if it covers the log start offset
+        return entries[0].epoch if entries and entries[0].start_offset <= log.log_start_offset else -1
+    # the epoch of the batch holding the offset: the last one that started at or before it
+    return next((e.epoch for e in reversed(entries) if e.start_offset <= found[0]), -1)
 
 
 @api(ListOffsetsRequest, ListOffsetsResponse, versions=(1, 8))

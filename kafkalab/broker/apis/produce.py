@@ -47,6 +47,14 @@ ZSTD = 4
 MIN_ZSTD_VERSION = 7  # KIP-110
 
 
+#: Append errors answered without the log start offset, as Kafka's ``ReplicaManager.appendToLocalLog``
+#: answers them (UNKNOWN_LOG_APPEND_INFO); any other failed append (a sequence gap, a fenced epoch, an
+#: invalid record, too few replicas, ...) carries the partition's log start offset
+_NO_LOG_START_OFFSET = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                  ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE,
+                                  ErrorCode.CORRUPT_MESSAGE, ErrorCode.KAFKA_STORAGE_ERROR})
+
+
 def _partition_error(index, code, message=None):
     return {"index": index, "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
             "log_start_offset": -1, "error_message": message}
@@ -156,14 +164,21 @@ def _append(ctx, request, topic, name, pdata) -> dict:
     if request.transactional_id is not None:
         return _partition_error(pdata.index, ErrorCode.TRANSACTIONAL_ID_NOT_FOUND,
                                 "transactions are not implemented by the mini broker")
+    rm = ctx.broker.replica_manager
     try:
         records = bytes(pdata.records or b"")
         validate_records(ctx.api_version, records)
-        rm = ctx.broker.replica_manager
+    except KafkaError as exc:   # refused before the append (Kafka's KafkaApis): no log start offset
+        log.debug("produce to %s-%d refused: %s", name, pdata.index, exc)
+        return _partition_error(pdata.index, exc.code, exc.message)
+    try:
         info = rm.append_records(name, pdata.index, records, acks)
     except KafkaError as exc:
         log.debug("produce to %s-%d failed: %s", name, pdata.index, exc)
         result = _partition_error(pdata.index, exc.code, exc.message)
+        if exc.code not in _NO_LOG_START_OFFSET:
+            partition = rm.partitions.get((name, pdata.index))
+            result["log_start_offset"] = partition.log.log_start_offset if partition is not None else -1
         if getattr(exc, "record_errors", None):   # v8+: which records were refused (KIP-467)
             result["record_errors"] = [{"batch_index": i, "batch_index_error_message": m} for i, m in exc.record_errors]
         return result

@@ -147,7 +147,10 @@ class UnifiedLog:
             if dup is not None:
                 if len(batches) > 1:
                     raise KafkaError(ErrorCode.DUPLICATE_SEQUENCE_NUMBER, "duplicate batch in a multi-batch request")
-                return LogAppendInfo(dup.first_offset, dup.last_offset, -1, self.log_start_offset, duplicate=True)
+                # as Kafka's UnifiedLog.append: the first append's offsets, and as its "log append time"
+                # the timestamp remembered with the batch (its max timestamp, as written)
+                return LogAppendInfo(dup.first_offset, dup.last_offset, dup.timestamp, self.log_start_offset,
+                                     duplicate=True)
         buf = bytearray(records)
         log_append_time = None
         if self.config["message.timestamp.type"] == "LogAppendTime":

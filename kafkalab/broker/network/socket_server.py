@@ -216,10 +216,13 @@ class SocketServer:
         return throttle_ms
 
     def _unsupported_api_versions(self, correlation_id: int) -> bytearray:
-        """ApiVersions in a version we do not know: answer in v0 with our list (KIP-511)."""
+        """ApiVersions in a version we do not know: answer in v0 with UNSUPPORTED_VERSION and ApiVersions' own
+        range only, so the client can retry with a version we have (KIP-511; Kafka's
+        ``ApiVersionsRequest.getErrorResponse``)."""
         ctx = RequestContext(self.broker, API_VERSIONS_KEY, 0, correlation_id, None, "", -1)
+        own = [entry for entry in advertised() if entry["api_key"] == API_VERSIONS_KEY]
         response = ctx.response(REGISTRY[API_VERSIONS_KEY],
-                                {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": advertised()})
+                                {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": own})
         response.with_header(correlation_id=correlation_id)
         return response.encode(header=True, framed=True)
 

@@ -104,7 +104,10 @@ class GroupOffsets:
             group = self.groups[group_id] = GroupMetadata(group_id)
         if group.is_(DEAD):
             return all_(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if generation_id >= 0 or member_id != UNKNOWN_MEMBER_ID or instance_id is not None:
+        if generation_id < 0 and group.is_(EMPTY):
+            pass   # the group only stores offsets in Kafka: a simple commit, whatever member id it names (Kafka's
+            #        GroupCoordinator.doCommitOffsets: "generationId < 0 && group.is(Empty)")
+        elif generation_id >= 0 or member_id != UNKNOWN_MEMBER_ID or instance_id is not None:
             error = self.validate_current_member(group, member_id, instance_id)
             if error is not None:
                 return all_(error)
