@@ -1,0 +1,130 @@
+"""Apache Kafka 3.9 brokers against mini brokers, in one run: start-up time and memory of a 3-broker cluster.
+
+Usage (from the repository root; Kafka from ``kafkalab fetch-kafka 3.9``)::
+
+    python benchmarks/real_kafka.py --json benchmarks/results/real-kafka.json
+    python benchmarks/real_kafka.py --runs 5 --records 200000
+
+For each run, alternating the backends (mini, kafka, mini, kafka, ...) so that both see the same load:
+
+``ready_s``
+    wall time of ``kafkalab.cluster(brokers=3, backend=...)`` until it returns: ZooKeeper runs, the three
+    brokers are registered in ``/brokers/ids`` and a controller is elected (the lab defaults, a fresh
+    temporary directory; the real brokers with the lab's heap, ``KafkaBackend.heap_opts``);
+``idle_rss_mb``
+    resident memory (``psutil``) of ZooKeeper and each broker 3 s later, idle, no topic;
+``busy_rss_mb``
+    the same after ``--records`` 100-byte records were written with ``acks=all`` to a 3-partition topic
+    of replication factor 3 (confluent-kafka, ``linger.ms=5``) and read back by one consumer;
+``produce_s``
+    how long that write took (first ``produce()`` to the end of ``flush()``), for scale only;
+``close_s``
+    the time ``close()`` takes (controlled shutdowns, then ZooKeeper).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+import kafkalab  # noqa: E402
+from cluster import cluster_rss, fmt, load, summary  # noqa: E402  (benchmarks/cluster.py)
+from kafkalab.cluster import KafkaBackend  # noqa: E402
+from kafkalab.cluster.distribution import fetch_kafka  # noqa: E402
+
+
+def write_and_read(c, records: int) -> float:
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+    topic = f"bench-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": c.bootstrap_servers})   # kept alive until the answer is in
+    admin.create_topics([NewTopic(topic, 3, 3, config={"min.insync.replicas": "2"})])[topic].result(30)
+    p = Producer({"bootstrap.servers": c.bootstrap_servers, "acks": "all", "linger.ms": 5})
+    value = os.urandom(100)
+    t0 = time.perf_counter()
+    for _ in range(records):
+        while True:
+            try:
+                p.produce(topic, value)
+                break
+            except BufferError:
+                p.poll(0.01)
+    assert p.flush(120) == 0
+    took = time.perf_counter() - t0
+    consumer = Consumer({"bootstrap.servers": c.bootstrap_servers, "group.id": topic, "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    seen, deadline = 0, time.monotonic() + 120
+    while seen < records and time.monotonic() < deadline:
+        seen += len(consumer.consume(1000, 0.5))
+    consumer.close()
+    assert seen == records, (seen, records)
+    return took
+
+
+def one_run(backend_name: str, kafka_home: str, records: int) -> dict:
+    backend = KafkaBackend(kafka_home) if backend_name == "kafka" else "mini"
+    before = load()
+    t0 = time.perf_counter()
+    c = kafkalab.cluster(brokers=3, backend=backend)
+    ready = time.perf_counter() - t0
+    try:
+        time.sleep(3.0)
+        idle = cluster_rss(c)
+        produce_s = write_and_read(c, records)
+        busy = cluster_rss(c)
+    finally:
+        t1 = time.perf_counter()
+        c.close()
+        closed = time.perf_counter() - t1
+    return {"backend": backend_name, "ready_s": ready, "close_s": closed, "produce_s": produce_s,
+            "idle_rss_mb": idle, "busy_rss_mb": busy, "load_before": before, "load_after": load()}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=3, help="runs per backend (alternating)")
+    ap.add_argument("--records", type=int, default=100_000)
+    ap.add_argument("--kafka", default="3.9", help="the Kafka version (kafkalab fetch-kafka VERSION)")
+    ap.add_argument("--json", metavar="FILE")
+    args = ap.parse_args(argv)
+    kafka_home = str(fetch_kafka(args.kafka))
+    heap = KafkaBackend(kafka_home).heap_opts
+    results = {"machine": {"nproc": os.cpu_count(), "load_at_start": load(), "python": sys.version.split()[0],
+                           "uname": " ".join(os.uname())},
+               "params": {"runs": args.runs, "records": args.records, "kafka_home": kafka_home, "kafka_heap": heap},
+               "runs": []}
+    for i in range(args.runs):
+        for name in ("mini", "kafka"):
+            r = one_run(name, kafka_home, args.records)
+            results["runs"].append(r)
+            print(f"run {i + 1} {name:5}: ready {r['ready_s']:.2f} s, idle RSS {r['idle_rss_mb']['total']:.0f} MB, "
+                  f"after {args.records} records {r['busy_rss_mb']['total']:.0f} MB (produce {r['produce_s']:.2f} s), "
+                  f"close {r['close_s']:.2f} s, load {r['load_before']}", flush=True)
+    for name in ("mini", "kafka"):
+        rs = [r for r in results["runs"] if r["backend"] == name]
+        results[name] = {"ready_s": summary([r["ready_s"] for r in rs]),
+                         "close_s": summary([r["close_s"] for r in rs]),
+                         "produce_s": summary([r["produce_s"] for r in rs]),
+                         "idle_rss_total_mb": summary([r["idle_rss_mb"]["total"] for r in rs]),
+                         "busy_rss_total_mb": summary([r["busy_rss_mb"]["total"] for r in rs]),
+                         "busy_rss_broker_mb": summary([r["busy_rss_mb"][f"broker_{i}"] for r in rs for i in (1, 2, 3)]),
+                         "zookeeper_rss_mb": summary([r["busy_rss_mb"]["zookeeper"] for r in rs])}
+        s = results[name]
+        print(f"{name}: ready {fmt(s['ready_s'])}; idle RSS {fmt(s['idle_rss_total_mb'], 'MB', digits=0)}; "
+              f"busy RSS {fmt(s['busy_rss_total_mb'], 'MB', digits=0)}; close {fmt(s['close_s'])}")
+    results["machine"]["load_at_end"] = load()
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2, default=str)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
