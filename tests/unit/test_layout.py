@@ -145,8 +145,8 @@ def test_the_broker_never_imports_the_lab():
     visual side (they depend on it)."""
     mods = modules()
     graph = import_graph(mods)
-    lab = ("kafkalab.cluster", "kafkalab.lab", "kafkalab.viz", "kafkalab.spark", "kafkalab.progress",
-           "kafkalab.tools", "kafkalab.cli", "kafkalab.drills", "kafkalab.checks")
+    lab = ("kafkalab.cluster", "kafkalab.lab", "kafkalab.viz", "kafkalab.spark", "kafkalab.streams",
+           "kafkalab.progress", "kafkalab.tools", "kafkalab.cli", "kafkalab.drills", "kafkalab.checks")
     wrong = sorted(f"{m} -> {dep}" for m, deps in graph.items() if m.startswith("kafkalab.broker")
                    for dep in deps if dep == "kafkalab" or dep.startswith(lab))
     assert not wrong, "the broker imports the lab:\n  " + "\n  ".join(wrong)

@@ -300,6 +300,9 @@ def test_init_producer_id_every_version(broker, version):
                                      producer_id=first.producer_id, producer_epoch=-1)
         assert wire.call(broker.bootstrap_servers, half, InitProducerIdResponse, version).error_code == \
             ErrorCode.INVALID_REQUEST
-    txn = InitProducerIdRequest(transactional_id="tx", transaction_timeout_ms=60000)
-    assert wire.call(broker.bootstrap_servers, txn, InitProducerIdResponse, version).error_code == \
-        ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+    # a transactional id keeps its producer id, and every InitProducerId bumps the epoch
+    txn = InitProducerIdRequest(transactional_id=f"tx-{version}", transaction_timeout_ms=60000)
+    t1 = wire.call(broker.bootstrap_servers, txn, InitProducerIdResponse, version)
+    t2 = wire.call(broker.bootstrap_servers, txn, InitProducerIdResponse, version)
+    assert (t1.error_code, t2.error_code) == (0, 0)
+    assert t2.producer_id == t1.producer_id and t2.producer_epoch == t1.producer_epoch + 1

@@ -138,8 +138,6 @@ def _batch_with(**kw):
     (_batch_with(compression=4), 6, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE),  # zstd needs v7
     (_batch_with(attributes_extra=0x20), 9, ErrorCode.INVALID_RECORD),      # control batch
     (_batch_with(producer_id=5, producer_epoch=0, base_sequence=-1), 9, ErrorCode.INVALID_RECORD),
-    (_batch_with(attributes_extra=0x10, producer_id=5, producer_epoch=0, base_sequence=0), 9,
-     ErrorCode.TRANSACTIONAL_ID_NOT_FOUND),
 ])
 def test_produce_validate_records(records, version, code):
     with pytest.raises(KafkaError) as exc:

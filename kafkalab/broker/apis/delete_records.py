@@ -13,38 +13,32 @@ Per partition: offset -1 means "up to the high watermark" (delete everything
 consumers could see); an offset above the high watermark or below -1 is
 OFFSET_OUT_OF_RANGE; a topic whose ``cleanup.policy`` lacks ``delete``
 (compact only) is POLICY_VIOLATION, as in Kafka; an unknown partition is
-UNKNOWN_TOPIC_OR_PARTITION. Moving the offset backwards is a no-op.
+UNKNOWN_TOPIC_OR_PARTITION; then an internal topic (``__consumer_offsets``, once
+it exists) is INVALID_TOPIC_EXCEPTION; a partition this broker does not lead is
+NOT_LEADER_OR_FOLLOWER (nothing deleted: the client asks the leader). Moving the
+offset backwards is a no-op. Checked in ``Partition.delete_records_on_leader``
+(Kafka's ``deleteRecordsOnLeader``).
+
+The answer waits, up to ``timeout_ms``, until the partition's *low watermark*
+(the smallest log start offset over the leader and its followers on live
+brokers) reaches the offset: every replica has dropped the records (the
+delete-records purgatory, :mod:`kafkalab.broker.server.delayed_delete_records`);
+past ``timeout_ms`` it is REQUEST_TIMED_OUT. A standalone broker answers at once.
 
 v0   topics, partitions and offsets; low watermark per partition
 v1   same as v0
 v2   flexible
-``timeout_ms`` is ignored: with no followers to wait for, the answer is immediate.
 """
 import os
 
 from kafka.protocol.admin.topics import DeleteRecordsRequest, DeleteRecordsResponse
 
-from ..common.errors import ErrorCode, KafkaError
+from ..common.errors import ErrorCode
 from ..log.log_manager import LOG_START_OFFSET_CHECKPOINT
 from ..log.offset_checkpoint import write_checkpoint
 from . import api
 
-HIGH_WATERMARK = -1  # DeleteRecordsRequest.HIGH_WATERMARK
-
-
-def delete_records_on_leader(partition, offset: int) -> int:
-    """Kafka's ``Partition.deleteRecordsOnLeader``: returns the new low watermark."""
-    log = partition.log
-    if not log.config.delete_enabled:
-        raise KafkaError(ErrorCode.POLICY_VIOLATION,
-                         f"Records of partition {partition.name} can not be deleted due to the configured "
-                         f"policy (cleanup.policy={log.config['cleanup.policy']})")
-    converted = log.high_watermark if offset == HIGH_WATERMARK else offset
-    if converted < 0:
-        raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
-                         f"The offset {converted} for partition {partition.name} is not valid")
-    log.maybe_increment_log_start_offset(converted)
-    return log.log_start_offset
+INVALID_LOW_WATERMARK = -1  # DeleteRecordsResponse.INVALID_LOW_WATERMARK
 
 
 def _checkpoint_log_start_offsets(broker) -> None:
@@ -58,19 +52,23 @@ def _checkpoint_log_start_offsets(broker) -> None:
 @api(DeleteRecordsRequest, DeleteRecordsResponse, versions=(0, 2))
 async def handle_delete_records(ctx, request):
     rm = ctx.broker.replica_manager
-    topics, moved = [], False
+    cache = ctx.broker.metadata_cache
+    results, offsets = {}, {}
     for t in request.topics:
-        partitions = []
+        meta = cache.get(t.name)
         for p in t.partitions:
-            entry = {"partition_index": p.partition_index, "low_watermark": -1, "error_code": 0}
-            try:
-                partition = rm.get_partition(t.name, p.partition_index)
-                entry["low_watermark"] = delete_records_on_leader(partition, p.offset)
-                moved = True
-            except KafkaError as exc:
-                entry["error_code"] = exc.code
-            partitions.append(entry)
-        topics.append({"name": t.name, "partitions": partitions})
-    if moved:
+            if meta is None or not 0 <= p.partition_index < meta.num_partitions:   # KafkaApis checks this first
+                results[(t.name, p.partition_index)] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, INVALID_LOW_WATERMARK)
+            else:
+                offsets[(t.name, p.partition_index)] = p.offset
+    deleted, errors = rm.delete_records_on_local_log(offsets)
+    results.update((key, (code, INVALID_LOW_WATERMARK)) for key, code in errors.items())
+    if deleted:
         _checkpoint_log_start_offsets(ctx.broker)
+        results.update(await rm.wait_for_low_watermarks(deleted, request.timeout_ms))
+    topics = []
+    for t in request.topics:
+        topics.append({"name": t.name, "partitions": [
+            {"partition_index": p.partition_index, "low_watermark": results[(t.name, p.partition_index)][1],
+             "error_code": results[(t.name, p.partition_index)][0]} for p in t.partitions]})
     return {"throttle_time_ms": 0, "topics": topics}

@@ -34,9 +34,13 @@ leader than its fetch offset, the answer is a ``diverging_epoch`` (epoch, end
 offset) instead of records: the follower truncates there (KIP-595). A
 consumer's ``last_fetched_epoch`` is checked the same way, as Kafka does (an
 epoch the leader does not know is OFFSET_OUT_OF_RANGE).
-Not implemented: transactions (the last stable offset is the high watermark,
-no aborted transactions), fetch from follower for consumers (preferred read
-replica is -1).
+Transactions (KIP-98): ``isolation_level`` 1 (read_committed) reads up to the
+last stable offset (the first offset of the earliest open transaction, else
+the high watermark) and gets the aborted transactions (producer id, first
+offset) overlapping what it read, so the consumer can drop their records;
+read_uncommitted reads up to the high watermark and gets a null list. Control
+batches (the markers) are returned to both: the consumer skips them.
+Not implemented: fetch from follower for consumers (preferred read replica is -1).
 """
 import time
 
@@ -61,19 +65,22 @@ def _read_partition(ctx, topic_name, pdata, budget, min_one, from_follower, read
         # (before v9 the request has no current_leader_epoch: the codec gives -1, "don't check")
         log = partition.local_log_with_epoch(pdata.current_leader_epoch, require_leader=not from_follower)
         diverging = _diverging_epoch(partition, log, pdata)
+        lso = log.last_stable_offset
         if diverging is not None:
             return {"partition_index": pdata.partition, "error_code": 0, "high_watermark": log.high_watermark,
-                    "last_stable_offset": log.high_watermark, "log_start_offset": log.log_start_offset,
+                    "last_stable_offset": lso, "log_start_offset": log.log_start_offset,
                     "diverging_epoch": diverging, "aborted_transactions": [] if read_committed else None,
                     "preferred_read_replica": -1, "records": b""}
-        max_offset = None if from_follower else log.high_watermark
+        max_offset = None if from_follower else (lso if read_committed else log.high_watermark)
         limit = min(pdata.partition_max_bytes, budget)
         records = log.read(pdata.fetch_offset, limit, max_offset, min_one_message=min_one)
+        aborted = None
+        if read_committed:   # Kafka lists aborted transactions for READ_COMMITTED only, else null
+            aborted = [{"producer_id": t.producer_id, "first_offset": t.first_offset}
+                       for t in log.collect_aborted_transactions(pdata.fetch_offset, lso)]
         return {"partition_index": pdata.partition, "error_code": 0, "high_watermark": log.high_watermark,
-                "last_stable_offset": log.high_watermark, "log_start_offset": log.log_start_offset,
-                # Kafka lists aborted transactions (none here) for READ_COMMITTED only, else null
-                "aborted_transactions": [] if read_committed else None, "preferred_read_replica": -1,
-                "records": records}
+                "last_stable_offset": lso, "log_start_offset": log.log_start_offset,
+                "aborted_transactions": aborted, "preferred_read_replica": -1, "records": records}
     except KafkaError as exc:
         return _error(pdata.partition, exc.code, known=_in_metadata(ctx, topic_name, pdata.partition))
 

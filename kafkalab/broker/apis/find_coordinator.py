@@ -6,9 +6,14 @@ v3   flexible
 v4   batched: coordinator_keys in, one entry per key out (KIP-699)
 v5   same as v4 (TRANSACTION_ABORTABLE may be returned)
 v6   key_type 2 (share groups, KIP-932)
-Not implemented: transaction and share-group coordinators (no transactions
-or share groups here): those keys get COORDINATOR_NOT_AVAILABLE with a
-message saying so.
+Not implemented: share-group coordinators (COORDINATOR_NOT_AVAILABLE with a
+message saying so); the transaction coordinator in cluster mode (the same).
+
+A transactional id's coordinator is, in Kafka, the leader of partition
+``abs(transactionalId.hashCode()) % transaction.state.log.num.partitions`` of
+``__transaction_state``. The standalone broker keeps its transaction state in
+memory (no ``__transaction_state`` yet) and is the coordinator of every
+transactional id.
 
 A group's coordinator is the leader of partition
 ``abs(groupId.hashCode()) % offsets.topic.num.partitions`` of
@@ -32,6 +37,16 @@ GROUP, TRANSACTION, SHARE = 0, 1, 2
 
 def _coordinator_for(broker, key: str | None, key_type: int) -> dict:
     out = {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": ErrorCode.NONE, "error_message": None}
+    if key_type == TRANSACTION and broker.transaction_coordinator is not None:
+        if not key:
+            out.update(error_code=ErrorCode.INVALID_REQUEST, error_message="transactional id must not be empty")
+            return out
+        node = next((b for b in broker.live_brokers if b[0] == broker.broker_id), None)
+        if node is None:
+            out.update(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, error_message="broker not registered yet")
+        else:
+            out.update(node_id=node[0], host=node[1], port=node[2])
+        return out
     if key_type != GROUP:
         kind = {TRANSACTION: "transaction", SHARE: "share group"}.get(key_type)
         if kind is None:

@@ -5,8 +5,14 @@ v2   flexible
 v3   + producer_id/epoch in the request: a producer may ask to bump its epoch (KIP-360)
 v4   same as v3 (PRODUCER_FENCED may be returned)
 v5   same as v4 (KIP-890)
-Not implemented: transactional ids (no transaction coordinator here; a
-request with one gets TRANSACTIONAL_ID_NOT_FOUND), v6 (two-phase commit).
+Not implemented: v6 (two-phase commit, KIP-939); transactional ids in cluster
+mode (COORDINATOR_NOT_AVAILABLE: no transaction coordinator there yet).
+
+With a ``transactional_id`` the transaction coordinator answers
+(``kafkalab.broker.coordinator.transaction``): the same producer id for the same
+transactional id, the epoch bumped on every call (the previous instance is
+fenced, its open transaction aborted); INVALID_TRANSACTION_TIMEOUT when
+``transaction_timeout_ms`` is above ``transaction.max.timeout.ms``.
 
 An idempotent producer (``enable.idempotence=true``: the default of
 kafka-python 3 and the Java client, opt-in for confluent-kafka/librdkafka)
@@ -28,14 +34,20 @@ NO_PRODUCER_ID, NO_PRODUCER_EPOCH = -1, -1
 
 @api(InitProducerIdRequest, InitProducerIdResponse, versions=(0, 5))
 async def handle_init_producer_id(ctx, request):
-    if request.transactional_id is not None:
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_NOT_FOUND,
-                "producer_id": -1, "producer_epoch": -1}
+    pid, epoch = NO_PRODUCER_ID, NO_PRODUCER_EPOCH
     if ctx.api_version >= 3:
         pid, epoch = request.producer_id, request.producer_epoch
         if (pid == NO_PRODUCER_ID) != (epoch == NO_PRODUCER_EPOCH):  # one set without the other
             return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REQUEST,
                     "producer_id": -1, "producer_epoch": -1}
+    if request.transactional_id is not None:
+        coordinator = ctx.broker.transaction_coordinator
+        if coordinator is None:
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                    "producer_id": -1, "producer_epoch": -1}
+        error, pid, epoch = coordinator.handle_init_producer_id(request.transactional_id,
+                                                                request.transaction_timeout_ms, pid, epoch)
+        return {"throttle_time_ms": 0, "error_code": error, "producer_id": pid, "producer_epoch": epoch}
     # Kafka's TransactionCoordinator: without a transactional id, always a fresh producer id, epoch 0
     return {"throttle_time_ms": 0, "error_code": 0,
             "producer_id": ctx.broker.producer_id_manager.generate_producer_id(), "producer_epoch": 0}

@@ -18,8 +18,8 @@ v6   flexible
 v7   MAX_TIMESTAMP
 v8   EARLIEST_LOCAL
 Not implemented: v9+ (EARLIEST_PENDING_UPLOAD, timeout), tiered storage.
-Isolation level is accepted, but without transactions READ_COMMITTED's last
-stable offset is the high watermark.
+With isolation level 1 (READ_COMMITTED) LATEST is the last stable offset: the
+first offset of the earliest open transaction, else the high watermark.
 
 The answer's ``leader_epoch`` (v4+) is the epoch that wrote the offset found, as Kafka's
 ``UnifiedLog.fetchOffsetByTimestamp`` gives it: for EARLIEST the first epoch of the leader epoch
@@ -46,11 +46,12 @@ CONSUMER_REPLICA_ID = -1
 DEBUGGING_REPLICA_ID = -2
 EARLIEST_LOCAL_TIMESTAMP = -4
 MAX_TIMESTAMP = -3
+READ_COMMITTED = 1   # isolation_level
 #: the special timestamps each version may use
 SPECIAL_SINCE = {LATEST_TIMESTAMP: 1, EARLIEST_TIMESTAMP: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL_TIMESTAMP: 8}
 
 
-def _lookup(ctx, topic, pdata, replica_id):
+def _lookup(ctx, topic, pdata, replica_id, request):
     broker = ctx.broker
     try:
         ts = pdata.timestamp
@@ -66,7 +67,8 @@ def _lookup(ctx, topic, pdata, replica_id):
         if ts == LATEST_TIMESTAMP and replica_id != CONSUMER_REPLICA_ID:   # no isolation level: the LEO
             found = log.log_end_offset, -1
         else:
-            found = log.fetch_offset_by_timestamp(ts)
+            found = log.fetch_offset_by_timestamp(ts, read_committed=ctx.api_version >= 2
+                                                  and request.isolation_level == READ_COMMITTED)
         offset, timestamp = found if found is not None else (-1, -1)
         return {"partition_index": pdata.partition_index, "error_code": 0, "timestamp": timestamp,
                 "offset": offset, "leader_epoch": _epoch_of(partition, log, ts, found)}
@@ -97,6 +99,6 @@ async def handle_list_offsets(ctx, request):
             if seen[(t.name, p.partition_index)] > 1:  # Kafka answers duplicates with INVALID_REQUEST
                 parts.append({"partition_index": p.partition_index, "error_code": ErrorCode.INVALID_REQUEST})
             else:
-                parts.append(_lookup(ctx, t.name, p, request.replica_id))
+                parts.append(_lookup(ctx, t.name, p, request.replica_id, request))
         topics.append({"name": t.name, "partitions": parts})
     return {"throttle_time_ms": 0, "topics": topics}

@@ -6,7 +6,8 @@ v3   + throttle_time_ms
 v4   same as v3
 v5   + committed_leader_epoch (KIP-320)
 v6   flexible
-v7   + require_stable (KIP-447; no transactions here, so offsets are always stable)
+v7   + require_stable (KIP-447): a partition whose offset waits for a transaction's marker
+     (TxnOffsetCommit) answers UNSTABLE_OFFSET_COMMIT, and the consumer retries
 v8   batched: several groups per request (KIP-709)
 v9   + member_id/member_epoch (for KIP-848 groups; ignored for classic groups)
 v10  topics by topic_id
@@ -28,7 +29,7 @@ def _partition(index, om, error=ErrorCode.NONE):
             "metadata": om.metadata, "error_code": error}
 
 
-def _fetch_group(broker, group_id, topics, by_id: bool) -> tuple[ErrorCode, list[dict]]:
+def _fetch_group(broker, group_id, topics, by_id: bool, require_stable: bool = False) -> tuple[ErrorCode, list[dict]]:
     """(group error, topics) where each topic is {name or topic_id, partitions}."""
     coordinator = broker.group_coordinator
     field = "topic_id" if by_id else "name"
@@ -63,8 +64,13 @@ def _fetch_group(broker, group_id, topics, by_id: bool) -> tuple[ErrorCode, list
             name = t.name
         wanted = [(name, i) for i in t.partition_indexes or []]
         found = coordinator.fetch_offsets(group_id, wanted)
-        out.append({field: t.topic_id if by_id else name,
-                    "partitions": [_partition(i, found[(name, i)]) for i in t.partition_indexes or []]})
+        parts = []
+        for i in t.partition_indexes or []:
+            if require_stable and coordinator.has_pending_transactional_offsets(group_id, (name, i)):
+                parts.append(_partition(i, None, ErrorCode.UNSTABLE_OFFSET_COMMIT))
+            else:
+                parts.append(_partition(i, found[(name, i)]))
+        out.append({field: t.topic_id if by_id else name, "partitions": parts})
     return ErrorCode.NONE, out
 
 
@@ -74,13 +80,15 @@ async def handle_offset_fetch(ctx, request):
     if v >= 8:
         groups = []
         for g in request.groups or []:
-            error, topics = _fetch_group(ctx.broker, g.group_id, g.topics, by_id=v >= 10)
+            error, topics = _fetch_group(ctx.broker, g.group_id, g.topics, by_id=v >= 10,
+                                         require_stable=bool(request.require_stable))
             groups.append({"group_id": g.group_id, "topics": topics, "error_code": error})
         return {"throttle_time_ms": 0, "groups": groups}
     topics = request.topics
     if v < 2 and topics is None:
         topics = []
-    error, topics = _fetch_group(ctx.broker, request.group_id, topics, by_id=False)
+    error, topics = _fetch_group(ctx.broker, request.group_id, topics, by_id=False,
+                                 require_stable=v >= 7 and bool(request.require_stable))
     if error != ErrorCode.NONE and v < 2:  # no top-level error code before v2: put it on each partition
         topics = [{"name": t.name, "partitions": [_partition(i, None, error) for i in t.partition_indexes or []]}
                   for t in request.topics or []]

@@ -8,9 +8,15 @@ v8   + record_errors and error_message per partition (KIP-467)
 v9   flexible
 v10  + current leader hint on NOT_LEADER_OR_FOLLOWER (KIP-951)
 v11  same as v10
-Not implemented: v12+ (transactions V2, topic ids) and transactions: a
-request carrying a ``transactional_id`` is refused per partition with
-TRANSACTIONAL_ID_NOT_FOUND.
+Not implemented: v12+ (transactions V2, topic ids); transactions in cluster
+mode (a ``transactional_id`` is refused there with TRANSACTIONAL_ID_NOT_FOUND).
+
+Transactions (KIP-98): a request with a ``transactional_id`` carries
+transactional batches (attribute bit 4). As Kafka 3.9's leader does
+(KIP-890 verification), each partition must have been added to the producer's
+ongoing transaction (AddPartitionsToTxn): INVALID_TXN_STATE if it was not,
+INVALID_PRODUCER_EPOCH for a fenced producer. A transactional batch without a
+transactional id is TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as in Kafka.
 
 ``acks`` is 0 (no response at all), 1 (the leader wrote it) or -1/all (every
 in-sync replica has it, and at least ``min.insync.replicas`` are in sync).
@@ -84,9 +90,6 @@ def validate_records(api_version: int, records) -> None:
                          f"Produce v{api_version} must carry exactly one record batch per partition")
     if header.is_control:
         raise KafkaError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
-    if header.is_transactional:
-        raise KafkaError(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND,
-                         "transactional batches: transactions are not implemented by the mini broker")
     if header.producer_id >= 0 and header.base_sequence < 0:
         raise KafkaError(ErrorCode.INVALID_RECORD,
                          f"producer id {header.producer_id} with invalid sequence number {header.base_sequence}")
@@ -161,13 +164,25 @@ def _append(ctx, request, topic, name, pdata) -> dict:
     if topic.is_internal:
         return _partition_error(pdata.index, ErrorCode.INVALID_TOPIC_EXCEPTION,
                                 f"Cannot append to internal topic {name}")
-    if request.transactional_id is not None:
+    txn_coordinator = ctx.broker.transaction_coordinator
+    if request.transactional_id is not None and txn_coordinator is None:
         return _partition_error(pdata.index, ErrorCode.TRANSACTIONAL_ID_NOT_FOUND,
-                                "transactions are not implemented by the mini broker")
+                                "transactions are not implemented by the mini broker in cluster mode")
     rm = ctx.broker.replica_manager
     try:
         records = bytes(pdata.records or b"")
         validate_records(ctx.api_version, records)
+        header = BatchHeader.parse(records)
+        if header.is_transactional:
+            if request.transactional_id is None:
+                raise KafkaError(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                                 "a transactional batch needs the request's transactional id")
+            code = txn_coordinator.verify_transaction(request.transactional_id, header.producer_id,
+                                                      header.producer_epoch, (name, pdata.index))
+            if code:
+                raise KafkaError(code, f"{name}-{pdata.index} is not in an ongoing transaction of "
+                                       f"{request.transactional_id!r} (producer {header.producer_id}, epoch "
+                                       f"{header.producer_epoch})")
     except KafkaError as exc:   # refused before the append (Kafka's KafkaApis): no log start offset
         log.debug("produce to %s-%d refused: %s", name, pdata.index, exc)
         return _partition_error(pdata.index, exc.code, exc.message)

@@ -118,6 +118,9 @@ class Partition(IsrMaintenance):
         #: called when the HW moved or the ISR changed: wakes DelayedProduces and Fetches (Kafka's
         #: ``tryCompleteDelayedRequests``)
         self.on_delayed_requests: Callable[["Partition"], None] | None = None
+        #: whether a broker is alive (registered): the low watermark counts the followers on live brokers only
+        #: (set by the ReplicaManager from its metadata cache; None: every follower counts)
+        self.is_broker_alive: Callable[[int], bool] | None = None
         if standalone:
             self.leader_id = broker_id
             self.leader_epoch = 0
@@ -314,10 +317,13 @@ class Partition(IsrMaintenance):
         maybe advance the HW (which wakes waiting produces and consumer fetches)."""
         if isinstance(replica, int):
             replica = self.remote_replicas[replica]
-        previous_end = replica.log_end_offset
+        previous_end, previous_start = replica.log_end_offset, replica.log_start_offset
         replica.update_fetch_state(fetch_offset, start_offset, fetch_time_ms, leader_end_offset)
         self.maybe_expand_isr(replica)
-        if replica.log_end_offset != previous_end and self.maybe_increment_leader_hw(fetch_time_ms):
+        hw_moved = replica.log_end_offset != previous_end and self.maybe_increment_leader_hw(fetch_time_ms)
+        # the follower dropped records below a new log start offset: a DeleteRecords waiting for the low
+        # watermark may be done (Kafka's leaderLWIncremented)
+        if hw_moved or replica.log_start_offset > previous_start:
             self._try_complete_delayed_requests()
 
     def maybe_increment_leader_hw(self, current_time_ms: int | None = None) -> bool:
@@ -343,6 +349,41 @@ class Partition(IsrMaintenance):
     def _try_complete_delayed_requests(self) -> None:
         if self.on_delayed_requests is not None:
             self.on_delayed_requests(self)
+
+    # -- DeleteRecords ------------------------------------------------------------------------
+
+    def delete_records_on_leader(self, offset: int) -> tuple[int, int]:
+        """Kafka's ``deleteRecordsOnLeader``: move the log start offset to ``offset`` (-1: the high watermark).
+        Returns the offset asked for and the partition's low watermark now. NOT_LEADER_OR_FOLLOWER on a
+        follower, POLICY_VIOLATION when ``cleanup.policy`` lacks ``delete``, OFFSET_OUT_OF_RANGE below 0 or
+        past the high watermark."""
+        if not self.is_leader:
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                             f"Leader not local for partition {self.name} on broker {self.local_broker_id}")
+        log_ = self.log
+        if not log_.config.delete_enabled:
+            raise KafkaError(ErrorCode.POLICY_VIOLATION,
+                             f"Records of partition {self.name} can not be deleted due to the configured "
+                             f"policy (cleanup.policy={log_.config['cleanup.policy']})")
+        converted = log_.high_watermark if offset == -1 else offset   # DeleteRecordsRequest.HIGH_WATERMARK
+        if converted < 0:
+            raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                             f"The offset {converted} for partition {self.name} is not valid")
+        log_.maybe_increment_log_start_offset(converted)
+        return converted, self.low_watermark_if_leader()
+
+    def low_watermark_if_leader(self) -> int:
+        """Kafka's ``lowWatermarkIfLeader``: the smallest log start offset of the leader and of its followers
+        on live brokers (one that has not fetched since this leader epoch began counts as -1)."""
+        if not self.is_leader:
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                             f"Leader not local for partition {self.name} on broker {self.local_broker_id}")
+        low = self.log.log_start_offset
+        alive = self.is_broker_alive
+        for replica in self.remote_replicas.values():
+            if replica.log_start_offset < low and (alive is None or alive(replica.broker_id)):
+                low = replica.log_start_offset
+        return low
 
     # -- appends -----------------------------------------------------------------------------
 

@@ -350,3 +350,40 @@ def build_batch(records: list[Record], *, base_offset: int | None = None, compre
     batch = bytearray(header + payload)
     struct.pack_into(">I", batch, 17, compute_crc(batch))
     return bytes(batch)
+
+
+# --- control records (KIP-98): the transaction markers -------------------------
+
+#: Kafka's ``ControlRecordType``: the type in a control record's key
+ABORT, COMMIT = 0, 1
+CONTROL_RECORD_TYPES = {ABORT: "ABORT", COMMIT: "COMMIT"}
+_CONTROL_KEY = struct.Struct(">hh")     # version 0, type
+_MARKER_VALUE = struct.Struct(">hi")    # version 0, coordinator epoch
+
+
+def build_end_txn_marker(control_type: int, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                         timestamp: int, partition_leader_epoch: int = 0) -> bytes:
+    """Kafka's ``MemoryRecords.withEndTransactionMarker``: one batch, transactional and control, holding
+    one record whose key is (version 0, COMMIT or ABORT) and value (version 0, coordinator epoch)."""
+    record = Record(0, timestamp, _CONTROL_KEY.pack(0, control_type), _MARKER_VALUE.pack(0, coordinator_epoch), [])
+    return build_batch([record], producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=-1,
+                       partition_leader_epoch=partition_leader_epoch,
+                       attributes_extra=TRANSACTIONAL_MASK | CONTROL_MASK)
+
+
+def control_record_type(batch) -> int | None:
+    """COMMIT or ABORT for a control batch (its first record's key), None if it cannot be read."""
+    try:
+        record = next(iter_records(batch), None)
+    except KafkaError:
+        return None
+    if record is None or record.key is None or len(record.key) < _CONTROL_KEY.size:
+        return None
+    return _CONTROL_KEY.unpack_from(record.key)[1]
+
+
+def coordinator_epoch_of(value: bytes | None) -> int | None:
+    """The coordinator epoch in an end-transaction marker's value."""
+    if value is None or len(value) < _MARKER_VALUE.size:
+        return None
+    return _MARKER_VALUE.unpack_from(value)[1]

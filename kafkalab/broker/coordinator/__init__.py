@@ -1,11 +1,21 @@
-"""Coordinators: consumer groups (``GroupCoordinator``) and producer ids (``ProducerIdManager``)."""
+"""Coordinators: consumer groups (``GroupCoordinator``), producer ids (``ProducerIdManager``) and
+transactions (``TransactionCoordinator``, standalone broker only for now)."""
 from __future__ import annotations
 
 from .group.group_coordinator import GroupCoordinator
 from .transaction.producer_id_manager import ProducerIdManager, ZkProducerIdManager
+from .transaction.transaction_coordinator import TransactionCoordinator
 
 
 def make_coordinators(broker) -> tuple[GroupCoordinator, ProducerIdManager | ZkProducerIdManager]:
     if getattr(broker, "zk_mode", False):
         return GroupCoordinator(broker), ZkProducerIdManager(broker)
     return GroupCoordinator(broker), ProducerIdManager(broker.log_dir)
+
+
+def make_transaction_coordinator(broker) -> TransactionCoordinator | None:
+    """The transaction coordinator; None in cluster mode (not done yet: FindCoordinator answers
+    COORDINATOR_NOT_AVAILABLE for transactional ids there)."""
+    if getattr(broker, "zk_mode", False):
+        return None
+    return TransactionCoordinator(broker)

@@ -9,6 +9,11 @@ owns the partition directory ``<log.dirs>/<topic>-<partition>/`` and keeps:
 * ``high_watermark`` (HW): the offset up to which records are replicated to
   the whole ISR, so consumers may see them. A single replica's HW is its LEO;
   the ``Partition`` moves it when followers catch up.
+* ``last_stable_offset`` (LSO, KIP-98): the first offset of the earliest
+  transaction still open in this partition, else the HW; ``read_committed``
+  consumers read up to it. Aborted transactions are kept in each segment's
+  ``.txnindex`` (:mod:`kafkalab.broker.log.transaction_index`) and in
+  ``aborted_txns``.
 
 ``append_as_leader`` validates each batch, gives it offsets, and writes it to
 the active segment, rolling a new segment first when ``segment.bytes``,
@@ -37,13 +42,14 @@ from dataclasses import dataclass
 
 from ..server.config import LogConfig
 from ..common.errors import ErrorCode, KafkaError
-from ..common.records import BatchHeader, assign_offsets, iter_batches, validate_batch
+from ..common.records import ABORT, BatchHeader, assign_offsets, control_record_type, iter_batches, validate_batch
 from .leader_epoch_cache import LeaderEpochFileCache
 from .log_validator import validate_records
 from .producer_state import ProducerStateManager
 from .recovery import load_log
 from . import retention
 from .segment import CLEANED_FILE_SUFFIX, DELETED_FILE_SUFFIX, SWAP_FILE_SUFFIX, LogSegment
+from .transaction_index import AbortedTxn
 
 log = logging.getLogger("kafkalab.broker.log")
 
@@ -88,6 +94,7 @@ class UnifiedLog:
         self.recovery_report: list[str] = []
         os.makedirs(directory, exist_ok=True)
         self._load(had_clean_shutdown)
+        self.aborted_txns: list[AbortedTxn] = [t for seg in self.segments for t in seg.txn_index.all_aborted()]
         self.high_watermark = self.log_end_offset
         self.leader_epoch_cache = LeaderEpochFileCache.for_log(self)  # leader-epoch-checkpoint (KIP-101)
 
@@ -140,9 +147,16 @@ class UnifiedLog:
         """Every batch and every record in it, as Kafka's LogValidator checks them (log_validator.py)."""
         return validate_records(records, self.config)
 
-    def append_as_leader(self, records: bytes, leader_epoch: int = 0) -> LogAppendInfo:
+    def append_as_leader(self, records: bytes, leader_epoch: int = 0, from_coordinator: bool = False) -> LogAppendInfo:
+        """Append produced batches; ``from_coordinator``: the transaction coordinator's markers (Kafka's
+        ``AppendOrigin.COORDINATOR``), the only control batches a leader takes."""
         batches = self.analyze_and_validate(records)
         for _, header in batches:  # duplicates and sequence gaps, before anything is written
+            if header.is_control:
+                if not from_coordinator:
+                    raise KafkaError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
+                self.producer_state.check_marker(header)
+                continue
             dup = self.producer_state.check(header)
             if dup is not None:
                 if len(batches) > 1:
@@ -167,8 +181,7 @@ class UnifiedLog:
         active.index_interval_bytes = self.config["index.interval.bytes"]  # runtime changes apply
         active.append(buf, batches)
         self.leader_epoch_cache.assign(leader_epoch, first)  # a new epoch starts here (no-op if known)
-        for _, header in batches:
-            self.producer_state.update(header)
+        self._update_producer_state(buf, batches)
         count = offset - first
         if offset - self.recovery_point >= self.config["flush.messages"]:
             self.flush()  # flush.messages (default: never; the page cache keeps the data)
@@ -206,11 +219,35 @@ class UnifiedLog:
         active.append(buf, batches)
         for _, header in batches:
             self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
-            self.producer_state.update(header)
+        self._update_producer_state(buf, batches)
         if self.log_end_offset - self.recovery_point >= self.config["flush.messages"]:
             self.flush()
         return LogAppendInfo(first, last_header.last_offset, -1, self.log_start_offset,
                              records_count=sum(h.records_count for _, h in batches))
+
+    def _update_producer_state(self, buf, batches: list[tuple[int, BatchHeader]]) -> None:
+        """Producer state after an append; an ABORT marker's transaction goes to the active segment's
+        ``.txnindex`` (Kafka's ``UnifiedLog.updateTransactionIndex``)."""
+        for pos, header in batches:
+            completed = self.producer_state.update(header)
+            if completed is None or control_record_type(memoryview(buf)[pos:pos + header.size]) != ABORT:
+                continue
+            unstable = self.producer_state.first_unstable_offset
+            txn = AbortedTxn(completed.producer_id, completed.first_offset, completed.last_offset,
+                             completed.last_offset + 1 if unstable is None else unstable)
+            self.active_segment.txn_index.append(txn)
+            self.aborted_txns.append(txn)
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The LSO: the first offset of the earliest open transaction, at most the high watermark."""
+        unstable = self.producer_state.first_unstable_offset
+        return self.high_watermark if unstable is None else min(unstable, self.high_watermark)
+
+    def collect_aborted_transactions(self, start_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [start_offset, upper_bound) (Kafka's
+        ``collectAbortedTransactions``), for a ``read_committed`` Fetch."""
+        return [t for t in self.aborted_txns if t.last_offset >= start_offset and t.first_offset < upper_bound]
 
     def _maybe_roll(self, incoming: int, next_offset: int, max_offset: int | None = None,
                     max_timestamp: int = -1) -> None:
@@ -262,12 +299,13 @@ class UnifiedLog:
                 return data           # did not fit: never skip it for a later segment's batches
         return b""  # ``offset`` is the log end offset, or every batch after it was compacted away
 
-    def fetch_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """ListOffsets: (offset, timestamp) for a timestamp or one of the special values."""
+    def fetch_offset_by_timestamp(self, timestamp: int, read_committed: bool = False) -> tuple[int, int] | None:
+        """ListOffsets: (offset, timestamp) for a timestamp or one of the special values (LATEST is the LSO
+        for ``read_committed``)."""
         if timestamp == EARLIEST_TIMESTAMP:
             return self.log_start_offset, -1
         if timestamp == LATEST_TIMESTAMP:
-            return self.high_watermark, -1
+            return (self.last_stable_offset if read_committed else self.high_watermark), -1
         if timestamp == MAX_TIMESTAMP:  # KIP-734: the first record carrying the largest timestamp
             best = max(self.segments, key=lambda s: s.max_timestamp_so_far)
             return best.find_record_with_max_timestamp()
@@ -362,6 +400,7 @@ class UnifiedLog:
             self._bases.pop()
         self.active_segment.truncate_to(offset)
         end = self.log_end_offset   # == offset unless ``offset`` fell inside a batch
+        self.aborted_txns = [t for t in self.aborted_txns if t.last_offset < end]
         self.leader_epoch_cache.truncate_from_end(end)
         self.log_start_offset = min(self.log_start_offset, end)
         self.producer_state.truncate()
@@ -382,6 +421,7 @@ class UnifiedLog:
         self._bases.clear()
         self._add_segment(self._new_segment(new_offset))
         self.log_start_offset = new_offset
+        self.aborted_txns = []
         self.leader_epoch_cache.entries = []
         self.leader_epoch_cache.flush()
         self.producer_state.truncate()

@@ -14,6 +14,13 @@ five batches (``max.in.flight.requests.per.connection`` may be at most 5):
 
 The state is rebuilt from the log's batch headers when the log is loaded,
 so it survives a broker restart, as Kafka's does via ``.snapshot`` files.
+
+Transactions (KIP-98): the first transactional batch of a producer opens a
+transaction in this partition (``ongoing_txns``: producer id -> its first
+offset); the producer's next control batch (a COMMIT or ABORT marker written
+by the transaction coordinator) closes it. The earliest open transaction's
+first offset is the *first unstable offset*: the last stable offset (LSO)
+cannot pass it, so ``read_committed`` consumers stop there.
 """
 from __future__ import annotations
 
@@ -53,9 +60,24 @@ class ProducerStateEntry:
         return None
 
 
+@dataclass
+class CompletedTxn:
+    """A transaction closed by a marker (Kafka's ``CompletedTxn``): its first offset and the marker's."""
+    producer_id: int
+    first_offset: int
+    last_offset: int
+
+
 class ProducerStateManager:
     def __init__(self):
         self.producers: dict[int, ProducerStateEntry] = {}
+        #: open transactions in this partition: producer id -> first offset (Kafka's ``ongoingTxns``)
+        self.ongoing_txns: dict[int, int] = {}
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the earliest open transaction, None if none is open."""
+        return min(self.ongoing_txns.values()) if self.ongoing_txns else None
 
     def check(self, header: BatchHeader) -> BatchMetadata | None:
         """Validate a batch before it is appended; return the original if it is a duplicate."""
@@ -85,11 +107,29 @@ class ProducerStateManager:
                              f"producer {pid}: expected sequence {expected}, got {header.base_sequence}")
         return None
 
-    def update(self, header: BatchHeader) -> None:
-        """Record an appended batch (also used when rebuilding state from the log)."""
+    def check_marker(self, header: BatchHeader) -> None:
+        """A COMMIT/ABORT marker from an older epoch than the producer's is refused (Kafka's
+        ``ProducerAppendInfo.checkProducerEpoch`` for control batches)."""
+        entry = self.producers.get(header.producer_id)
+        if entry is not None and header.producer_epoch < entry.epoch:
+            raise KafkaError(ErrorCode.INVALID_PRODUCER_EPOCH,
+                             f"marker for producer {header.producer_id} with epoch {header.producer_epoch}, "
+                             f"older than {entry.epoch}")
+
+    def update(self, header: BatchHeader) -> CompletedTxn | None:
+        """Record an appended batch (also used when rebuilding state from the log); a marker returns
+        the transaction it closed."""
         pid = header.producer_id
         if pid < 0:
-            return
+            return None
+        if header.is_control:
+            entry = self.producers.get(pid)
+            if entry is None or header.producer_epoch > entry.epoch:
+                self.producers[pid] = ProducerStateEntry(pid, header.producer_epoch)
+            first = self.ongoing_txns.pop(pid, None)
+            return CompletedTxn(pid, first, header.last_offset) if first is not None else None
+        if header.is_transactional and pid not in self.ongoing_txns:
+            self.ongoing_txns[pid] = header.base_offset
         entry = self.producers.get(pid)
         if entry is None or header.producer_epoch > entry.epoch:
             entry = self.producers[pid] = ProducerStateEntry(pid, header.producer_epoch)
@@ -97,6 +137,8 @@ class ProducerStateManager:
             entry.batches.append(BatchMetadata(header.base_sequence, header.last_sequence, header.base_offset,
                                                header.last_offset, header.max_timestamp))
         entry.last_timestamp = header.max_timestamp
+        return None
 
     def truncate(self) -> None:
         self.producers.clear()
+        self.ongoing_txns.clear()

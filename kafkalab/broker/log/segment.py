@@ -32,6 +32,7 @@ import crc32c
 
 from ..common.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, iter_batches, iter_records
 from .index import CorruptIndexException, OffsetIndex, TimeIndex
+from .transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX = ".log", ".index", ".timeindex"
 #: Kafka's suffixes for files in transit: the cleaner writes ``.cleaned`` files, renames
@@ -73,6 +74,8 @@ class LogSegment:
             self.index_problem = "an index file is missing"
         self.offset_index = self._open_index(OffsetIndex, index_path, max_index_size)
         self.time_index = self._open_index(TimeIndex, time_index_path, max_index_size)
+        #: the aborted transactions whose ABORT marker is in this segment (``.txnindex``)
+        self.txn_index = TransactionIndex(prefix + TXN_INDEX_SUFFIX + file_suffix)
         self.bytes_since_last_index_entry = 0
         self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = self.time_index.last_entry
         self.next_offset = base_offset
@@ -343,6 +346,7 @@ class LogSegment:
         self.size = position
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         self.next_offset = self.base_offset
         self.bytes_since_last_index_entry = 0
         self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = -1, self.base_offset
@@ -369,7 +373,8 @@ class LogSegment:
 
     @property
     def files(self) -> list[str]:
-        return [self.path, self.offset_index.path, self.time_index.path]
+        files = [self.path, self.offset_index.path, self.time_index.path]
+        return files + [self.txn_index.path] if os.path.exists(self.txn_index.path) else files
 
     def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
         """Rename the three files, e.g. ``.log.cleaned`` -> ``.log.swap`` (open handles stay valid)."""

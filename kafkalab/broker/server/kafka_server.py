@@ -114,6 +114,7 @@ class KafkaServer:
         self.socket_server = SocketServer(self, self.host, port, config["socket.request.max.bytes"])
         self.group_coordinator = None   # set in start() once the loop runs
         self.producer_id_manager = None
+        self.transaction_coordinator = None   # standalone broker only (first slice of transactions)
         self._background: list[asyncio.Task] = []
         # -- cluster mode ----------------------------------------------------------
         self.zk_client = None           # KafkaZkClient, connected in start()
@@ -138,7 +139,7 @@ class KafkaServer:
         marker is written back only if every log was loaded, so a start that
         failed half-way through loading still recovers the logs next time.
         """
-        from ..coordinator import make_coordinators
+        from ..coordinator import make_coordinators, make_transaction_coordinator
         self.loop = asyncio.get_running_loop()
         logs_loaded = False
         try:
@@ -151,8 +152,11 @@ class KafkaServer:
                         self.make_partition(topic, index)
             logs_loaded = True
             self.group_coordinator, self.producer_id_manager = make_coordinators(self)
+            self.transaction_coordinator = make_transaction_coordinator(self)
             self.log_manager.start(self)  # retention, cleaner, flusher, checkpoints
             await self.group_coordinator.start()  # replays __consumer_offsets before the first request
+            if self.transaction_coordinator is not None:
+                self.transaction_coordinator.start()   # aborts timed-out transactions
             await self._listen()
             if self.zk_mode:
                 await self._register_broker()
@@ -199,6 +203,8 @@ class KafkaServer:
             self.config_change_listener.stop()
         if self.group_coordinator is not None:
             await self.group_coordinator.stop()
+        if self.transaction_coordinator is not None:
+            await self.transaction_coordinator.stop()
         shutdown = getattr(self.replica_manager, "shutdown", None)
         if shutdown is not None:  # cluster mode: the replica fetchers stop
             result = shutdown()

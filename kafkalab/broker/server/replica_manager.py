@@ -8,7 +8,10 @@ the partitions it asked for: an append to one of them, a high watermark that
 moves, or the partition going away wakes it to read again. With ``acks=all``
 a Produce waits in the produce purgatory (``DelayedProduce``, see
 :mod:`kafkalab.broker.server.delayed_produce`) until the ISR has the records; a
-standalone broker's ISR is itself, so that wait is empty.
+standalone broker's ISR is itself, so that wait is empty. A DeleteRecords waits
+in the delete-records purgatory (``DelayedDeleteRecords``, see
+:mod:`kafkalab.broker.server.delayed_delete_records`) until every live replica
+has moved its log start offset.
 
 In cluster mode the controller drives it:
 
@@ -42,10 +45,12 @@ import shutil
 from typing import Callable, Iterable
 
 from ..utils.async_util import wait_done
+from .delayed_delete_records import DelayedDeleteRecords
 from .delayed_produce import DelayedProduce, ProducePurgatory
 from ..common.errors import ErrorCode, KafkaError
 from ..log.offset_checkpoint import read_checkpoint, write_checkpoint
 from ..cluster.partition import Partition
+from .metadata_cache import INTERNAL_TOPICS
 
 log = logging.getLogger("kafkalab.broker.server.replica_manager")
 
@@ -64,6 +69,8 @@ class ReplicaManager:
         self._fetch_waiters: dict[tuple[str, int], set[asyncio.Future]] = collections.defaultdict(set)
         #: the produce purgatory (acks=all)
         self.produce_purgatory = ProducePurgatory(self.partitions)
+        #: the delete-records purgatory (the same bookkeeping: Kafka's DelayedOperationPurgatory)
+        self.delete_records_purgatory = ProducePurgatory(self.partitions)
         #: the newest controller epoch seen (Kafka's ``controllerEpoch``; starts at InitialControllerEpoch)
         self.controller_epoch = 0
         #: ``callable(topic, index, is_leader, leader_epoch)``, told of every leadership change
@@ -84,6 +91,7 @@ class ReplicaManager:
     def add_partition(self, partition: Partition) -> None:
         self.partitions[(partition.topic, partition.index)] = partition
         partition.on_delayed_requests = self._try_complete_delayed_requests
+        partition.is_broker_alive = self._is_broker_alive
         if self.broker is not None:
             partition.replica_lag_time_max_ms = self.broker.config["replica.lag.time.max.ms"]
         partition.alter_partition = self._alter_partition
@@ -95,6 +103,7 @@ class ReplicaManager:
             self.replica_fetcher_manager.remove_fetcher_for_partitions([(topic, index)])
         self.notify_data_arrived(topic, index)
         self.produce_purgatory.check_and_complete((topic, index))
+        self.delete_records_purgatory.check_and_complete((topic, index))
         return partition
 
     def get_partition(self, topic: str, index: int) -> Partition:
@@ -139,10 +148,41 @@ class ReplicaManager:
         return info
 
     def _try_complete_delayed_requests(self, partition: Partition) -> None:
-        """The HW or the ISR of ``partition`` moved: wake waiting Fetches and DelayedProduces."""
+        """The HW, the low watermark or the ISR of ``partition`` moved: wake waiting Fetches, DelayedProduces
+        and DelayedDeleteRecords."""
         key = (partition.topic, partition.index)
         self.notify_data_arrived(*key)
         self.produce_purgatory.check_and_complete(key)
+        self.delete_records_purgatory.check_and_complete(key)
+
+    def _is_broker_alive(self, broker_id: int) -> bool:
+        """Kafka's ``metadataCache.hasAliveBroker`` (a standalone broker knows no other)."""
+        cache = getattr(self.broker, "metadata_cache", None)
+        if cache is None or not getattr(self.broker, "zk_mode", False):
+            return True
+        return cache.alive_broker(broker_id) is not None
+
+    # -- DeleteRecords -----------------------------------------------------------------------
+
+    def delete_records_on_local_log(self, offsets: dict[tuple[str, int], int]
+                                    ) -> tuple[dict[tuple[str, int], tuple[int, int]], dict[tuple[str, int], int]]:
+        """Kafka's ``deleteRecordsOnLocalLog``: per partition, (the offset asked for, the low watermark) where
+        this leader deleted, else the error code (an internal topic: INVALID_TOPIC_EXCEPTION)."""
+        deleted, errors = {}, {}
+        for key, offset in offsets.items():
+            try:
+                if key[0] in INTERNAL_TOPICS:
+                    raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                                     f"Cannot delete records of internal topic {key[0]}")
+                deleted[key] = self.get_partition(*key).delete_records_on_leader(offset)
+            except KafkaError as exc:
+                errors[key] = exc.code
+        return deleted, errors
+
+    async def wait_for_low_watermarks(self, deleted: dict[tuple[str, int], tuple[int, int]],
+                                      timeout_ms: int) -> dict[tuple[str, int], tuple[int, int]]:
+        """The delete-records purgatory: (error code, low watermark) per partition deleted on this leader."""
+        return await DelayedDeleteRecords(self.delete_records_purgatory, deleted).wait(timeout_ms)
 
     # -- the fetch purgatory -------------------------------------------------------------------
 

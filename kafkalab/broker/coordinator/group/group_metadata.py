@@ -132,6 +132,9 @@ class GroupMetadata:
         self.initial_delay_remaining_ms = 0
         self.sync_timer: asyncio.TimerHandle | None = None
         self.offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+        #: TxnOffsetCommit: producer id -> offsets waiting for their transaction's marker
+        #: (Kafka's ``pendingTransactionalOffsetCommits``)
+        self.pending_transactional_offsets: dict[int, dict[tuple[str, int], OffsetAndMetadata]] = {}
 
     def __repr__(self) -> str:
         return (f"<GroupMetadata {self.group_id!r} {self.state} generation={self.generation_id} "

@@ -130,6 +130,62 @@ class GroupOffsets:
                 to_store[tp] = om
         return result, group, to_store
 
+    def commit_transactional_offsets(self, group_id: str, producer_id: int, generation_id: int, member_id: str,
+                                     offsets: dict[tuple[str, int], OffsetAndMetadata]
+                                     ) -> dict[tuple[str, int], ErrorCode]:
+        """TxnOffsetCommit (Kafka's ``handleTxnCommitOffsets``): the offsets wait, per producer id, for the
+        transaction's marker in the group's ``__consumer_offsets`` partition; OffsetFetch does not see them
+        before the COMMIT marker, and an ABORT marker drops them.
+
+        kafkalab: pending offsets are kept in memory and written to ``__consumer_offsets`` as ordinary
+        records when the COMMIT marker comes (Kafka writes them at once, in a transactional batch)."""
+        def all_(code):
+            return {tp: code for tp in offsets}
+
+        if not group_id:
+            return all_(ErrorCode.INVALID_GROUP_ID)
+        if (status := self.group_status_error(group_id)) is not None:
+            return all_(status)
+        group = self.groups.get(group_id)
+        if group is None:
+            group = self.groups[group_id] = GroupMetadata(group_id)
+        if group.is_(DEAD):
+            return all_(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if member_id and member_id != UNKNOWN_MEMBER_ID and member_id not in group.members:
+            return all_(ErrorCode.UNKNOWN_MEMBER_ID)
+        if generation_id >= 0 and generation_id != group.generation_id:
+            return all_(ErrorCode.ILLEGAL_GENERATION)
+        result, pending = {}, group.pending_transactional_offsets.setdefault(producer_id, {})
+        max_metadata = self.config["offset.metadata.max.bytes"]
+        for tp, om in offsets.items():
+            if om.metadata is not None and len(om.metadata.encode()) > max_metadata:
+                result[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                pending[tp] = om
+                result[tp] = ErrorCode.NONE
+        return result
+
+    def complete_transactional_offsets(self, offsets_partition: int, producer_id: int, committed: bool) -> None:
+        """A marker in ``__consumer_offsets-<offsets_partition>``: commit or drop the producer's pending
+        offsets of the groups in that partition (Kafka's ``handleTxnCompletion``)."""
+        for group in list(self.groups.values()):
+            pending = group.pending_transactional_offsets.pop(producer_id, None)
+            if not pending or self.manager.partition_for(group.group_id) != offsets_partition:
+                if pending:
+                    group.pending_transactional_offsets[producer_id] = pending
+                continue
+            if committed:
+                try:
+                    self.manager.store_offsets(group, pending)
+                except KafkaError as exc:
+                    log.warning("group %s: transactional offsets of producer %d not stored: %s", group.group_id,
+                                producer_id, exc)
+
+    def has_pending_transactional_offsets(self, group_id: str, tp: tuple[str, int]) -> bool:
+        """OffsetFetch ``require_stable`` (KIP-447): is an offset of ``tp`` waiting for a marker?"""
+        group = self.groups.get(group_id)
+        return group is not None and any(tp in p for p in group.pending_transactional_offsets.values())
+
     def fetch_offsets(self, group_id: str,
                       partitions: list[tuple[str, int]] | None) -> dict[tuple[str, int], OffsetAndMetadata | None]:
         """OffsetFetch: the committed offset per partition (None: nothing committed); all when ``partitions``

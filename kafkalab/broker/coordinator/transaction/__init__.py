@@ -1,4 +1,9 @@
-"""Producer ids and (to come) transactions, as Kafka's ``kafka.coordinator.transaction``.
+"""Producer ids and transactions, as Kafka's ``kafka.coordinator.transaction``.
 
-``producer_id_manager``  ProducerIdManager: ids for idempotent producers (InitProducerId)
+``producer_id_manager``                  ProducerIdManager: ids for idempotent and transactional producers
+``transaction_metadata``                 TransactionMetadata and its state machine (TransactionState)
+``transaction_state_manager``            TransactionStateManager: transactional id -> metadata (in memory)
+``transaction_coordinator``              TransactionCoordinator: InitProducerId, AddPartitionsToTxn,
+                                         AddOffsetsToTxn, EndTxn, timeouts
+``transaction_marker_channel_manager``   the COMMIT/ABORT markers, written to the partition logs
 """

@@ -1,0 +1,52 @@
+"""TxnOffsetCommit (key 28), versions 0-4: a transaction's consumer offsets, to the group coordinator (KIP-98).
+
+v1   same as v0
+v2   + committed_leader_epoch
+v3   flexible; + generation_id, member_id, group_instance_id (KIP-447: the group
+     coordinator fences a producer whose consumer left the generation)
+v4   same as v3 (KIP-890)
+Not implemented: v5 (transactions V2), cluster mode (COORDINATOR_NOT_AVAILABLE).
+
+After AddOffsetsToTxn, ``send_offsets_to_transaction`` sends the offsets here.
+They are *pending*: OffsetFetch does not return them (with ``require_stable``
+it answers UNSTABLE_OFFSET_COMMIT) until the transaction's COMMIT marker
+reaches the group's ``__consumer_offsets`` partition; an ABORT drops them
+(Kafka's ``GroupMetadataManager.handleTxnCompletion``). The group's
+``__consumer_offsets`` partition must be in the producer's ongoing transaction
+(INVALID_TXN_STATE otherwise; INVALID_PRODUCER_EPOCH for a fenced producer).
+"""
+import time
+
+from kafka.protocol.producer.transaction import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+
+from ..common.errors import ErrorCode
+from ..coordinator.group.offsets_topic import OffsetAndMetadata
+from . import api
+
+
+@api(TxnOffsetCommitRequest, TxnOffsetCommitResponse, versions=(0, 4))
+async def handle_txn_offset_commit(ctx, request):
+    v = ctx.api_version
+    broker = ctx.broker
+    offsets = {}
+    for t in request.topics or []:
+        for p in t.partitions or []:
+            epoch = p.committed_leader_epoch if v >= 2 else -1
+            offsets[(t.name, p.partition_index)] = OffsetAndMetadata(
+                p.committed_offset, epoch, p.committed_metadata or "", int(time.time() * 1000))
+    txn = broker.transaction_coordinator
+    if txn is None:
+        errors = {tp: ErrorCode.COORDINATOR_NOT_AVAILABLE for tp in offsets}
+    else:
+        code = txn.verify_transaction(request.transactional_id, request.producer_id, request.producer_epoch,
+                                      txn.offsets_partition_for(request.group_id or ""))
+        if code:
+            errors = {tp: code for tp in offsets}
+        else:
+            errors = broker.group_coordinator.commit_transactional_offsets(
+                request.group_id, request.producer_id, request.generation_id if v >= 3 else -1,
+                request.member_id if v >= 3 else "", offsets)
+    by_topic: dict[str, list[dict]] = {}
+    for (name, index), code in errors.items():
+        by_topic.setdefault(name, []).append({"partition_index": index, "error_code": code})
+    return {"throttle_time_ms": 0, "topics": [{"name": n, "partitions": parts} for n, parts in by_topic.items()]}

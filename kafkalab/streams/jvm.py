@@ -1,0 +1,163 @@
+"""The Kafka Streams library on this machine: its jars from the Maven repository, and kafkalab's own
+``WordCount.java`` compiled against them.
+
+``fetch_streams("3.9.2")`` resolves ``org.apache.kafka:kafka-streams`` with its runtime dependencies
+(``kafka-clients``, RocksDB's JNI jar, ...) and ``slf4j-simple`` (the library logs through slf4j; without
+a binding it would log nothing) into ``~/.kafkalab/dist/kafka-streams-3.9.2/libs``, through
+:func:`kafkalab.cluster.maven.fetch_jars` (checked against the repository's SHA-1, cached, nothing
+half-written). Apache Kafka's own examples (``kafka-streams-examples``, with ``WordCountDemo``) are not
+published to the Maven repository, so the lab ships its word count as source (``WordCount.java`` beside
+this module) and compiles it with the JDK's ``javac`` into the same cache, once per source and version.
+With a Java runtime but no ``javac``, ``java WordCount.java`` (Java 11's source-file mode) runs it instead.
+Without ``mvn`` (the workshop's image) the jars come through Apache Ivy, which pyspark ships, as
+``kafkalab fetch-kafka`` does: the same directory and manifest, Ivy checking each download's checksum.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from ..cluster import maven
+from ..cluster.distribution import dist_root
+from ..cluster.maven import FetchError, fetch_jars
+from ..cluster.zookeeper import ZooKeeperNotFound, find_java
+
+#: the Kafka Streams the lessons run (the same release as the lab's real broker, ``fetch_kafka("3.9")``)
+STREAMS_VERSION = "3.9.2"
+#: the slf4j binding: Kafka 3.9 and 4.x both log through slf4j-api 1.7.36
+SLF4J_SIMPLE = "org.slf4j:slf4j-simple:1.7.36"
+SOURCE = Path(__file__).with_name("WordCount.java")
+MAIN_CLASS = "WordCount"
+
+
+class StreamsJvmError(RuntimeError):
+    """Java, javac or the Kafka Streams jars are missing or failed; the message says what to do."""
+
+
+def fetch_streams(version: str = STREAMS_VERSION, root: Path | None = None) -> Path:
+    """The directory whose ``libs/`` holds Kafka Streams ``version`` and its runtime dependencies (fetched once)."""
+    name, root = f"kafka-streams-{version}", root or dist_root()
+    coordinates = [f"org.apache.kafka:kafka-streams:{version}", SLF4J_SIMPLE]
+    try:
+        return fetch_jars(name, coordinates, root)
+    except FetchError as e:
+        if e.kind != "unavailable":
+            raise StreamsJvmError(f"Kafka Streams {version} could not be fetched: {e}") from None
+        try:
+            return fetch_with_ivy(name, coordinates, root)
+        except FetchError as e2:
+            raise StreamsJvmError(f"Kafka Streams {version} could not be fetched: {e}; {e2}") from None
+
+
+def _ivy_jar() -> Path | None:
+    try:
+        import pyspark
+    except ImportError:
+        return None
+    jars = sorted((Path(pyspark.__file__).parent / "jars").glob("ivy-*.jar"))
+    return jars[-1] if jars else None
+
+
+def fetch_with_ivy(name: str, coordinates: list[str], root: Path, timeout: float = 900) -> Path:
+    """What :func:`kafkalab.cluster.maven.fetch_jars` does, through Apache Ivy (pyspark's ``jars/ivy-*.jar``):
+    ``root/name/libs`` and the same manifest, staged and renamed into place."""
+    ivy = _ivy_jar()
+    if ivy is None:
+        raise FetchError("ivy: pyspark's ivy jar is not installed")
+    root.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".partial-{name}-", suffix=f"-{os.getpid()}", dir=root))
+    try:
+        deps = "".join(f'<dependency org="{g}" name="{a}" rev="{v}" conf="default->default"/>'
+                       for g, a, v in (c.split(":") for c in coordinates))
+        (staging / "ivy.xml").write_text('<ivy-module version="2.0"><info organisation="kafkalab" module="streams"/>'
+                                         f'<dependencies>{deps}</dependencies></ivy-module>\n')
+        cmd = [java(), "-jar", str(ivy), "-ivy", str(staging / "ivy.xml"), "-confs", "default",
+               "-retrieve", str(staging / "libs" / "[artifact]-[revision](-[classifier]).[ext]"),
+               "-types", "jar", "bundle"]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise FetchError(f"ivy: no answer from the repository in {timeout:.0f} s (no network?)") from None
+        if done.returncode != 0 or not any((staging / "libs").glob("*.jar")):
+            raise maven.classify(done.stdout + done.stderr, "ivy",
+                                 f"the repository does not have {', '.join(coordinates)}")
+        (staging / "ivy.xml").unlink()
+        files = {str(p.relative_to(staging)): maven.sha256(p) for p in sorted((staging / "libs").glob("*.jar"))}
+        (staging / maven.MANIFEST).write_text(json.dumps({"coordinates": coordinates, "files": files}, indent=1) + "\n")
+        try:
+            os.rename(staging, root / name)
+        except OSError:      # another process finished first
+            pass
+        return root / name
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def java() -> str:
+    try:
+        return find_java()
+    except ZooKeeperNotFound:
+        raise StreamsJvmError("Kafka Streams runs on Java, and no 'java' was found (on PATH or in $JAVA_HOME): "
+                              "install a JDK 17 (Debian: apt-get install openjdk-17-jdk-headless)") from None
+
+
+def javac(java_path: str) -> str | None:
+    """The ``javac`` beside ``java_path`` (symlinks followed), in ``$JAVA_HOME/bin`` or on PATH; None if none."""
+    candidates = [Path(os.path.realpath(java_path)).parent / "javac"]
+    if os.environ.get("JAVA_HOME"):
+        candidates.append(Path(os.environ["JAVA_HOME"]) / "bin" / "javac")
+    for c in candidates:
+        if os.access(c, os.X_OK):
+            return str(c)
+    return shutil.which("javac")
+
+
+def classpath(*entries: Path | str) -> str:
+    return os.pathsep.join(str(e) for e in entries)
+
+
+def compile_source(home: Path, source: Path = SOURCE, java_path: str | None = None) -> Path | None:
+    """Compile ``source`` against ``home/libs`` into ``home/classes-<digest>`` (once); None without a ``javac``.
+
+    The digest covers the source and the jars' names, so an edited ``WordCount.java`` is compiled again.
+    Compiled into a temporary directory and renamed into place, so two processes never see half a class."""
+    compiler = javac(java_path or java())
+    if compiler is None:
+        return None
+    libs = home / "libs"
+    digest = hashlib.sha256(source.read_bytes() + "\n".join(sorted(p.name for p in libs.glob("*.jar"))).encode())
+    final = home / f"classes-{digest.hexdigest()[:16]}"
+    if (final / f"{source.stem}.class").is_file():
+        return final
+    staging = Path(tempfile.mkdtemp(prefix=".partial-classes-", dir=home))
+    try:
+        done = subprocess.run([compiler, "-nowarn", "-encoding", "UTF-8", "-d", str(staging),
+                               "-cp", classpath(libs / "*"), str(source)],
+                              capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+        if done.returncode != 0:
+            raise StreamsJvmError(f"javac could not compile {source.name}: "
+                                  f"{(done.stderr or done.stdout).strip()[:2000]}")
+        try:
+            os.rename(staging, final)
+        except OSError:   # another process compiled it first
+            pass
+        return final
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def java_command(home: Path, main_args: list[str], jvm_options: list[str] | None = None,
+                 source: Path = SOURCE) -> list[str]:
+    """The command that runs ``source``'s main class with Kafka Streams ``home`` on the class path: the
+    compiled class when there is a ``javac``, else Java's source-file mode (``java ... WordCount.java``)."""
+    java_path = java()
+    options = list(jvm_options or [])
+    classes = compile_source(home, source, java_path)
+    if classes is None:
+        return [java_path, *options, "-cp", classpath(home / "libs" / "*"), str(source), *main_args]
+    return [java_path, *options, "-cp", classpath(classes, home / "libs" / "*"), source.stem, *main_args]
