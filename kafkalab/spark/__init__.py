@@ -17,6 +17,9 @@
 ``spark.jars.packages``), and ``"kafkalab-kafka"``, the Python data source in
 :mod:`kafkalab.spark.source`, otherwise. Both take the same options and give
 the same columns, so the code is the code you would run against production.
+``session(**connector.spark_configs())`` starts a session with Spark's
+connector for the installed pyspark (:mod:`kafkalab.spark.connector`: the
+connector's version must be pyspark's; its jars are fetched once and cached).
 
 Nothing is left in the temporary directory. Everything a session writes there
 (the JVM's log, Spark's scratch space ``spark.local.dir``, the JVM's

@@ -128,9 +128,9 @@ def _to_arrow(messages, topic, partition, arrow_schema, headers_type, pa):
         pa.array([ms * 1000 for _, ms in stamps], pa.int64()).cast(arrow_schema.field("timestamp").type),
         pa.array([kind - 1 if kind > 0 else -1 for kind, _ in stamps], pa.int32()),   # Kafka: 0 Create, 1 LogAppend
     ]
-    if headers_type is not None:
-        columns.append(pa.array([[{"key": k, "value": v} for k, v in (m.headers() or [])] for m in messages],
-                                headers_type))
+    if headers_type is not None:   # a record without headers: null, as Spark's source (not an empty array)
+        columns.append(pa.array([[{"key": k, "value": v} for k, v in headers] if (headers := m.headers()) else None
+                                 for m in messages], headers_type))
     return pa.RecordBatch.from_arrays(columns, schema=arrow_schema)
 
 

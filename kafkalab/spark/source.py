@@ -10,7 +10,7 @@ name ``kafka``, so this one is registered as ``kafkalab-kafka``.
 Columns read (Spark's Kafka source schema): ``key`` and ``value`` (binary),
 ``topic``, ``partition``, ``offset``, ``timestamp``, ``timestampType`` (0
 CreateTime, 1 LogAppendTime) and, with ``includeHeaders=true``, ``headers``
-(array<struct<key: string, value: binary>>).
+(array<struct<key: string, value: binary>>; null for a record without headers, as in Spark's source).
 """
 from __future__ import annotations
 
