@@ -13,18 +13,23 @@ import kafkalab
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+#: Tests write records with fixed timestamps from 2023-2025. As in Kafka, a broker's first retention check comes
+#: log.initial.task.delay.ms (30 s) after it starts, and would delete them (time retention goes by record
+#: timestamps) from a broker a module shares for longer; the tests of retention itself start brokers of their own.
+NO_RETENTION_CHECK = {"log.initial.task.delay.ms": 86_400_000}
+
 
 @pytest.fixture
 def broker(tmp_path):
     """A fresh in-process mini broker (3 partitions per auto-created topic)."""
-    with kafkalab.mini(log_dir=str(tmp_path / "broker"), **{"num.partitions": 3}) as b:
+    with kafkalab.mini(log_dir=str(tmp_path / "broker"), **{"num.partitions": 3, **NO_RETENTION_CHECK}) as b:
         yield b
 
 
 @pytest.fixture(scope="module")
 def shared_broker(tmp_path_factory):
     """One broker for a whole test module (tests must use their own topic names)."""
-    with kafkalab.mini(log_dir=str(tmp_path_factory.mktemp("shared")), **{"num.partitions": 3}) as b:
+    with kafkalab.mini(log_dir=str(tmp_path_factory.mktemp("shared")), **{"num.partitions": 3, **NO_RETENTION_CHECK}) as b:
         yield b
 
 
