@@ -36,7 +36,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -234,35 +233,15 @@ def fetch_with_maven(wanted: tuple[int, ...], staging: Path, timeout: float = 90
     return "maven"
 
 
-def _ivy_jar() -> Path | None:
-    try:
-        import pyspark
-    except ImportError:
-        return None
-    jars = sorted((Path(pyspark.__file__).parent / "jars").glob("ivy-*.jar"))
-    return jars[-1] if jars else None
-
-
 def _ivy_retrieve(ivy: Path, dependencies: list[tuple[str, str, str]], work: Path, libs: Path,
                   wanted: tuple[int, ...], timeout: float) -> None:
-    work.mkdir(parents=True, exist_ok=True)
-    deps = "".join(f'<dependency org="{g}" name="{a}" rev="{v}" conf="default->default"/>' for g, a, v in dependencies)
-    (work / "ivy.xml").write_text('<ivy-module version="2.0"><info organisation="kafkalab" module="kafka"/>'
-                                  f'<dependencies>{deps}</dependencies></ivy-module>\n')
-    cmd = [_java(), "-jar", str(ivy), "-ivy", str(work / "ivy.xml"), "-confs", "default",
-           "-retrieve", str(libs / "[artifact]-[revision](-[classifier]).[ext]"), "-types", "jar", "bundle"]
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        raise FetchError(f"ivy: no answer from the repository in {timeout:.0f} s (no network?)") from None
-    if done.returncode != 0:
-        raise maven.classify(done.stdout + done.stderr, "ivy",
-                             f"the repository has no Kafka {version_text(wanted)} (org.apache.kafka:kafka_{SCALA})")
+    maven.ivy_retrieve(_java(), ivy, dependencies, work, libs,
+                       f"the repository has no Kafka {version_text(wanted)} (org.apache.kafka:kafka_{SCALA})", timeout)
 
 
 def fetch_with_ivy(wanted: tuple[int, ...], staging: Path, timeout: float = 900) -> str:
     """Resolve with Apache Ivy (pyspark's ``jars/ivy-*.jar``), which checks SHA-1/MD5 as it downloads."""
-    ivy = _ivy_jar()
+    ivy = maven.ivy_jar()
     if ivy is None:
         raise FetchError("ivy: pyspark's ivy jar is not installed")
     libs = staging / "libs"

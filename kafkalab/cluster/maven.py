@@ -121,6 +121,44 @@ def sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def install_staged(staging: Path, final: Path, coordinates: list[str]) -> None:
+    """Write the manifest of ``staging/libs`` (every jar's SHA-256) and rename ``staging`` to ``final``."""
+    files = {str(p.relative_to(staging)): sha256(p) for p in sorted((staging / "libs").glob("*.jar"))}
+    (staging / MANIFEST).write_text(json.dumps({"coordinates": coordinates, "files": files}, indent=1) + "\n")
+    try:
+        os.rename(staging, final)
+    except OSError:      # another process finished first
+        pass
+
+
+def ivy_jar() -> Path | None:
+    """Apache Ivy, as pyspark ships it (``jars/ivy-*.jar``: what ``spark.jars.packages`` uses), or None."""
+    try:
+        import pyspark
+    except ImportError:
+        return None
+    jars = sorted((Path(pyspark.__file__).parent / "jars").glob("ivy-*.jar"))
+    return jars[-1] if jars else None
+
+
+def ivy_retrieve(java: str, ivy: Path, dependencies: list[tuple[str, str, str]], work: Path, libs: Path,
+                 missing: str, timeout: float = 900) -> None:
+    """Resolve ``dependencies`` with Ivy (which checks SHA-1/MD5 as it downloads) and copy their jars into
+    ``libs``; ``missing`` says, in a failure, what the repository lacks."""
+    work.mkdir(parents=True, exist_ok=True)
+    deps = "".join(f'<dependency org="{g}" name="{a}" rev="{v}" conf="default->default"/>' for g, a, v in dependencies)
+    (work / "ivy.xml").write_text('<ivy-module version="2.0"><info organisation="kafkalab" module="kafka"/>'
+                                  f'<dependencies>{deps}</dependencies></ivy-module>\n')
+    cmd = [java, "-jar", str(ivy), "-ivy", str(work / "ivy.xml"), "-confs", "default",
+           "-retrieve", str(libs / "[artifact]-[revision](-[classifier]).[ext]"), "-types", "jar", "bundle"]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise FetchError(f"ivy: no answer from the repository in {timeout:.0f} s (no network?)") from None
+    if done.returncode != 0:
+        raise classify(done.stdout + done.stderr, "ivy", missing)
+
+
 def fetch_jars(name: str, coordinates: list[str], root: Path, timeout: float = 900) -> Path:
     """``coordinates`` (``"group:artifact:version"``) with their runtime dependencies, in ``root/name/libs``.
 
@@ -149,12 +187,7 @@ def fetch_jars(name: str, coordinates: list[str], root: Path, timeout: float = 9
                        f"the repository does not have {', '.join(coordinates)}", timeout)
         copy_verified(jars, staging / "libs")
         shutil.rmtree(staging / ".maven")
-        files = {str(p.relative_to(staging)): sha256(p) for p in sorted((staging / "libs").glob("*.jar"))}
-        (staging / MANIFEST).write_text(json.dumps({"coordinates": coordinates, "files": files}, indent=1) + "\n")
-        try:
-            os.rename(staging, final)
-        except OSError:      # another process finished first
-            pass
+        install_staged(staging, final, coordinates)
         return final
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -15,7 +15,6 @@ Without ``mvn`` (the workshop's image) the jars come through Apache Ivy, which p
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import subprocess
@@ -54,45 +53,22 @@ def fetch_streams(version: str = STREAMS_VERSION, root: Path | None = None) -> P
             raise StreamsJvmError(f"Kafka Streams {version} could not be fetched: {e}; {e2}") from None
 
 
-def _ivy_jar() -> Path | None:
-    try:
-        import pyspark
-    except ImportError:
-        return None
-    jars = sorted((Path(pyspark.__file__).parent / "jars").glob("ivy-*.jar"))
-    return jars[-1] if jars else None
-
-
 def fetch_with_ivy(name: str, coordinates: list[str], root: Path, timeout: float = 900) -> Path:
     """What :func:`kafkalab.cluster.maven.fetch_jars` does, through Apache Ivy (pyspark's ``jars/ivy-*.jar``):
     ``root/name/libs`` and the same manifest, staged and renamed into place."""
-    ivy = _ivy_jar()
+    ivy = maven.ivy_jar()
     if ivy is None:
         raise FetchError("ivy: pyspark's ivy jar is not installed")
     root.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".partial-{name}-", suffix=f"-{os.getpid()}", dir=root))
     try:
-        deps = "".join(f'<dependency org="{g}" name="{a}" rev="{v}" conf="default->default"/>'
-                       for g, a, v in (c.split(":") for c in coordinates))
-        (staging / "ivy.xml").write_text('<ivy-module version="2.0"><info organisation="kafkalab" module="streams"/>'
-                                         f'<dependencies>{deps}</dependencies></ivy-module>\n')
-        cmd = [java(), "-jar", str(ivy), "-ivy", str(staging / "ivy.xml"), "-confs", "default",
-               "-retrieve", str(staging / "libs" / "[artifact]-[revision](-[classifier]).[ext]"),
-               "-types", "jar", "bundle"]
-        try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            raise FetchError(f"ivy: no answer from the repository in {timeout:.0f} s (no network?)") from None
-        if done.returncode != 0 or not any((staging / "libs").glob("*.jar")):
-            raise maven.classify(done.stdout + done.stderr, "ivy",
-                                 f"the repository does not have {', '.join(coordinates)}")
-        (staging / "ivy.xml").unlink()
-        files = {str(p.relative_to(staging)): maven.sha256(p) for p in sorted((staging / "libs").glob("*.jar"))}
-        (staging / maven.MANIFEST).write_text(json.dumps({"coordinates": coordinates, "files": files}, indent=1) + "\n")
-        try:
-            os.rename(staging, root / name)
-        except OSError:      # another process finished first
-            pass
+        missing = f"the repository does not have {', '.join(coordinates)}"
+        maven.ivy_retrieve(java(), ivy, [tuple(c.split(":")) for c in coordinates], staging / ".ivy",
+                           staging / "libs", missing, timeout)
+        if not any((staging / "libs").glob("*.jar")):
+            raise FetchError(f"ivy: {missing}", kind="version")
+        shutil.rmtree(staging / ".ivy")
+        maven.install_staged(staging, root / name, coordinates)
         return root / name
     finally:
         shutil.rmtree(staging, ignore_errors=True)
