@@ -19,7 +19,7 @@ from kafkalab.broker.common.records import Record, build_batch
 from kafkalab.broker.log.log import UnifiedLog
 from kafkalab.broker.server.config import BrokerConfig, LogConfig
 from kafkalab.broker.server.delayed_delete_records import DelayedDeleteRecords
-from kafkalab.broker.server.delayed_produce import ProducePurgatory
+from kafkalab.broker.server.delayed_operation import DelayedOperationPurgatory
 
 KEY = ("t", 0)
 
@@ -43,7 +43,7 @@ def leader(tmp_path):
                                              partition_epoch=0, replicas=[1, 2, 3]))
     p.append_records_to_leader(build_batch([Record(i, 1000 + i, b"k", b"v", []) for i in range(10)]), -1)
     p.clock = clock
-    purgatory = ProducePurgatory({KEY: p})
+    purgatory = DelayedOperationPurgatory({KEY: p})
     p.on_delayed_requests = lambda part: purgatory.check_and_complete(KEY)
     alive = {1, 2, 3}
     p.is_broker_alive = lambda broker_id: broker_id in alive
@@ -124,7 +124,7 @@ def test_a_standalone_partition_answers_at_once(tmp_path):
     try:
         p = Partition("s", 0, log, 0)
         p.append_records_to_leader(build_batch([Record(i, 1000 + i, b"k", b"v", []) for i in range(4)]), 1)
-        purgatory = ProducePurgatory({("s", 0): p})
+        purgatory = DelayedOperationPurgatory({("s", 0): p})
         deleted = {("s", 0): p.delete_records_on_leader(3)}
         assert asyncio.run(DelayedDeleteRecords(purgatory, deleted).wait(0)) == {("s", 0): (ErrorCode.NONE, 3)}
         with pytest.raises(KafkaError) as beyond:

@@ -3,6 +3,7 @@
 ``kafka_server``             KafkaServer: wires the parts together and owns the asyncio loop
 ``config``                   KafkaConfig and LogConfig under Kafka's names and defaults
 ``replica_manager``          ReplicaManager: appends and reads, the fetch purgatory
+``delayed_operation``        DelayedOperation, DelayedOperationPurgatory: requests waiting on partitions
 ``delayed_produce``          DelayedProduce: acks=all waiting for the ISR (the produce purgatory)
 ``replica_fetcher_thread``   ReplicaFetcherManager / ReplicaFetcherThread: followers copying leaders
 ``alter_partition_manager``  AlterPartitionManager: ISR changes proposed to the controller

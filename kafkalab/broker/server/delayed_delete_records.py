@@ -20,63 +20,30 @@ Kafka Streams is the main user: it purges what it has read from its repartition 
 """
 from __future__ import annotations
 
-import asyncio
-
 from ..common.errors import ErrorCode, KafkaError
-from ..utils.async_util import wait_done
-from .delayed_produce import ProducePurgatory
+from .delayed_operation import DelayedOperation
 
 Key = tuple[str, int]
 INVALID_LOW_WATERMARK = -1
 
 
-class DelayedDeleteRecords:
-    """One DeleteRecords (its partitions deleted on this leader) waiting for their low watermarks."""
+class DelayedDeleteRecords(DelayedOperation):
+    """One DeleteRecords (its partitions deleted on this leader) waiting for their low watermarks.
 
-    def __init__(self, purgatory: ProducePurgatory, deleted: dict[Key, tuple[int, int]]):
-        self.purgatory = purgatory
-        #: partition -> (the offset it must reach, the low watermark when the records were deleted)
-        self.pending = dict(deleted)
-        self.results: dict[Key, tuple[int, int]] = {}   # partition -> (error code, low watermark)
-        self.future: asyncio.Future | None = None
+    ``pending`` maps each partition to (the offset it must reach, the low watermark when the records were
+    deleted); ``results`` to (error code, low watermark)."""
 
-    def try_complete(self) -> bool:
-        """Kafka's ``DelayedDeleteRecords.tryComplete``: True once no partition is still waiting."""
-        partitions = self.purgatory.partitions
-        for key, (required, _) in list(self.pending.items()):
-            partition = partitions.get(key)
-            if partition is None:
-                result = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, INVALID_LOW_WATERMARK)
-            else:
-                try:
-                    low = partition.low_watermark_if_leader()
-                except KafkaError as exc:
-                    result = (exc.code, INVALID_LOW_WATERMARK)
-                else:
-                    if low < required:
-                        continue
-                    result = (ErrorCode.NONE, low)
-            del self.pending[key]
-            self.results[key] = result
-        if not self.pending:
-            if self.future is not None and not self.future.done():
-                self.future.set_result(None)
-            return True
-        return False
-
-    async def wait(self, timeout_ms: int) -> dict[Key, tuple[int, int]]:
-        """Complete now if possible, else watch the partitions until done or ``timeout_ms``."""
-        if self.try_complete():
-            return self.results
-        self.future = asyncio.get_running_loop().create_future()
-        keys = list(self.pending)
-        self.purgatory.watch(keys, self)
+    def check(self, key: Key, partition, waiting_for: tuple[int, int]) -> tuple[int, int] | None:
+        """Kafka's ``DelayedDeleteRecords.tryComplete``, for one partition."""
+        if partition is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, INVALID_LOW_WATERMARK
         try:
-            if not await wait_done(self.future, max(timeout_ms, 0) / 1000):
-                self.try_complete()   # a last look, then the rest timed out (Kafka's onExpiration)
-                for key, (_, low_at_delete) in self.pending.items():
-                    self.results[key] = (ErrorCode.REQUEST_TIMED_OUT, low_at_delete)
-                self.pending.clear()
-        finally:
-            self.purgatory.unwatch(keys, self)
-        return self.results
+            low = partition.low_watermark_if_leader()
+        except KafkaError as exc:
+            return exc.code, INVALID_LOW_WATERMARK
+        required, _ = waiting_for
+        return (ErrorCode.NONE, low) if low >= required else None
+
+    def expired(self, key: Key, waiting_for: tuple[int, int]) -> tuple[int, int]:
+        _, low_at_delete = waiting_for
+        return ErrorCode.REQUEST_TIMED_OUT, low_at_delete

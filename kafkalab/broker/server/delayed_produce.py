@@ -22,86 +22,30 @@ as soon as it is appended and nothing ever waits here.
 """
 from __future__ import annotations
 
-import asyncio
-import collections
-
-from ..utils.async_util import wait_done
 from ..common.errors import ErrorCode
+from .delayed_operation import DelayedOperation, DelayedOperationPurgatory
 
 Key = tuple[str, int]
 
-
-class DelayedProduce:
-    """One Produce (all its acks=all partitions) waiting for ``required_offsets``."""
-
-    def __init__(self, purgatory: "ProducePurgatory", required_offsets: dict[Key, int]):
-        self.purgatory = purgatory
-        self.pending = dict(required_offsets)    # partition -> the HW it must reach (last offset + 1)
-        self.errors: dict[Key, int] = {}
-        self.future: asyncio.Future | None = None
-
-    def try_complete(self) -> bool:
-        """Check every partition still waiting; True once none is (Kafka's ``tryComplete``)."""
-        partitions = self.purgatory.partitions
-        for key, required in list(self.pending.items()):
-            partition = partitions.get(key)
-            if partition is None:
-                done, error = True, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            else:
-                done, error = partition.check_enough_replicas_reach_offset(required)
-            if done:
-                del self.pending[key]
-                self.errors[key] = error
-        if not self.pending:
-            if self.future is not None and not self.future.done():
-                self.future.set_result(None)
-            return True
-        return False
-
-    async def wait(self, timeout_ms: int) -> dict[Key, int]:
-        """Complete now if possible, else watch the partitions until done or ``timeout_ms``."""
-        if self.try_complete():
-            return self.errors
-        self.future = asyncio.get_running_loop().create_future()
-        keys = list(self.pending)
-        self.purgatory.watch(keys, self)
-        try:
-            # (not asyncio.wait_for: on Python < 3.12 it can lose a cancellation; see async_util)
-            if not await wait_done(self.future, max(timeout_ms, 0) / 1000):
-                self.try_complete()   # a last look, then the rest timed out (Kafka's onExpiration)
-                for key in self.pending:
-                    self.errors[key] = ErrorCode.REQUEST_TIMED_OUT
-                self.pending.clear()
-        finally:
-            self.purgatory.unwatch(keys, self)
-        return self.errors
+#: the produce purgatory is a DelayedOperationPurgatory like the others (the old name, kept importable)
+ProducePurgatory = DelayedOperationPurgatory
 
 
-class ProducePurgatory:
-    """The DelayedProduces, by the partitions they watch (Kafka's ``DelayedOperationPurgatory``)."""
+class DelayedProduce(DelayedOperation):
+    """One Produce (all its acks=all partitions) waiting for the high watermark to pass its records.
 
-    def __init__(self, partitions: dict):
-        self.partitions = partitions   # the ReplicaManager's hosted partitions
-        self._watchers: dict[Key, set[DelayedProduce]] = collections.defaultdict(set)
+    ``pending`` maps each partition to the HW it must reach (last appended offset + 1); ``results`` (also
+    ``errors``) to its error code."""
 
-    def __len__(self) -> int:
-        return len({op for ops in self._watchers.values() for op in ops})
+    @property
+    def errors(self) -> dict[Key, int]:
+        return self.results
 
-    def watch(self, keys, op: DelayedProduce) -> None:
-        for key in keys:
-            self._watchers[key].add(op)
+    def check(self, key: Key, partition, required: int) -> int | None:
+        if partition is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        done, error = partition.check_enough_replicas_reach_offset(required)
+        return error if done else None
 
-    def unwatch(self, keys, op: DelayedProduce) -> None:
-        for key in keys:
-            ops = self._watchers.get(key)
-            if ops is not None:
-                ops.discard(op)
-                if not ops:
-                    del self._watchers[key]
-
-    def check_and_complete(self, key: Key) -> None:
-        """Something that may move ``key``'s high watermark happened: re-check its watchers."""
-        ops = self._watchers.get(key)
-        if ops:
-            for op in list(ops):
-                op.try_complete()
+    def expired(self, key: Key, required: int) -> int:
+        return ErrorCode.REQUEST_TIMED_OUT

@@ -46,7 +46,8 @@ from typing import Callable, Iterable
 
 from ..utils.async_util import wait_done
 from .delayed_delete_records import DelayedDeleteRecords
-from .delayed_produce import DelayedProduce, ProducePurgatory
+from .delayed_operation import DelayedOperationPurgatory
+from .delayed_produce import DelayedProduce
 from ..common.errors import ErrorCode, KafkaError
 from ..log.offset_checkpoint import read_checkpoint, write_checkpoint
 from ..cluster.partition import Partition
@@ -68,9 +69,9 @@ class ReplicaManager:
         #: the fetch purgatory: (topic, partition) -> futures of the Fetches watching it
         self._fetch_waiters: dict[tuple[str, int], set[asyncio.Future]] = collections.defaultdict(set)
         #: the produce purgatory (acks=all)
-        self.produce_purgatory = ProducePurgatory(self.partitions)
-        #: the delete-records purgatory (the same bookkeeping: Kafka's DelayedOperationPurgatory)
-        self.delete_records_purgatory = ProducePurgatory(self.partitions)
+        self.produce_purgatory = DelayedOperationPurgatory(self.partitions)
+        #: the delete-records purgatory
+        self.delete_records_purgatory = DelayedOperationPurgatory(self.partitions)
         #: the newest controller epoch seen (Kafka's ``controllerEpoch``; starts at InitialControllerEpoch)
         self.controller_epoch = 0
         #: ``callable(topic, index, is_leader, leader_epoch)``, told of every leadership change
