@@ -191,12 +191,8 @@ def find_distribution(wanted: tuple[int, ...]) -> Path | None:
 # -- fetching ---------------------------------------------------------------------------------------------
 
 def _java() -> str:
-    from .zookeeper import ZooKeeperNotFound, find_java
-    try:
-        return find_java()
-    except ZooKeeperNotFound:
-        raise FetchError("Kafka runs on Java, and no 'java' was found (on PATH or in $JAVA_HOME): install a Java "
-                         "17 runtime (Debian: apt-get install openjdk-17-jre-headless)") from None
+    from .zookeeper import require_java
+    return require_java("Kafka", FetchError)
 
 
 def _slf4j_binding(jars: list[Path]) -> tuple[str, str, str] | None:

@@ -77,6 +77,16 @@ def find_java() -> str:
     return java
 
 
+def require_java(what: str, error: type[Exception],
+                 install: str = "a Java 17 runtime (Debian: apt-get install openjdk-17-jre-headless)") -> str:
+    """:func:`find_java` for ``what`` (Kafka, Kafka Streams, ...): its error as ``error``, saying what to install."""
+    try:
+        return find_java()
+    except ZooKeeperNotFound:
+        raise error(f"{what} runs on Java, and no 'java' was found (on PATH or in $JAVA_HOME): install "
+                    f"{install}") from None
+
+
 def _pick(jars_dir: str, prefixes: list[str]) -> list[str]:
     names = os.listdir(jars_dir)
     picked = []

@@ -24,7 +24,7 @@ from pathlib import Path
 from ..cluster import maven
 from ..cluster.distribution import dist_root
 from ..cluster.maven import FetchError, fetch_jars
-from ..cluster.zookeeper import ZooKeeperNotFound, find_java
+from ..cluster.zookeeper import require_java
 
 #: the Kafka Streams the lessons run (the same release as the lab's real broker, ``fetch_kafka("3.9")``)
 STREAMS_VERSION = "3.9.2"
@@ -75,11 +75,8 @@ def fetch_with_ivy(name: str, coordinates: list[str], root: Path, timeout: float
 
 
 def java() -> str:
-    try:
-        return find_java()
-    except ZooKeeperNotFound:
-        raise StreamsJvmError("Kafka Streams runs on Java, and no 'java' was found (on PATH or in $JAVA_HOME): "
-                              "install a JDK 17 (Debian: apt-get install openjdk-17-jdk-headless)") from None
+    return require_java("Kafka Streams", StreamsJvmError,
+                        install="a JDK 17 (Debian: apt-get install openjdk-17-jdk-headless)")
 
 
 def javac(java_path: str) -> str | None:
