@@ -101,7 +101,6 @@ class KRaftCluster(BrokerLifecycle):
         self.host, self.timeout_s, self.combined = host, timeout_s, combined
         self.start_time_s: float | None = None
         self.configs = _effective_configs(brokers, broker_configs)
-        self.cluster_id = new_cluster_id()
         self._leader_hint: int | None = None
         began = time.monotonic()
         if dir is None:
@@ -109,6 +108,8 @@ class KRaftCluster(BrokerLifecycle):
         self.dir = os.path.abspath(dir)
         os.makedirs(self.dir, exist_ok=True)
         _refuse_a_running_cluster(self.dir)
+        # a directory a cluster ran in before (kafkalab down, then up) keeps its formatted storage and its id
+        self.cluster_id = _previous_cluster_id(self.dir) or new_cluster_id()
         self.owner_pid = os.getpid()
         try:
             res.watchdog = Watchdog()
@@ -523,6 +524,14 @@ def _effective_configs(n: int, given: dict) -> dict[str, str]:
             raise ValueError(f"{name} is set by the cluster for each node; it cannot be given")
         configs[name] = value
     return {k: config_value(v) for k, v in configs.items()}
+
+
+def _previous_cluster_id(directory: str) -> str | None:
+    try:
+        with open(os.path.join(directory, "cluster.json")) as f:
+            return json.load(f).get("cluster_id")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def _refuse_a_running_cluster(directory: str) -> None:

@@ -178,19 +178,21 @@ class Collector:
         from ..broker.zk import zk_data
         c = self.cluster
         snap.backend = getattr(c.backend, "name", "")
-        rows = c.brokers
+        kraft = getattr(c, "mode", "zookeeper") == "kraft"   # KRaft: the controllers are rows too, no ZooKeeper
+        rows = c.nodes if kraft else c.brokers
         rows = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
         for r in rows:
             pid = r.get("pid")
-            snap.brokers.append(BrokerInfo(int(r["id"]), r["host"], int(r["port"]),
+            port = _int(r.get("port")) or _int(r.get("controller_port"))
+            snap.brokers.append(BrokerInfo(int(r["id"]), r["host"], port,
                                            int(pid) if pid is not None and pid == pid else None,
                                            r["alive"], r.get("registered"), bool(r.get("is_controller"))))
             if r.get("is_controller"):
                 snap.controller = int(r["id"])
         try:
-            snap.topics = sorted(c._zk_read("get_children", zk_data.BROKER_TOPICS))
+            snap.topics = sorted(c.metadata()["topics"] if kraft else c._zk_read("get_children", zk_data.BROKER_TOPICS))
         except Exception as exc:   # noqa: BLE001
-            snap.errors.append(f"ZooKeeper: {exc}")
+            snap.errors.append(f"{'Metadata' if kraft else 'ZooKeeper'}: {exc}")
             return
         for topic in self._chosen(snap.topics, topics, internal):
             try:

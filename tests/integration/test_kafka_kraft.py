@@ -271,3 +271,33 @@ def test_close_stops_brokers_then_controllers_and_leaves_nothing_running(kr):
     pids = [int(p) for p in kr.nodes["pid"]] + [kr._res.watchdog.pid]
     kr.close()
     assert kr.closed and all(gone(p) for p in pids)
+
+
+def test_kafkalab_up_with_mode_kraft(kafka_home, tmp_path):
+    env = dict(os.environ, PYTHONPATH=ROOT, KAFKA_HOME=kafka_home)
+    env.pop("KAFKALAB_CLUSTER_DIR", None)
+
+    def cli(*args, timeout=150):
+        return subprocess.run([sys.executable, "-m", "kafkalab.cli", *args], capture_output=True, text=True,
+                              env=env, timeout=timeout)
+    directory = str(tmp_path / "up")
+    up = cli("up", "--backend", "kafka", "--mode", "kraft", "--combined", "--brokers", "1", "--dir", directory)
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        assert "KRaft" in up.stdout
+        status = cli("status", "--dir", directory)
+        assert status.returncode == 0 and "kafka" in status.stdout, status.stdout + status.stderr
+        with open(os.path.join(directory, "cluster.json")) as f:
+            state = json.load(f)
+        assert state["mode"] == "kraft" and [n["roles"] for n in state["nodes"]] == ["broker,controller"]
+        pid = state["nodes"][0]["pid"]
+        assert cli("kill", "1", "--dir", directory).returncode == 0 and gone(pid)
+        restarted = cli("restart", "1", "--dir", directory)
+        assert restarted.returncode == 0 and "now running" in restarted.stdout, restarted.stdout + restarted.stderr
+    finally:
+        down = cli("down", "--dir", directory, timeout=90)
+    assert down.returncode == 0, down.stdout + down.stderr
+    with open(os.path.join(directory, "cluster.json")) as f:
+        assert all(gone(n["pid"]) for n in json.load(f)["nodes"])
+    mini = cli("up", "--mode", "kraft", "--dir", str(tmp_path / "mini"))
+    assert mini.returncode == 1 and "#21" in mini.stderr and mini.stderr.count("\n") == 1
