@@ -50,10 +50,8 @@ import tempfile
 import time
 import weakref
 
-from ..broker.mini import config_name
 from .kafka_requests import metadata_answer, metadata_request
-from .kraft_config import CONTROLLER_ID_BASE, KRAFT_RESERVED, KRaftBackend, kraft_lab_configs, new_cluster_id, \
-    voters_string
+from .kraft_config import CONTROLLER_ID_BASE, KRaftBackend, effective_configs, new_cluster_id, voters_string
 from .lifecycle import BrokerLifecycle
 from .offsets import describe_rows
 from .processes import Watchdog, spawn
@@ -100,7 +98,7 @@ class KRaftCluster(BrokerLifecycle):
         self._finalizer = weakref.finalize(self, res.shutdown)
         self.host, self.timeout_s, self.combined = host, timeout_s, combined
         self.start_time_s: float | None = None
-        self.configs = _effective_configs(brokers, broker_configs)
+        self.configs = effective_configs(brokers, broker_configs)
         self._leader_hint: int | None = None
         began = time.monotonic()
         if dir is None:
@@ -261,6 +259,28 @@ class KRaftCluster(BrokerLifecycle):
             raise KeyError(f"no node {node_id!r}: the brokers are {self.broker_ids}, the controllers "
                            f"{self.controller_ids}")
         return b
+
+    def kill(self, node_id: int) -> None:
+        """SIGKILL a broker or a controller (a crash). A broker's heartbeats stop: the active controller fences
+        it after ``broker.session.timeout.ms`` and moves its leaderships. The active controller: the other
+        voters notice after ``controller.quorum.fetch.timeout.ms`` and elect a leader in a higher epoch."""
+        BrokerLifecycle.kill(self, node_id)
+
+    def stop(self, node_id: int, timeout_s: float = 30.0) -> None:
+        """SIGTERM: a broker's controlled shutdown (it asks in its heartbeats; the controller moves its
+        leaderships away, then fences it); a controller resigns its leadership (EndQuorumEpoch) if it has it.
+        SIGKILL after ``timeout_s``."""
+        BrokerLifecycle.stop(self, node_id, timeout_s)
+
+    def pause(self, node_id: int) -> None:
+        """SIGSTOP: alive but silent. A paused broker is fenced once its heartbeats miss
+        ``broker.session.timeout.ms`` and leaves the ISRs after ``replica.lag.time.max.ms``; a paused active
+        controller loses its leadership to an election among the others."""
+        BrokerLifecycle.pause(self, node_id)
+
+    def resume(self, node_id: int) -> None:
+        """SIGCONT: a paused node runs again, catches up on ``__cluster_metadata`` (a broker is unfenced again)."""
+        BrokerLifecycle.resume(self, node_id)
 
     def restart(self, node_id: int, timeout_s: float | None = None, progress: bool = False) -> None:
         """Start a broker or controller again: same id, ports and log directory (a running one is stopped
@@ -513,17 +533,6 @@ class KRaftCluster(BrokerLifecycle):
         kind = "combined" if self.combined else f"{len(self._res.controllers)} controllers +"
         return (f"<kafkalab KRaftCluster (Kafka {'.'.join(map(str, self.backend.version))}): {kind} "
                 f"{len(self._res.brokers)} brokers, bootstrap_servers={self.bootstrap_servers!r}, dir={self.dir!r}>")
-
-
-def _effective_configs(n: int, given: dict) -> dict[str, str]:
-    from .kafka_backend import config_value
-    configs = kraft_lab_configs(n)
-    for key, value in given.items():
-        name = config_name(key)
-        if name in KRAFT_RESERVED:
-            raise ValueError(f"{name} is set by the cluster for each node; it cannot be given")
-        configs[name] = value
-    return {k: config_value(v) for k, v in configs.items()}
 
 
 def _previous_cluster_id(directory: str) -> str | None:

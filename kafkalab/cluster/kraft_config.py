@@ -84,6 +84,18 @@ def kraft_lab_configs(n: int) -> dict[str, object]:
     return {name: d.for_brokers(n) for name, d in KRAFT_LAB_DEFAULTS.items()}
 
 
+def effective_configs(n: int, given: dict) -> dict[str, str]:
+    """The lab defaults for ``n`` brokers with the configs given (Kafka's names, or Python identifiers), as text."""
+    from ..broker.mini import config_name
+    configs = kraft_lab_configs(n)
+    for key, value in given.items():
+        name = config_name(key)
+        if name in KRAFT_RESERVED:
+            raise ValueError(f"{name} is set by the cluster for each node; it cannot be given")
+        configs[name] = value
+    return {k: config_value(v) for k, v in configs.items()}
+
+
 def new_cluster_id() -> str:
     """A cluster id as ``kafka-storage random-uuid`` makes one: 16 random bytes, base64url without padding
     (Kafka's ``Uuid.randomUuid`` never returns one that starts with '-', which a command line would misread)."""
