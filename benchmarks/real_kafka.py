@@ -22,8 +22,14 @@ same load. ``mini``: ZooKeeper + 3 mini brokers; ``kafka``: ZooKeeper + 3 Kafka 
     of replication factor 3 (confluent-kafka, ``linger.ms=5``) and read back by one consumer;
 ``produce_s``
     how long that write took (first ``produce()`` to the end of ``flush()``), for scale only;
+``failover_s``
+    then the controller is SIGKILLed (the broker in ``/controller``; in KRaft the active controller, the
+    quorum's leader): the time until another one is controller (``Cluster.controller``, polled every 50 ms;
+    in ZooKeeper mode that takes the dead broker's session timeout, ``zookeeper.session.timeout.ms``);
+``format_s``
+    KRaft only: the part of ``ready_s`` that ``kafka-storage format`` took (one JVM per node, all at once);
 ``close_s``
-    the time ``close()`` takes (controlled shutdowns, then ZooKeeper).
+    the time ``close()`` takes (controlled shutdowns, then ZooKeeper or the controllers).
 """
 from __future__ import annotations
 
@@ -85,6 +91,19 @@ def kraft_rss(c) -> dict:
     return {k: (round(v, 1) if isinstance(v, float) else v) for k, v in out.items()}
 
 
+def controller_failover(c, timeout_s: float = 60.0) -> float:
+    """SIGKILL the controller; seconds until another is controller."""
+    old = c.controller
+    t0 = time.perf_counter()
+    c.kill(old)
+    while time.perf_counter() - t0 < timeout_s:
+        now = c.controller
+        if now is not None and now != old:
+            return time.perf_counter() - t0
+        time.sleep(0.05)
+    raise TimeoutError(f"no new controller within {timeout_s:.0f} s")
+
+
 def start(name: str, homes: dict):
     if name == "mini":
         return kafkalab.cluster(brokers=3)
@@ -105,11 +124,13 @@ def one_run(backend_name: str, homes: dict, records: int) -> dict:
         idle = rss(c)
         produce_s = write_and_read(c, records)
         busy = rss(c)
+        failover_s = controller_failover(c)
     finally:
         t1 = time.perf_counter()
         c.close()
         closed = time.perf_counter() - t1
     return {"backend": backend_name, "ready_s": ready, "close_s": closed, "produce_s": produce_s,
+            "failover_s": failover_s, "format_s": getattr(c, "format_time_s", None),
             "idle_rss_mb": idle, "busy_rss_mb": busy, "load_before": before, "load_after": load()}
 
 
@@ -139,23 +160,27 @@ def main(argv=None) -> int:
             results["runs"].append(r)
             print(f"run {i + 1} {name:5}: ready {r['ready_s']:.2f} s, idle RSS {r['idle_rss_mb']['total']:.0f} MB, "
                   f"after {args.records} records {r['busy_rss_mb']['total']:.0f} MB (produce {r['produce_s']:.2f} s), "
-                  f"close {r['close_s']:.2f} s, load {r['load_before']}", flush=True)
+                  f"controller failover {r['failover_s']:.2f} s, close {r['close_s']:.2f} s, load {r['load_before']}", flush=True)
     for name in names:
         rs = [r for r in results["runs"] if r["backend"] == name]
         results[name] = {"ready_s": summary([r["ready_s"] for r in rs]),
                          "close_s": summary([r["close_s"] for r in rs]),
                          "produce_s": summary([r["produce_s"] for r in rs]),
+                         "failover_s": summary([r["failover_s"] for r in rs]),
                          "idle_rss_total_mb": summary([r["idle_rss_mb"]["total"] for r in rs]),
                          "busy_rss_total_mb": summary([r["busy_rss_mb"]["total"] for r in rs]),
                          "busy_rss_broker_mb": summary([r["busy_rss_mb"][f"broker_{i}"] for r in rs for i in (1, 2, 3)])}
         if name in ("mini", "kafka"):
             results[name]["zookeeper_rss_mb"] = summary([r["busy_rss_mb"]["zookeeper"] for r in rs])
-        elif name == "kraft":
+        else:
+            results[name]["format_s"] = summary([r["format_s"] for r in rs])
+        if name == "kraft":
             results[name]["controller_rss_mb"] = summary([r["busy_rss_mb"][f"controller_{i}"] for r in rs
                                                           for i in (3001, 3002, 3003)])
         s = results[name]
         print(f"{name}: ready {fmt(s['ready_s'])}; idle RSS {fmt(s['idle_rss_total_mb'], 'MB', digits=0)}; "
-              f"busy RSS {fmt(s['busy_rss_total_mb'], 'MB', digits=0)}; close {fmt(s['close_s'])}")
+              f"busy RSS {fmt(s['busy_rss_total_mb'], 'MB', digits=0)}; failover {fmt(s['failover_s'])}; "
+              f"close {fmt(s['close_s'])}")
     results["machine"]["load_at_end"] = load()
     if args.json:
         with open(args.json, "w") as f:

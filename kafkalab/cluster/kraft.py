@@ -98,6 +98,7 @@ class KRaftCluster(BrokerLifecycle):
         self._finalizer = weakref.finalize(self, res.shutdown)
         self.host, self.timeout_s, self.combined = host, timeout_s, combined
         self.start_time_s: float | None = None
+        self.format_time_s: float | None = None   # of start_time_s, the part kafka-storage format took
         self.configs = effective_configs(brokers, broker_configs)
         self._leader_hint: int | None = None
         began = time.monotonic()
@@ -164,7 +165,7 @@ class KRaftCluster(BrokerLifecycle):
     def format_storage(self) -> None:
         """``kafka-storage format --cluster-id ID --config node-<id>.properties`` for every node whose log dir
         has no ``meta.properties`` yet, all at once (Kafka's StorageTool, one JVM each)."""
-        pending = []
+        began, pending = time.monotonic(), []
         for b in self._all_nodes():
             path = self._write_properties(b)
             if not os.path.exists(os.path.join(b.log_dir, "meta.properties")):
@@ -176,6 +177,7 @@ class KRaftCluster(BrokerLifecycle):
             if status != 0:
                 raise RuntimeError(f"kafka-storage format failed for node {b.id} (status {status}); "
                                    f"its log {b.log_path} ends with:\n{tail(b.log_path)}")
+        self.format_time_s = time.monotonic() - began
 
     def _spawn(self, b: _Broker, parent_pid: int | None = None) -> int:
         res = self._res
