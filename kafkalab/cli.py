@@ -245,12 +245,15 @@ def format_status(snap, directory: str | None = None) -> str:
     """``kafkalab status``'s text for a snapshot (kafkalab.viz.cluster_state)."""
     out = []
     where = f" in {directory}" if directory else ""
-    out.append(f"cluster{where}: {len(snap.brokers)} {snap.backend or ''} broker(s), controller "
-               f"{_cell(snap.controller)}, bootstrap servers {snap.bootstrap_servers}")
+    kraft = any(b.roles for b in snap.brokers)   # KRaft: controllers are listed too, with their roles
+    what = (f"{sum('broker' in (b.roles or '') for b in snap.brokers)} {snap.backend or ''} broker(s) and "
+            f"{sum(b.roles == 'controller' for b in snap.brokers)} controller(s) in KRaft mode, active controller"
+            if kraft else f"{len(snap.brokers)} {snap.backend or ''} broker(s), controller")
+    out.append(f"cluster{where}: {what} {_cell(snap.controller)}, bootstrap servers {snap.bootstrap_servers}")
     out.append("")
-    out.append(_table(["broker", "address", "pid", "state", "registered", "controller"],
-                      [[b.id, f"{b.host}:{b.port}", b.pid, b.state, b.registered, "*" if b.is_controller else ""]
-                       for b in snap.brokers]))
+    out.append(_table(["broker", "address", "pid", "state", "registered", "controller"] + (["roles"] if kraft else []),
+                      [[b.id, f"{b.host}:{b.port}", b.pid, b.state, "fenced" if b.fenced else b.registered,
+                        "*" if b.is_controller else ""] + ([b.roles] if kraft else []) for b in snap.brokers]))
     out.append("")
     if snap.partitions:
         rows = []

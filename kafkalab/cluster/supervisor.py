@@ -303,7 +303,8 @@ def stop(directory: str, delete: bool = False, timeout_s: float = 60.0) -> str:
             time.sleep(0.1)
         if supervisor_alive(up):
             raise UpError(f"the supervisor (pid {up.get('pid')}) did not stop within {timeout_s:.0f} s")
-        done.append("stopped the cluster (brokers, then ZooKeeper)")
+        kraft = (_read_json(os.path.join(directory, "cluster.json")) or {}).get("mode") == "kraft"
+        done.append(f"stopped the cluster (brokers, then {'the controllers' if kraft else 'ZooKeeper'})")
     elif kind == "stale":
         pids = leftover_pids(directory)
         procs = []

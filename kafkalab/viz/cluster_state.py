@@ -41,6 +41,8 @@ class BrokerInfo:
     state: str = "running"          # running, paused, stopped, killed, exited, starting; "up" = in metadata
     registered: bool | None = None  # its /brokers/ids znode exists (cluster only)
     is_controller: bool = False
+    roles: str | None = None        # KRaft: process.roles (broker, controller, broker,controller)
+    fenced: bool | None = None      # KRaft: a registered broker the controller fenced
 
 
 @dataclass
@@ -117,7 +119,8 @@ class Snapshot:
 def _cluster_of(kafka):
     """The Cluster behind ``kafka`` (a LabKafka, a Cluster), or None."""
     from ..cluster.cluster import Cluster
-    if isinstance(kafka, Cluster):
+    from ..cluster.kraft import KRaftCluster
+    if isinstance(kafka, (Cluster, KRaftCluster)):
         return kafka
     return getattr(kafka, "cluster", None)
 
@@ -186,7 +189,8 @@ class Collector:
             port = _int(r.get("port")) or _int(r.get("controller_port"))
             snap.brokers.append(BrokerInfo(int(r["id"]), r["host"], port,
                                            int(pid) if pid is not None and pid == pid else None,
-                                           r["alive"], r.get("registered"), bool(r.get("is_controller"))))
+                                           r["alive"], r.get("registered"), bool(r.get("is_controller")),
+                                           r.get("roles"), r.get("fenced")))
             if r.get("is_controller"):
                 snap.controller = int(r["id"])
         try:
