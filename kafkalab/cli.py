@@ -17,6 +17,7 @@ has to run first.
 A cluster to break from a terminal (see :mod:`kafkalab.cluster.supervisor`)::
 
     kafkalab up [--brokers 3] [--backend mini|kafka] [--dir D]   start ZooKeeper + N brokers in the background
+    kafkalab up --backend kafka --mode kraft [--combined]         Kafka 4.x in KRaft mode: 3 controllers + N brokers
     kafkalab status                                               brokers, controller, partitions, groups, lag
     kafkalab kill|stop|restart|pause|resume ID                    break (and mend) a broker
     kafkalab down [--delete]                                      stop it all (the data stays unless --delete)
@@ -193,18 +194,22 @@ def _cmd_up(args: argparse.Namespace) -> int:
                      "--config min.insync.replicas=2", 2)
     directory = os.path.abspath(args.dir)
     try:
-        check_can_start(directory, args.brokers, args.backend, args.host, args.base_port)
+        check_can_start(directory, args.brokers, args.backend, args.host, args.base_port, args.mode)
     except UpError as exc:
         return _fail(f"up: {exc}")
-    print(f"starting ZooKeeper and {args.brokers} {args.backend} broker(s) in {directory} ...", flush=True)
+    first = ("ZooKeeper" if args.mode == "zookeeper" else
+             "KRaft (no ZooKeeper): " + ("combined broker+controller nodes," if args.combined else "3 controllers"))
+    print(f"starting {first} and {args.brokers} {args.backend} broker(s) in {directory} ...", flush=True)
     try:
         report = start(directory, brokers=args.brokers, backend=args.backend, host=args.host,
-                       base_port=args.base_port, configs=configs, timeout_s=args.timeout)
+                       base_port=args.base_port, configs=configs, timeout_s=args.timeout, mode=args.mode,
+                       combined=args.combined)
     except UpError as exc:
         return _fail(f"up: {exc}")
     took = report.get("start_time_s")
+    where = f"ZooKeeper {report['zookeeper_connect']}" if report.get("zookeeper_connect") else "KRaft"
     print(f"ready{f' in {took:.1f} s' if took else ''}: brokers {report['brokers']}, controller "
-          f"{report.get('controller')}, ZooKeeper {report['zookeeper_connect']} (supervisor pid {report['pid']})")
+          f"{report.get('controller')}, {where} (supervisor pid {report['pid']})")
     print(f"bootstrap servers: {report['bootstrap_servers']}")
     print("\nFor notebooks and clients started from this shell (kafkalab.connect() then sees this cluster):")
     print(f"export KAFKALAB_BOOTSTRAP_SERVERS={report['bootstrap_servers']}")
@@ -240,12 +245,15 @@ def format_status(snap, directory: str | None = None) -> str:
     """``kafkalab status``'s text for a snapshot (kafkalab.viz.cluster_state)."""
     out = []
     where = f" in {directory}" if directory else ""
-    out.append(f"cluster{where}: {len(snap.brokers)} {snap.backend or ''} broker(s), controller "
-               f"{_cell(snap.controller)}, bootstrap servers {snap.bootstrap_servers}")
+    kraft = any(b.roles for b in snap.brokers)   # KRaft: controllers are listed too, with their roles
+    what = (f"{sum('broker' in (b.roles or '') for b in snap.brokers)} {snap.backend or ''} broker(s) and "
+            f"{sum(b.roles == 'controller' for b in snap.brokers)} controller(s) in KRaft mode, active controller"
+            if kraft else f"{len(snap.brokers)} {snap.backend or ''} broker(s), controller")
+    out.append(f"cluster{where}: {what} {_cell(snap.controller)}, bootstrap servers {snap.bootstrap_servers}")
     out.append("")
-    out.append(_table(["broker", "address", "pid", "state", "registered", "controller"],
-                      [[b.id, f"{b.host}:{b.port}", b.pid, b.state, b.registered, "*" if b.is_controller else ""]
-                       for b in snap.brokers]))
+    out.append(_table(["broker", "address", "pid", "state", "registered", "controller"] + (["roles"] if kraft else []),
+                      [[b.id, f"{b.host}:{b.port}", b.pid, b.state, "fenced" if b.fenced else b.registered,
+                        "*" if b.is_controller else ""] + ([b.roles] if kraft else []) for b in snap.brokers]))
     out.append("")
     if snap.partitions:
         rows = []
@@ -303,7 +311,8 @@ def _cmd_control(args: argparse.Namespace) -> int:
     except Exception as exc:   # noqa: BLE001
         return _fail(f"{op}: cannot reach the cluster in {args.dir}: {exc}")
     try:
-        if args.id not in cluster.broker_ids:
+        ids = cluster.broker_ids + list(getattr(cluster, "controller_ids", []))   # KRaft: controllers too
+        if args.id not in ids:
             return _fail(f"{op}: no broker {args.id} in this cluster; its brokers are "
                          f"{', '.join(map(str, cluster.broker_ids))}")
         try:
@@ -313,7 +322,7 @@ def _cmd_control(args: argparse.Namespace) -> int:
                 getattr(cluster, op)(args.id)
         except (RuntimeError, KeyError, TimeoutError) as exc:
             return _fail(f"{op}: {exc.args[0] if exc.args else exc}")
-        row = [r for r in _records(cluster.brokers) if r["id"] == args.id][0]
+        row = [r for r in _records(cluster.nodes if hasattr(cluster, "nodes") else cluster.brokers) if r["id"] == args.id][0]
         done = {"kill": "killed (SIGKILL)", "stop": "stopped (SIGTERM: controlled shutdown)",
                 "restart": "restarted", "pause": "paused (SIGSTOP)", "resume": "resumed (SIGCONT)"}[op]
         print(f"broker {args.id} {done}: now {row['alive']}, pid {row['pid']}, controller {cluster.controller}")
@@ -370,6 +379,11 @@ def _add_cluster_commands(sub) -> None:
                     help="broker i listens on BASE_PORT + i - 1 (default: free ports)")
     up.add_argument("--config", action="append", metavar="NAME=VALUE",
                     help="a broker config for every broker, by Kafka's name (repeatable)")
+    up.add_argument("--mode", choices=["zookeeper", "kraft"], default="zookeeper",
+                    help="kraft: Apache Kafka 4.x without ZooKeeper (with --backend kafka; 'kafkalab fetch-kafka 4' "
+                         "first) (default: %(default)s)")
+    up.add_argument("--combined", action="store_true",
+                    help="with --mode kraft: every node is broker and controller (process.roles=broker,controller)")
     up.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for the cluster (default: 90)")
     up.set_defaults(run=_cmd_up)
 

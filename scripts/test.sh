@@ -2,7 +2,7 @@
 # Run every test: unit and integration tests (tests/), and nbval over the lessons (notebooks/)
 # and the lab solutions (labs/*/solution.ipynb). The exercises are skipped: with their TODOs unfilled
 # they fail by design (tests/test_labs.py checks that they do).
-# Creates/updates ./.venv first (see scripts/_env.sh) and fetches Apache Kafka 3.9 for the real-Kafka tests
+# Creates/updates ./.venv first (see scripts/_env.sh) and fetches Apache Kafka 3.9 and 4 for the real-Kafka tests
 # (kafkalab fetch-kafka: Maven, cached). Extra arguments go to pytest, e.g. -x or -k.
 source "$(dirname "${BASH_SOURCE[0]}")/_env.sh"
 cd "$ROOT"
@@ -14,6 +14,12 @@ if ! KAFKA_HOME_FOR_TESTS="$(kafkalab fetch-kafka 3.9 | tail -n 1)"; then
     exit 1
 fi
 echo "    $KAFKA_HOME_FOR_TESTS"
+echo "==> Apache Kafka 4 for the KRaft-mode tests (tests/integration/test_kafka_kraft.py): kafkalab fetch-kafka 4"
+if ! KRAFT_HOME_FOR_TESTS="$(kafkalab fetch-kafka 4 | tail -n 1)"; then
+    echo "error: could not fetch Apache Kafka 4 (see above); the KRaft-mode tests need it" >&2
+    exit 1
+fi
+echo "    $KRAFT_HOME_FOR_TESTS"
 exec python -m pytest tests notebooks labs --ignore-glob='labs/*/exercise.ipynb' \
     --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
     --nbval-cell-timeout 300 -p no:cacheprovider -ra --durations=25 "$@"

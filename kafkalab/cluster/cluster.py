@@ -200,6 +200,9 @@ class Cluster(ClusterInspection, BrokerLifecycle, FaultControls):
         path = os.path.join(dir, "cluster.json")
         with open(path) as f:
             state = json.load(f)
+        if state.get("mode") == "kraft":   # a KRaft cluster (no ZooKeeper): see kafkalab.cluster.kraft
+            from .kraft import KRaftCluster
+            return KRaftCluster.attach(dir, timeout_s)
         self = cls.__new__(cls)
         self._res = res = _Resources()
         res.owns_processes = False
@@ -284,12 +287,22 @@ def _refuse_a_running_cluster(directory: str) -> None:
                            f"pid {state.get('owner_pid')}): use Cluster.attach({directory!r}), or close it first")
 
 
-def cluster(brokers: int = 3, dir: str | None = None, backend: str = "mini", **broker_configs) -> Cluster:
+def cluster(brokers: int = 3, dir: str | None = None, backend: str = "mini", mode: str = "zookeeper",
+            **broker_configs) -> Cluster:
     """Start a ZooKeeper and ``brokers`` broker processes; see :class:`Cluster` and the module docstring.
 
     Also accepted: ``host`` (default 127.0.0.1), ``base_port`` (broker i listens on base_port + i - 1;
     default: free ports), ``timeout_s`` (for the start, default 30), ``wait=False`` (return once the
-    processes listen, without waiting for their registration and a controller)."""
+    processes listen, without waiting for their registration and a controller).
+
+    ``mode="kraft"`` (with ``backend="kafka"``) runs Apache Kafka 4.x in KRaft mode instead, without
+    ZooKeeper: three controllers and the brokers, or ``combined=True`` nodes that are both; see
+    :mod:`kafkalab.cluster.kraft`. ``mode="zookeeper"`` is the default."""
+    if mode == "kraft":
+        from .kraft import kraft_cluster
+        return kraft_cluster(brokers=brokers, dir=dir, backend=backend, **broker_configs)
+    if mode != "zookeeper":
+        raise ValueError(f"mode must be 'zookeeper' or 'kraft', not {mode!r}")
     return Cluster(brokers=brokers, dir=dir, backend=backend, **broker_configs)
 
 

@@ -40,6 +40,8 @@ class _Broker:
     attached_create_time: float | None = None
     create_time: float | None = None
     registration_czxid: int | None = None   # of the /brokers/ids/<id> znode we saw last
+    roles: str = "broker"                   # KRaft: process.roles ("broker", "controller", "broker,controller")
+    controller_port: int | None = None      # KRaft: the CONTROLLER listener's port of a controller
 
     @property
     def pid(self) -> int | None:

@@ -45,6 +45,7 @@ import sys
 import time
 
 from .cluster import Cluster
+from .kraft import KRaftCluster, kraft_cluster
 
 UP_STATE = "kafkalab-up.json"
 UP_LOG = "kafkalab-up.log"
@@ -122,6 +123,8 @@ def classify(directory: str) -> str:
         return "stopped" if up.get("status") == "stopped" else "stale"
     cluster = _read_json(os.path.join(directory, "cluster.json"))
     if cluster is not None:
+        if cluster.get("mode") == "kraft":   # no ZooKeeper: is any of its Kafka processes alive?
+            return "python" if leftover_pids(directory) else "stale"
         zk_pid = (cluster.get("zookeeper") or {}).get("pid")
         return "python" if _process_alive(zk_pid, must_contain="zookeeper") else "stale"
     return "foreign"
@@ -134,7 +137,7 @@ def leftover_pids(directory: str) -> list[int]:
     zk = cluster.get("zookeeper") or {}
     if _process_alive(zk.get("pid"), must_contain="zookeeper"):
         pids.append(int(zk["pid"]))
-    for b in cluster.get("brokers") or []:
+    for b in (cluster.get("brokers") or []) + (cluster.get("nodes") or []):   # nodes: a KRaft cluster's
         if _process_alive(b.get("pid"), b.get("create_time")):
             pids.append(int(b["pid"]))
     return pids
@@ -181,9 +184,11 @@ def request(directory: str, op: str, timeout_s: float = 120.0, **args) -> dict:
     return answer
 
 
-def check_can_start(directory: str, brokers: int, backend: str, host: str, base_port: int | None) -> None:
+def check_can_start(directory: str, brokers: int, backend: str, host: str, base_port: int | None,
+                    mode: str = "zookeeper") -> None:
     """Everything ``up`` can check before starting anything, each with a clear UpError."""
     from .kafka_backend import KafkaDistributionError, make_backend
+    from .kraft_config import KRaftBackend
     from .zookeeper import ZooKeeperNotFound, find_classpath, find_java, port_is_free
 
     if brokers < 1:
@@ -214,8 +219,10 @@ def check_can_start(directory: str, brokers: int, backend: str, host: str, base_
         find_classpath()
     except ZooKeeperNotFound as exc:
         raise UpError(str(exc)) from None
+    if mode == "kraft" and backend != "kafka":
+        raise UpError("--mode kraft needs --backend kafka (Apache Kafka 4.x): the mini broker has no KRaft yet (#21)")
     try:
-        make_backend(backend)
+        KRaftBackend() if mode == "kraft" else make_backend(backend)
     except (KafkaDistributionError, ValueError) as exc:
         raise UpError(str(exc)) from None
     if base_port:
@@ -226,16 +233,17 @@ def check_can_start(directory: str, brokers: int, backend: str, host: str, base_
 
 
 def start(directory: str, brokers: int = 3, backend: str = "mini", host: str = "127.0.0.1",
-          base_port: int | None = None, configs: dict | None = None, timeout_s: float = 90.0) -> dict:
+          base_port: int | None = None, configs: dict | None = None, timeout_s: float = 90.0,
+          mode: str = "zookeeper", combined: bool = False) -> dict:
     """Start a supervisor (and so a cluster) in ``directory``; returns what it reported when ready."""
     import select
 
     from .processes import child_env
     directory = os.path.abspath(directory)
-    check_can_start(directory, brokers, backend, host, base_port)
+    check_can_start(directory, brokers, backend, host, base_port, mode)
     os.makedirs(directory, exist_ok=True)
     cmd = [sys.executable, "-m", "kafkalab.cluster.supervisor", "--dir", directory, "--brokers", str(brokers),
-           "--backend", backend, "--host", host]
+           "--backend", backend, "--host", host, "--mode", mode] + (["--combined"] if combined else [])
     if base_port:
         cmd += ["--base-port", str(base_port)]
     for key, value in (configs or {}).items():
@@ -295,7 +303,8 @@ def stop(directory: str, delete: bool = False, timeout_s: float = 60.0) -> str:
             time.sleep(0.1)
         if supervisor_alive(up):
             raise UpError(f"the supervisor (pid {up.get('pid')}) did not stop within {timeout_s:.0f} s")
-        done.append("stopped the cluster (brokers, then ZooKeeper)")
+        kraft = (_read_json(os.path.join(directory, "cluster.json")) or {}).get("mode") == "kraft"
+        done.append(f"stopped the cluster (brokers, then {'the controllers' if kraft else 'ZooKeeper'})")
     elif kind == "stale":
         pids = leftover_pids(directory)
         procs = []
@@ -334,7 +343,8 @@ def open_cluster(directory: str, timeout_s: float = 10.0) -> Cluster:
     directory = os.path.abspath(directory)
     kind = classify(directory)
     if kind == "running":
-        return SupervisedCluster.attach(directory, timeout_s=timeout_s)
+        kraft = (_read_json(os.path.join(directory, "cluster.json")) or {}).get("mode") == "kraft"
+        return (SupervisedKRaftCluster if kraft else SupervisedCluster).attach(directory, timeout_s=timeout_s)
     if kind == "python":
         return Cluster.attach(directory, timeout_s=timeout_s)
     if kind in ("missing", "new"):
@@ -346,8 +356,8 @@ def open_cluster(directory: str, timeout_s: float = 10.0) -> Cluster:
     raise UpError(f"{directory} is not a kafkalab state directory")
 
 
-class SupervisedCluster(Cluster):
-    """``Cluster.attach`` for a ``kafkalab up`` cluster: reads as usual (ZooKeeper, the brokers), controls through
+class _SupervisedControls:
+    """``attach`` for a ``kafkalab up`` cluster: reads as usual (ZooKeeper or the Kafka protocol), controls through
     the supervisor, and re-reads ``cluster.json`` so a broker restarted from elsewhere shows its new pid."""
 
     def _reload(self) -> None:
@@ -355,8 +365,8 @@ class SupervisedCluster(Cluster):
         if not state:
             return
         with self._res.lock:
-            for entry in state.get("brokers", []):
-                b = self._res.brokers.get(entry["id"])
+            for entry in state.get("brokers", []) + state.get("nodes", []):
+                b = self._res.brokers.get(entry["id"]) or getattr(self._res, "controllers", {}).get(entry["id"])
                 if b is None:
                     continue
                 if entry.get("pid") != b.attached_pid or entry.get("state") != b.state:
@@ -367,12 +377,7 @@ class SupervisedCluster(Cluster):
 
     def _ask(self, op: str, broker_id, timeout_s: float = 120.0) -> None:
         self._check_open()
-        try:
-            known = int(broker_id) in self._res.brokers
-        except (TypeError, ValueError):
-            known = False
-        if not known:
-            raise KeyError(f"no broker {broker_id!r}: the brokers are {self.broker_ids}")
+        self._broker(broker_id)   # KeyError: no such broker (or controller)
         try:
             request(self.dir, op, timeout_s=timeout_s, id=int(broker_id))
         except UpError as exc:
@@ -388,6 +393,11 @@ class SupervisedCluster(Cluster):
         self._reload()
         return super().describe(topic, timeout_s)
 
+    @property
+    def nodes(self):
+        self._reload()
+        return super().nodes
+
     def kill(self, broker_id: int) -> None:
         self._ask("kill", broker_id)
 
@@ -396,7 +406,7 @@ class SupervisedCluster(Cluster):
 
     def restart(self, broker_id: int, timeout_s: float | None = None, progress: bool = False) -> None:
         b = self._broker(broker_id)
-        if progress and self._state(b) not in ("running", "paused", "starting"):
+        if progress and self._state(b) not in ("running", "paused", "starting") and self.zookeeper_connect:
             # a killed broker's registration lingers: the supervisor would wait for it silently,
             # so wait here, with the bar in this terminal (a running one is stopped there first)
             self.wait_old_registration(b.id, timeout_s, progress=True)
@@ -413,12 +423,20 @@ class SupervisedCluster(Cluster):
         self.close()
 
     def __repr__(self) -> str:
-        return super().__repr__().replace("<kafkalab Cluster", "<kafkalab Cluster (kafkalab up)", 1)
+        return super().__repr__().replace("Cluster", "Cluster (kafkalab up)", 1)
+
+
+class SupervisedCluster(_SupervisedControls, Cluster):
+    """A ZooKeeper-mode ``kafkalab up`` cluster, attached (see :class:`_SupervisedControls`)."""
+
+
+class SupervisedKRaftCluster(_SupervisedControls, KRaftCluster):
+    """A KRaft-mode ``kafkalab up --mode kraft`` cluster, attached (see :class:`_SupervisedControls`)."""
 
 
 # -- the supervisor process ----------------------------------------------------------------------------------
 
-def _serve(cluster: Cluster, server: socket.socket, stopping: list) -> None:
+def _serve(cluster: Cluster | KRaftCluster, server: socket.socket, stopping: list) -> None:
     """Answer requests one at a time, in the main thread (a restarted broker is then tied to this process)."""
     server.settimeout(0.5)
     while not stopping:
@@ -459,6 +477,8 @@ def main(argv=None) -> int:
     p.add_argument("--backend", default="mini")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--base-port", type=int, default=None)
+    p.add_argument("--mode", choices=["zookeeper", "kraft"], default="zookeeper")
+    p.add_argument("--combined", action="store_true")
     p.add_argument("--config", action="append", default=[], metavar="NAME=VALUE")
     args = p.parse_args(argv)
     directory = os.path.abspath(args.dir)
@@ -486,8 +506,12 @@ def main(argv=None) -> int:
     sock = socket_path(directory)
     cluster = None
     try:
-        cluster = Cluster(brokers=args.brokers, dir=directory, backend=args.backend, host=args.host,
-                          base_port=args.base_port, **configs)
+        if args.mode == "kraft":
+            cluster = kraft_cluster(brokers=args.brokers, dir=directory, backend=args.backend, host=args.host,
+                                    base_port=args.base_port, combined=args.combined, **configs)
+        else:
+            cluster = Cluster(brokers=args.brokers, dir=directory, backend=args.backend, host=args.host,
+                              base_port=args.base_port, **configs)
         if os.path.exists(sock):
             os.unlink(sock)
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -497,6 +521,7 @@ def main(argv=None) -> int:
         me = psutil.Process()
         state = {"version": 1, "status": "running", "pid": os.getpid(), "create_time": me.create_time(),
                  "socket": sock, "dir": directory, "brokers": args.brokers, "backend": args.backend,
+                 "mode": args.mode, "combined": args.combined,
                  "base_port": args.base_port, "configs": configs, "bootstrap_servers": cluster.bootstrap_servers,
                  "zookeeper_connect": cluster.zookeeper_connect, "log": os.path.join(directory, UP_LOG),
                  "started": time.strftime("%Y-%m-%d %H:%M:%S")}

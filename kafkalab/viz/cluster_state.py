@@ -41,6 +41,8 @@ class BrokerInfo:
     state: str = "running"          # running, paused, stopped, killed, exited, starting; "up" = in metadata
     registered: bool | None = None  # its /brokers/ids znode exists (cluster only)
     is_controller: bool = False
+    roles: str | None = None        # KRaft: process.roles (broker, controller, broker,controller)
+    fenced: bool | None = None      # KRaft: a registered broker the controller fenced
 
 
 @dataclass
@@ -117,7 +119,8 @@ class Snapshot:
 def _cluster_of(kafka):
     """The Cluster behind ``kafka`` (a LabKafka, a Cluster), or None."""
     from ..cluster.cluster import Cluster
-    if isinstance(kafka, Cluster):
+    from ..cluster.kraft import KRaftCluster
+    if isinstance(kafka, (Cluster, KRaftCluster)):
         return kafka
     return getattr(kafka, "cluster", None)
 
@@ -178,19 +181,22 @@ class Collector:
         from ..broker.zk import zk_data
         c = self.cluster
         snap.backend = getattr(c.backend, "name", "")
-        rows = c.brokers
+        kraft = getattr(c, "mode", "zookeeper") == "kraft"   # KRaft: the controllers are rows too, no ZooKeeper
+        rows = c.nodes if kraft else c.brokers
         rows = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
         for r in rows:
             pid = r.get("pid")
-            snap.brokers.append(BrokerInfo(int(r["id"]), r["host"], int(r["port"]),
+            port = _int(r.get("port")) or _int(r.get("controller_port"))
+            snap.brokers.append(BrokerInfo(int(r["id"]), r["host"], port,
                                            int(pid) if pid is not None and pid == pid else None,
-                                           r["alive"], r.get("registered"), bool(r.get("is_controller"))))
+                                           r["alive"], r.get("registered"), bool(r.get("is_controller")),
+                                           r.get("roles"), r.get("fenced")))
             if r.get("is_controller"):
                 snap.controller = int(r["id"])
         try:
-            snap.topics = sorted(c._zk_read("get_children", zk_data.BROKER_TOPICS))
+            snap.topics = sorted(c.metadata()["topics"] if kraft else c._zk_read("get_children", zk_data.BROKER_TOPICS))
         except Exception as exc:   # noqa: BLE001
-            snap.errors.append(f"ZooKeeper: {exc}")
+            snap.errors.append(f"{'Metadata' if kraft else 'ZooKeeper'}: {exc}")
             return
         for topic in self._chosen(snap.topics, topics, internal):
             try:
