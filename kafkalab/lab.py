@@ -18,7 +18,10 @@ the notebook runs:
   and ``close()`` stops it all. With ``KAFKALAB_BACKEND=kafka`` in the
   environment the brokers are Apache Kafka 3.9's own (``kafkalab fetch-kafka``
   first): the same lesson on the real thing, except what only kafkalab's
-  brokers can do (fault injection).
+  brokers can do (fault injection). Without ``brokers=N`` that variable makes
+  ``connect()`` start one Kafka broker process (a JVM cannot be embedded):
+  ``kafka.broker`` is then ``None``, and the broker's files are in
+  ``kafka.cluster.brokers["log_dir"]``.
 * **A cluster started from a terminal** with ``kafkalab up``: with the two
   lines it prints exported (``KAFKALAB_BOOTSTRAP_SERVERS`` and
   ``KAFKALAB_CLUSTER_DIR``) before starting JupyterLab, ``connect()`` attaches
@@ -223,7 +226,8 @@ def connect(bootstrap_servers: str | None = None, brokers: int | None = None, lo
     ``bootstrap_servers`` (or else ``$KAFKALAB_BOOTSTRAP_SERVERS``) selects an
     external cluster. Otherwise, with ``brokers=N`` a local cluster of N broker
     processes and a ZooKeeper starts (:func:`kafkalab.cluster`), and without it
-    a mini broker starts in this process. ``broker_configs`` (Kafka's broker
+    a mini broker starts in this process (one Kafka broker process with
+    ``$KAFKALAB_BACKEND=kafka``). ``broker_configs`` (Kafka's broker
     config names, e.g. ``**{"num.partitions": 3}``) go to those brokers; they
     cannot change an external cluster and are ignored there with a warning.
 
@@ -255,6 +259,11 @@ def connect(bootstrap_servers: str | None = None, brokers: int | None = None, lo
         from .cluster.cluster import cluster
         backend = os.environ.get(BACKEND_ENV_VAR, "").strip() or "mini"
         started = cluster(brokers=brokers, backend=backend, **broker_configs)
+        _current = LabKafka(started.bootstrap_servers, cluster=started)
+    elif (os.environ.get(BACKEND_ENV_VAR, "").strip() or "mini") != "mini":
+        # Kafka's own broker cannot run inside this kernel: one broker process of the lesson's own instead
+        from .cluster.cluster import cluster
+        started = cluster(brokers=1, backend=os.environ[BACKEND_ENV_VAR].strip(), **broker_configs)
         _current = LabKafka(started.bootstrap_servers, cluster=started)
     else:
         broker = MiniBroker(**broker_configs)

@@ -15,12 +15,17 @@ must be whole again (every broker running and registered).
 Lesson 02 injects faults, which only kafkalab's brokers take, into a cluster of its own
 (``connect(brokers=3, local=True)``). Its other steps (acks latency, batching, compression, quotas) run
 here on three Kafka 3.9 brokers of their own (``KAFKALAB_BACKEND=kafka``), without the cells tagged
-``kafkalab-only``. Not here: lesson 04 and labs 02 and 04, whose every step uses the embedded broker's
-clock, its files or fault injection.
+``kafkalab-only``. Lesson 04's sections 2 to 4 (segments rolled by size and by time, the dump tool on
+the segment files, the offset and time indexes, offsetsForTimes) run the same way on one Kafka 3.9
+broker of their own, whose files are on this machine; its steps from section 5 on set the broker's
+clock (retention and the cleaner run at a chosen time) and are tagged ``kafkalab-only``.
+Not here: labs 02 and 04, whose every graded step depends on fault injection (lab 02's drill) or on
+the broker's clock (lab 04's retention and cleaning at a chosen time).
 """
 from __future__ import annotations
 
 import os
+import re
 
 import nbformat
 import pytest
@@ -109,23 +114,47 @@ def test_lesson_06_word_count_holds_on_kafka(lab):
     assert real.actions()[before:] == []
 
 
-def test_lesson_02_steps_without_fault_injection_hold_on_kafka(tmp_path):
-    """acks latency, batching, compression ratios and a producer quota, on Kafka's own brokers: lesson 02 minus
-    the cells tagged kafkalab-only, with a cell that checks the brokers really are Kafka's."""
+def _without_kafkalab_only(name: str, tagged: int, is_kafka: str, tmp_path):
+    """The notebook minus its cells tagged kafkalab-only (there must be ``tagged`` of them), with the cell
+    ``is_kafka`` after its first assert, run by nbval with ``KAFKALAB_BACKEND=kafka``."""
     fetch_kafka("3.9")      # what KafkaBackend() finds
-    nb = nbformat.read(os.path.join(ROOT, "notebooks", "02_producer_acks_and_batching.ipynb"), as_version=4)
+    nb = nbformat.read(os.path.join(ROOT, "notebooks", name), as_version=4)
     only = ["kafkalab-only" in c.get("metadata", {}).get("tags", []) for c in nb.cells]
-    assert sum(only) == 11, "the fault-injection cells (sections 2 and 4) are tagged kafkalab-only"
-    assert not any("inject_fault" in c.source for c, o in zip(nb.cells, only) if c.cell_type == "code" and not o), \
-        "every cell that injects a fault is tagged kafkalab-only"
-    nb.cells = [c for c, o in zip(nb.cells, only) if not o]
+    assert sum(only) == tagged, f"{name}: {sum(only)} cells tagged kafkalab-only, not {tagged}"
+    kept = [c for c, o in zip(nb.cells, only) if not o]
+    nb.cells = kept
     first_assert = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.startswith("assert"))
-    nb.cells.insert(first_assert + 1, nbformat.v4.new_code_cell(
-        'assert cluster.backend.name == "kafka" and "kafka.Kafka" in psutil.Process(int(cluster.brokers["pid"][0])).cmdline()'))
-    copy = tmp_path / "02_on_kafka.ipynb"
+    nb.cells.insert(first_assert + 1, nbformat.v4.new_code_cell(is_kafka))
+    copy = tmp_path / name.replace(".ipynb", "_on_kafka.ipynb")
     nbformat.write(nb, str(copy))
     env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKALAB_")}
     env.update(KAFKALAB_BACKEND="kafka", PYTHONPATH=ROOT)
     run, took = run_nbval(str(copy), env, timeout_s=600)
-    assert run.returncode == 0, (f"lesson 02 on Kafka 3.9: nbval --nbval-lax failed after {took:.0f} s:\n"
+    assert run.returncode == 0, (f"{name} on Kafka 3.9: nbval --nbval-lax failed after {took:.0f} s:\n"
                                  f"{run.stdout[-6000:]}\n{run.stderr[-2000:]}")
+    return kept
+
+
+def test_lesson_02_steps_without_fault_injection_hold_on_kafka(tmp_path):
+    """acks latency, batching, compression ratios and a producer quota, on Kafka's own brokers: lesson 02 minus
+    the cells tagged kafkalab-only, with a cell that checks the brokers really are Kafka's."""
+    kept = _without_kafkalab_only(
+        "02_producer_acks_and_batching.ipynb", 11,
+        'assert cluster.backend.name == "kafka" and "kafka.Kafka" in psutil.Process(int(cluster.brokers["pid"][0])).cmdline()',
+        tmp_path)
+    assert not any("inject_fault" in c.source for c in kept if c.cell_type == "code"), \
+        "every cell that injects a fault is tagged kafkalab-only"
+
+
+def test_lesson_04_segments_and_indexes_hold_on_kafka(tmp_path):
+    """Segments rolled by segment.bytes and segment.ms, the dump tool on Kafka's own segment files, the offset
+    and time indexes and offsetsForTimes, on one Kafka 3.9 broker: lesson 04 minus the cells that set the
+    broker's clock (tagged kafkalab-only)."""
+    kept = _without_kafkalab_only(
+        "04_retention_and_segments.ipynb", 33,
+        'import psutil\nassert kafka.broker is None and kafka.cluster.backend.name == "kafka" and '
+        '"kafka.Kafka" in psutil.Process(int(kafka.cluster.brokers["pid"][0])).cmdline()',
+        tmp_path)
+    assert not any(re.search(r"(?<!def )\b(cleanup_logs|run_cleaner|dirty_state)\(", c.source)
+                   for c in kept if c.cell_type == "code"), \
+        "every cell that runs retention or the cleaner at a chosen time is tagged kafkalab-only"
