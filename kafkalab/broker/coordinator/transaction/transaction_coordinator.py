@@ -14,22 +14,32 @@
 * Ongoing transactions older than their timeout are aborted every
   ``transaction.abort.timed.out.transaction.cleanup.interval.ms`` (the producer is fenced).
 
-Where the mini broker differs (docs/differences.md): the state is in memory
-(:mod:`.transaction_state_manager`), standalone broker only, and the markers are written before
-the answer, so a transaction is never seen in PrepareCommit/PrepareAbort by a client; an
-InitProducerId that aborts an open transaction answers at once with the epoch bumped twice (fence,
-then the new producer's epoch), where Kafka answers CONCURRENT_TRANSACTIONS and the client retries.
+Every transition is written to ``__transaction_state`` before it is acted on
+(:mod:`.transaction_state_manager`); when the broker starts, :meth:`TransactionCoordinator.load`
+replays the topic: a transaction found in PrepareCommit / PrepareAbort gets its markers and
+completes, an Ongoing one is aborted at its timeout, as Kafka's coordinator does when it becomes
+the leader of a ``__transaction_state`` partition. Transactional ids idle for
+``transactional.id.expiration.ms`` are removed (a tombstone) every
+``transaction.remove.expired.transaction.cleanup.interval.ms``.
+
+Where the mini broker differs (docs/differences.md): standalone broker only; the markers are
+written before the answer, so a transaction is seen in PrepareCommit/PrepareAbort by a client only
+if the broker died between the two (then InitProducerId, AddPartitionsToTxn and EndTxn answer
+CONCURRENT_TRANSACTIONS until it completes, as in Kafka); an InitProducerId that aborts an open
+transaction answers at once with the epoch bumped twice (fence, then the new producer's epoch),
+where Kafka answers CONCURRENT_TRANSACTIONS and the client retries.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 
-from ...common.errors import ErrorCode
+from ...common.errors import ErrorCode, KafkaError
 from ...utils.async_util import cancel_and_wait
 from .transaction_marker_channel_manager import OFFSETS_TOPIC, TransactionMarkerChannelManager
 from .transaction_metadata import (MAX_PRODUCER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TransactionMetadata,
                                    TransactionState as S, now_ms)
+from .transaction_log import TRANSACTION_STATE_TOPIC
 from .transaction_state_manager import TransactionStateManager
 
 log = logging.getLogger("kafkalab.broker.coordinator")
@@ -38,10 +48,10 @@ log = logging.getLogger("kafkalab.broker.coordinator")
 class TransactionCoordinator:
     def __init__(self, broker):
         self.broker = broker
-        self.state_manager = TransactionStateManager(broker.config)
+        self.state_manager = TransactionStateManager(broker)
         self.marker_channel = TransactionMarkerChannelManager(broker)
         self.coordinator_epoch = 0
-        self._abort_task: asyncio.Task | None = None
+        self._tasks: list[asyncio.Task] = []
 
     # -- InitProducerId -----------------------------------------------------------------------
 
@@ -54,6 +64,10 @@ class TransactionCoordinator:
         if not self.state_manager.validate_transaction_timeout(txn_timeout_ms):
             return ErrorCode.INVALID_TRANSACTION_TIMEOUT, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         meta = self.state_manager.get(transactional_id)
+        try:
+            self.state_manager.ensure_transaction_topic()
+        except KafkaError as exc:
+            return exc.code, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         if meta is None:
             meta = self.state_manager.put_if_absent(TransactionMetadata(
                 transactional_id, self._new_producer_id(), NO_PRODUCER_EPOCH, txn_timeout_ms))
@@ -66,18 +80,24 @@ class TransactionCoordinator:
                                                            (meta.last_producer_id, meta.last_producer_epoch))):
             # KIP-360: a producer asking to bump an epoch that is no longer the current one was fenced
             return ErrorCode.PRODUCER_FENCED, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
-        if meta.state == S.ONGOING:   # the previous instance left a transaction open: fence it, abort it
-            self._fence_and_abort(meta, "a new producer instance called InitProducerId")
-        # Empty, CompleteCommit, CompleteAbort: the next epoch (a new producer id once it is exhausted)
-        meta.last_producer_id, meta.last_producer_epoch = meta.producer_id, meta.producer_epoch
-        if meta.producer_epoch + 1 > MAX_PRODUCER_EPOCH:
-            meta.producer_id, meta.producer_epoch = self._new_producer_id(), 0
-        else:
-            meta.producer_epoch += 1
-        meta.txn_timeout_ms = txn_timeout_ms
-        meta.topic_partitions.clear()
-        meta.txn_start_timestamp = -1
-        meta.transition_to(S.EMPTY)
+        try:
+            if meta.state == S.ONGOING:   # the previous instance left a transaction open: fence it, abort it
+                self._fence_and_abort(meta, "a new producer instance called InitProducerId")
+                if meta.state != S.COMPLETE_ABORT:   # its end could not be written: the client retries
+                    return ErrorCode.CONCURRENT_TRANSACTIONS, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+            # Empty, CompleteCommit, CompleteAbort: the next epoch (a new producer id once it is exhausted)
+            if meta.producer_epoch + 1 > MAX_PRODUCER_EPOCH:
+                producer_id, epoch = self._new_producer_id(), 0
+            else:
+                producer_id, epoch = meta.producer_id, meta.producer_epoch + 1
+            transit = meta.prepare_transition(S.EMPTY, producer_id=producer_id, producer_epoch=epoch,
+                                              last_producer_id=meta.producer_id,
+                                              last_producer_epoch=meta.producer_epoch,
+                                              txn_timeout_ms=txn_timeout_ms, topic_partitions=set(),
+                                              txn_start_timestamp=-1)
+            self.state_manager.append_transaction_to_log(meta, transit)
+        except KafkaError as exc:
+            return exc.code, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         log.info("transactional id %s: producer id %d, epoch %d", transactional_id, meta.producer_id,
                  meta.producer_epoch)
         return ErrorCode.NONE, meta.producer_id, meta.producer_epoch
@@ -87,20 +107,36 @@ class TransactionCoordinator:
 
     def _fence_and_abort(self, meta: TransactionMetadata, why: str) -> None:
         """Kafka's ``prepareFenceProducerEpoch`` then ``endTransaction(ABORT)``: the epoch goes up by
-        one (the old instance is fenced) and the ABORT markers carry the new epoch."""
+        one (the old instance is fenced) and the ABORT markers carry the new epoch. PrepareEpochFence
+        is a state of the memory only: what is written is PrepareAbort with the bumped epoch."""
         log.info("transactional id %s: aborting the open transaction (%s)", meta.transactional_id, why)
-        meta.transition_to(S.PREPARE_EPOCH_FENCE)
-        if meta.producer_epoch < MAX_PRODUCER_EPOCH:
-            meta.producer_epoch += 1
-        self._complete(meta, committed=False)
+        epoch = meta.producer_epoch + 1 if meta.producer_epoch < MAX_PRODUCER_EPOCH else meta.producer_epoch
+        transit = meta.prepare_transition(S.PREPARE_ABORT, producer_epoch=epoch)
+        self.state_manager.append_transaction_to_log(meta, transit)
+        self._send_markers_and_complete(meta)
 
     def _complete(self, meta: TransactionMetadata, committed: bool) -> None:
-        meta.transition_to(S.PREPARE_COMMIT if committed else S.PREPARE_ABORT)
+        """EndTxn from the client: PrepareCommit / PrepareAbort written, then the markers, then
+        CompleteCommit / CompleteAbort written. Raises KafkaError if the first write fails."""
+        transit = meta.prepare_transition(S.PREPARE_COMMIT if committed else S.PREPARE_ABORT)
+        self.state_manager.append_transaction_to_log(meta, transit)
+        self._send_markers_and_complete(meta)
+
+    def _send_markers_and_complete(self, meta: TransactionMetadata) -> None:
+        """The markers of a transaction in PrepareCommit / PrepareAbort, then its Complete state
+        (Kafka's ``TransactionMarkerChannelManager`` and ``tryCompleteTransition``). A transaction
+        whose Complete state cannot be written stays prepared; the next check finishes it."""
+        committed = meta.state == S.PREPARE_COMMIT
         self.marker_channel.add_txn_markers_to_send(meta.transactional_id, self.coordinator_epoch,
                                                     meta.producer_id, meta.producer_epoch, committed,
                                                     meta.topic_partitions)
-        meta.topic_partitions.clear()
-        meta.transition_to(S.COMPLETE_COMMIT if committed else S.COMPLETE_ABORT)
+        transit = meta.prepare_transition(S.COMPLETE_COMMIT if committed else S.COMPLETE_ABORT,
+                                          topic_partitions=set())
+        try:
+            self.state_manager.append_transaction_to_log(meta, transit)
+        except KafkaError as exc:
+            log.warning("transactional id %s: %s not written (%s); retried later", meta.transactional_id,
+                        transit.state, exc.message)
 
     # -- checks shared by the transaction APIs ------------------------------------------------
 
@@ -126,10 +162,13 @@ class TransactionCoordinator:
             return ErrorCode.CONCURRENT_TRANSACTIONS
         if meta.state == S.ONGOING and partitions <= meta.topic_partitions:
             return ErrorCode.NONE
-        if meta.state != S.ONGOING:
-            meta.txn_start_timestamp = now_ms()
-        meta.topic_partitions |= partitions
-        meta.transition_to(S.ONGOING)
+        start = meta.txn_start_timestamp if meta.state == S.ONGOING else now_ms()
+        try:
+            transit = meta.prepare_transition(S.ONGOING, topic_partitions=meta.topic_partitions | partitions,
+                                              txn_start_timestamp=start)
+            self.state_manager.append_transaction_to_log(meta, transit)
+        except KafkaError as exc:
+            return exc.code
         return ErrorCode.NONE
 
     def offsets_partition_for(self, group_id: str) -> tuple[str, int]:
@@ -145,7 +184,10 @@ class TransactionCoordinator:
             return error
         state = meta.state
         if state == S.ONGOING:
-            self._complete(meta, committed)
+            try:
+                self._complete(meta, committed)
+            except KafkaError as exc:
+                return exc.code
             return ErrorCode.NONE
         if state == S.COMPLETE_COMMIT:   # a retried EndTxn is answered as the first one was
             return ErrorCode.NONE if committed else ErrorCode.INVALID_TXN_STATE
@@ -175,28 +217,71 @@ class TransactionCoordinator:
     # -- timeouts -----------------------------------------------------------------------------
 
     def abort_timed_out_transactions(self) -> int:
-        """Kafka's ``abortTimedOutTransactions``: fence and abort what ran past its timeout."""
+        """Kafka's ``abortTimedOutTransactions``: fence and abort what ran past its timeout; also
+        finish a transaction left prepared (its Complete state not written yet)."""
+        for meta in [m for m in self.state_manager.transactions.values()
+                     if m.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT)]:
+            self._send_markers_and_complete(meta)
         expired = self.state_manager.timed_out_transactions()
         for meta in expired:
-            self._fence_and_abort(meta, f"it ran longer than its timeout of {meta.txn_timeout_ms} ms")
+            try:
+                self._fence_and_abort(meta, f"it ran longer than its timeout of {meta.txn_timeout_ms} ms")
+            except KafkaError as exc:
+                log.warning("transactional id %s: abort not written (%s); retried later", meta.transactional_id,
+                            exc.message)
         return len(expired)
 
-    def start(self) -> None:
-        self._abort_task = asyncio.get_running_loop().create_task(self._abort_loop())
-
-    async def _abort_loop(self) -> None:
-        interval = self.broker.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"] / 1000
-        while True:
-            await asyncio.sleep(interval)
+    def remove_expired_transactional_ids(self) -> int:
+        """Kafka's ``removeExpiredTransactionalIds``: a tombstone for every transactional id idle for
+        ``transactional.id.expiration.ms``; a producer using it again starts with a new producer id."""
+        expired = self.state_manager.expired_transactional_ids()
+        for meta in expired:
             try:
-                self.abort_timed_out_transactions()
+                self.state_manager.remove_expired(meta)
+                log.info("transactional id %s expired", meta.transactional_id)
+            except KafkaError as exc:
+                log.warning("transactional id %s: tombstone not written (%s)", meta.transactional_id, exc.message)
+        return len(expired)
+
+    # -- start-up and shutdown ------------------------------------------------------------------
+
+    def load(self) -> list[TransactionMetadata]:
+        """Replay ``__transaction_state`` (Kafka's ``onElection`` -> ``loadTransactionsForTxnTopicPartition``)
+        and finish every transaction found in PrepareCommit / PrepareAbort: its markers, then its
+        Complete state. Ongoing ones are left to the timeout check."""
+        loaded = self.state_manager.load()
+        for meta in loaded:
+            if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+                log.info("transactional id %s was %s when loaded: writing its markers", meta.transactional_id,
+                         meta.state)
+                self._send_markers_and_complete(meta)
+        if loaded:
+            log.info("loaded %d transactional ids from %s", len(loaded), TRANSACTION_STATE_TOPIC)
+        return loaded
+
+    def start(self) -> None:
+        self.load()
+        cfg = self.broker.config
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self._every(cfg["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
+                                         self.abort_timed_out_transactions)),
+            loop.create_task(self._every(cfg["transaction.remove.expired.transaction.cleanup.interval.ms"],
+                                         self.remove_expired_transactional_ids))]
+
+    @staticmethod
+    async def _every(interval_ms: int, job) -> None:
+        while True:
+            await asyncio.sleep(interval_ms / 1000)
+            try:
+                job()
             except Exception:   # never let one bad transaction stop the timer
-                log.exception("aborting timed-out transactions failed")
+                log.exception("%s failed", job.__name__)
 
     async def stop(self) -> None:
-        if self._abort_task is not None:
-            await cancel_and_wait([self._abort_task])
-            self._abort_task = None
+        if self._tasks:
+            await cancel_and_wait(self._tasks)
+            self._tasks = []
 
     def describe_transactions(self) -> list[dict]:
         return [m.describe() for m in self.state_manager.transactions.values()]
