@@ -165,8 +165,10 @@ def read_value(data: bytes | None) -> TransactionLogValue | None:
 def format_record(key: bytes | None, value: bytes | None) -> str:
     """``key: ... payload: ...`` as Kafka's ``kafka-dump-log.sh --transaction-log-decoder`` prints it
     (``TransactionLogMessageFormatter``-style: the transactional id, then the value's fields)."""
+    if key is None:
+        return f"key: (none: not a {TRANSACTION_STATE_TOPIC} record)"
     try:
-        txn_id = read_key(key) if key is not None else None
+        txn_id = read_key(key)
     except (ValueError, struct.error) as exc:
         return f"key: (not a {TRANSACTION_STATE_TOPIC} key: {exc})"
     try:
