@@ -26,8 +26,8 @@ Where the mini broker differs (docs/differences.md): standalone broker only; the
 written before the answer, so a transaction is seen in PrepareCommit/PrepareAbort by a client only
 if the broker died between the two (then InitProducerId, AddPartitionsToTxn and EndTxn answer
 CONCURRENT_TRANSACTIONS until it completes, as in Kafka); an InitProducerId that aborts an open
-transaction answers at once with the epoch bumped twice (fence, then the new producer's epoch),
-where Kafka answers CONCURRENT_TRANSACTIONS and the client retries.
+transaction answers CONCURRENT_TRANSACTIONS, as Kafka, and writes the ABORT markers right after the
+answer; the client's retry gets the epoch bumped twice (fence, then the new producer's epoch).
 """
 from __future__ import annotations
 
@@ -81,10 +81,11 @@ class TransactionCoordinator:
             # KIP-360: a producer asking to bump an epoch that is no longer the current one was fenced
             return ErrorCode.PRODUCER_FENCED, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         try:
-            if meta.state == S.ONGOING:   # the previous instance left a transaction open: fence it, abort it
-                self._fence_and_abort(meta, "a new producer instance called InitProducerId")
-                if meta.state != S.COMPLETE_ABORT:   # its end could not be written: the client retries
-                    return ErrorCode.CONCURRENT_TRANSACTIONS, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+            if meta.state == S.ONGOING:
+                # the previous instance left a transaction open: fence it and abort it, and answer
+                # CONCURRENT_TRANSACTIONS; the client retries and gets its epoch once the abort is complete
+                self._fence_and_abort(meta, "a new producer instance called InitProducerId", wait=False)
+                return ErrorCode.CONCURRENT_TRANSACTIONS, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
             # Empty, CompleteCommit, CompleteAbort: the next epoch (a new producer id once it is exhausted)
             if meta.producer_epoch + 1 > MAX_PRODUCER_EPOCH:
                 producer_id, epoch = self._new_producer_id(), 0
@@ -105,7 +106,7 @@ class TransactionCoordinator:
     def _new_producer_id(self) -> int:
         return self.broker.producer_id_manager.generate_producer_id()
 
-    def _fence_and_abort(self, meta: TransactionMetadata, why: str) -> None:
+    def _fence_and_abort(self, meta: TransactionMetadata, why: str, wait: bool = True) -> None:
         """Kafka's ``prepareFenceProducerEpoch`` then ``endTransaction(ABORT)``: the epoch goes up by
         one (the old instance is fenced) and the ABORT markers carry the new epoch. PrepareEpochFence
         is a state of the memory only: what is written is PrepareAbort with the bumped epoch."""
@@ -113,7 +114,14 @@ class TransactionCoordinator:
         epoch = meta.producer_epoch + 1 if meta.producer_epoch < MAX_PRODUCER_EPOCH else meta.producer_epoch
         transit = meta.prepare_transition(S.PREPARE_ABORT, producer_epoch=epoch)
         self.state_manager.append_transaction_to_log(meta, transit)
-        self._send_markers_and_complete(meta)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if wait or loop is None:
+            self._send_markers_and_complete(meta)
+        else:   # as Kafka's marker channel: after the answer
+            loop.call_soon(self._send_markers_and_complete, meta)
 
     def _complete(self, meta: TransactionMetadata, committed: bool) -> None:
         """EndTxn from the client: PrepareCommit / PrepareAbort written, then the markers, then
@@ -126,6 +134,8 @@ class TransactionCoordinator:
         """The markers of a transaction in PrepareCommit / PrepareAbort, then its Complete state
         (Kafka's ``TransactionMarkerChannelManager`` and ``tryCompleteTransition``). A transaction
         whose Complete state cannot be written stays prepared; the next check finishes it."""
+        if meta.state not in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            return   # completed meanwhile (by the periodic check)
         committed = meta.state == S.PREPARE_COMMIT
         self.marker_channel.add_txn_markers_to_send(meta.transactional_id, self.coordinator_epoch,
                                                     meta.producer_id, meta.producer_epoch, committed,
@@ -285,3 +295,41 @@ class TransactionCoordinator:
 
     def describe_transactions(self) -> list[dict]:
         return [m.describe() for m in self.state_manager.transactions.values()]
+
+    # -- DescribeTransactions / ListTransactions (KIP-664) --------------------------------------
+
+    def handle_describe_transaction(self, transactional_id: str) -> dict:
+        """One entry of a DescribeTransactions response (Kafka's ``handleDescribeTransactions``)."""
+        out = {"error_code": ErrorCode.NONE, "transactional_id": transactional_id, "transaction_state": "",
+               "transaction_timeout_ms": 0, "transaction_start_time_ms": -1, "producer_id": -1,
+               "producer_epoch": -1, "topics": []}
+        meta = self.state_manager.get(transactional_id) if transactional_id else None
+        if meta is None or meta.state == S.DEAD:
+            out["error_code"] = ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+            return out
+        topics: dict[str, list[int]] = {}
+        for topic, index in sorted(meta.topic_partitions):
+            topics.setdefault(topic, []).append(index)
+        out.update(transaction_state=str(meta.state), transaction_timeout_ms=meta.txn_timeout_ms,
+                   transaction_start_time_ms=meta.txn_start_timestamp, producer_id=meta.producer_id,
+                   producer_epoch=meta.producer_epoch,
+                   topics=[{"topic": t, "partitions": ids} for t, ids in topics.items()])
+        return out
+
+    def handle_list_transactions(self, state_filters: list[str], producer_id_filters: list[int],
+                                 duration_filter_ms: int = -1) -> dict:
+        """A ListTransactions response's body (Kafka's ``TransactionStateManager.listTransactionStates``):
+        state names Kafka does not know go to ``unknown_state_filters``; Dead ids are never listed;
+        ``duration_filter_ms`` >= 0 keeps transactions running longer than that (KIP-994)."""
+        known = {s.value for s in S}
+        unknown = [name for name in state_filters if name not in known]
+        wanted = set(state_filters) - set(unknown)
+        now = now_ms()
+        states = [{"transactional_id": m.transactional_id, "producer_id": m.producer_id,
+                   "transaction_state": str(m.state)}
+                  for m in self.state_manager.transactions.values()
+                  if m.state != S.DEAD
+                  and (not producer_id_filters or m.producer_id in producer_id_filters)
+                  and (not state_filters or str(m.state) in wanted)
+                  and (duration_filter_ms < 0 or now - m.txn_start_timestamp > duration_filter_ms)]
+        return {"error_code": ErrorCode.NONE, "unknown_state_filters": unknown, "transaction_states": states}
