@@ -13,7 +13,10 @@ every partition in it (and to the group's ``__consumer_offsets`` partition,
 which applies or drops the transaction's offsets), then CompleteCommit /
 CompleteAbort. A retry of the same EndTxn is answered NONE; the other one
 (abort after commit) INVALID_TXN_STATE, as is ending a transaction that never
-began. On the standalone broker the markers are written before the answer.
+began. Each state is written to ``__transaction_state`` before it is acted on;
+on the standalone broker the markers are written before the answer (Kafka
+answers once PrepareCommit / PrepareAbort is written, and sends the markers
+afterwards).
 """
 from kafka.protocol.producer.transaction import EndTxnRequest, EndTxnResponse
 

@@ -11,9 +11,8 @@ message saying so); the transaction coordinator in cluster mode (the same).
 
 A transactional id's coordinator is, in Kafka, the leader of partition
 ``abs(transactionalId.hashCode()) % transaction.state.log.num.partitions`` of
-``__transaction_state``. The standalone broker keeps its transaction state in
-memory (no ``__transaction_state`` yet) and is the coordinator of every
-transactional id.
+``__transaction_state``. The standalone broker leads every partition of that
+topic, so it is the coordinator of every transactional id.
 
 A group's coordinator is the leader of partition
 ``abs(groupId.hashCode()) % offsets.topic.num.partitions`` of

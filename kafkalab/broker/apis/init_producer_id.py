@@ -11,8 +11,11 @@ mode (COORDINATOR_NOT_AVAILABLE: no transaction coordinator there yet).
 With a ``transactional_id`` the transaction coordinator answers
 (``kafkalab.broker.coordinator.transaction``): the same producer id for the same
 transactional id, the epoch bumped on every call (the previous instance is
-fenced, its open transaction aborted); INVALID_TRANSACTION_TIMEOUT when
-``transaction_timeout_ms`` is above ``transaction.max.timeout.ms``.
+fenced, its open transaction aborted: CONCURRENT_TRANSACTIONS first, as Kafka,
+until the ABORT markers are written, then the new epoch on the client's retry);
+INVALID_TRANSACTION_TIMEOUT when ``transaction_timeout_ms`` is above
+``transaction.max.timeout.ms``. The transactional id's state is written to
+``__transaction_state`` first, so it outlives the broker.
 
 An idempotent producer (``enable.idempotence=true``: the default of
 kafka-python 3 and the Java client, opt-in for confluent-kafka/librdkafka)
