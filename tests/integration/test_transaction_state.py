@@ -153,10 +153,10 @@ def test_prepared_transactions_complete_on_load_and_files_decode(tmp_path):
             _ongoing(b, topic, txn_id)
         coordinator = b.server.transaction_coordinator
 
-        def prepare():   # what EndTxn writes before the markers (TransactionCoordinator._complete)
+        async def prepare():   # what EndTxn writes before the markers (TransactionCoordinator._complete)
             for txn_id, state in (("tx-prep-commit", "PrepareCommit"), ("tx-prep-abort", "PrepareAbort")):
                 meta = coordinator.state_manager.get(txn_id)
-                coordinator.state_manager.append_transaction_to_log(
+                await coordinator.state_manager.append_transaction_to_log(
                     meta, meta.prepare_transition(type(meta.state)(state)))
         b.call(prepare)
         assert b.call(lambda: b.server.replica_manager.get_partition("txn-prep-commit", 0).log.last_stable_offset) == 0

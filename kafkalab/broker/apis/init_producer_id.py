@@ -5,8 +5,9 @@ v2   flexible
 v3   + producer_id/epoch in the request: a producer may ask to bump its epoch (KIP-360)
 v4   same as v3 (PRODUCER_FENCED may be returned)
 v5   same as v4 (KIP-890)
-Not implemented: v6 (two-phase commit, KIP-939); transactional ids in cluster
-mode (COORDINATOR_NOT_AVAILABLE: no transaction coordinator there yet).
+Not implemented: v6 (two-phase commit, KIP-939). A transactional id is served
+by its coordinator (in cluster mode the leader of its ``__transaction_state``
+partition; NOT_COORDINATOR elsewhere).
 
 With a ``transactional_id`` the transaction coordinator answers
 (``kafkalab.broker.coordinator.transaction``): the same producer id for the same
@@ -48,7 +49,7 @@ async def handle_init_producer_id(ctx, request):
         if coordinator is None:
             return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
                     "producer_id": -1, "producer_epoch": -1}
-        error, pid, epoch = coordinator.handle_init_producer_id(request.transactional_id,
+        error, pid, epoch = await coordinator.handle_init_producer_id(request.transactional_id,
                                                                 request.transaction_timeout_ms, pid, epoch)
         return {"throttle_time_ms": 0, "error_code": error, "producer_id": pid, "producer_epoch": epoch}
     # Kafka's TransactionCoordinator: without a transactional id, always a fresh producer id, epoch 0

@@ -5,7 +5,9 @@ v2   + committed_leader_epoch
 v3   flexible; + generation_id, member_id, group_instance_id (KIP-447: the group
      coordinator fences a producer whose consumer left the generation)
 v4   same as v3 (KIP-890)
-Not implemented: v5 (transactions V2), cluster mode (COORDINATOR_NOT_AVAILABLE).
+Not implemented: v5 (transactions V2); in cluster mode a group coordinator that is
+not also the transactional id's coordinator does not verify the transaction
+(Kafka asks the transaction coordinator, KIP-890 part 1).
 
 After AddOffsetsToTxn, ``send_offsets_to_transaction`` sends the offsets here.
 They are *pending*: OffsetFetch does not return them (with ``require_stable``

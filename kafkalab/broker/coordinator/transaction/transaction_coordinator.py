@@ -22,12 +22,18 @@ the leader of a ``__transaction_state`` partition. Transactional ids idle for
 ``transactional.id.expiration.ms`` are removed (a tombstone) every
 ``transaction.remove.expired.transaction.cleanup.interval.ms``.
 
-Where the mini broker differs (docs/differences.md): standalone broker only; the markers are
-written before the answer, so a transaction is seen in PrepareCommit/PrepareAbort by a client only
-if the broker died between the two (then InitProducerId, AddPartitionsToTxn and EndTxn answer
-CONCURRENT_TRANSACTIONS until it completes, as in Kafka); an InitProducerId that aborts an open
-transaction answers CONCURRENT_TRANSACTIONS, as Kafka, and writes the ABORT markers right after the
-answer; the client's retry gets the epoch bumped twice (fence, then the new producer's epoch).
+In cluster mode the coordinator of a transactional id is the leader of its ``__transaction_state``
+partition: :meth:`TransactionCoordinator.on_leadership_change` loads a partition when this broker
+becomes its leader (other brokers answer NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS while it
+loads) and forgets its ids when it stops being it; the markers go to the partitions' leaders over
+the network (:mod:`.transaction_marker_channel_manager`).
+
+Where the mini broker differs (docs/differences.md): the markers are written before EndTxn is
+answered, so a client sees PrepareCommit/PrepareAbort (CONCURRENT_TRANSACTIONS from InitProducerId,
+AddPartitionsToTxn and EndTxn, as in Kafka) only while markers are retried to a moved leader or
+after the coordinator died between the two; an InitProducerId that aborts an open transaction
+answers CONCURRENT_TRANSACTIONS, as Kafka, and writes the ABORT markers right after the answer; the
+client's retry gets the epoch bumped twice (fence, then the new producer's epoch).
 """
 from __future__ import annotations
 
@@ -50,12 +56,14 @@ class TransactionCoordinator:
         self.broker = broker
         self.state_manager = TransactionStateManager(broker)
         self.marker_channel = TransactionMarkerChannelManager(broker)
-        self.coordinator_epoch = 0
+        self.zk_mode: bool = getattr(broker, "zk_mode", False)
         self._tasks: list[asyncio.Task] = []
+        self._background: set[asyncio.Task] = set()
+        self._completing: set[str] = set()   # transactional ids whose markers are being written
 
     # -- InitProducerId -----------------------------------------------------------------------
 
-    def handle_init_producer_id(self, transactional_id: str, txn_timeout_ms: int,
+    async def handle_init_producer_id(self, transactional_id: str, txn_timeout_ms: int,
                                 expected_producer_id: int = NO_PRODUCER_ID,
                                 expected_epoch: int = NO_PRODUCER_EPOCH) -> tuple[ErrorCode, int, int]:
         """(error, producer id, epoch) for a transactional producer (Kafka's ``handleInitProducerId``)."""
@@ -63,11 +71,14 @@ class TransactionCoordinator:
             return ErrorCode.INVALID_REQUEST, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         if not self.state_manager.validate_transaction_timeout(txn_timeout_ms):
             return ErrorCode.INVALID_TRANSACTION_TIMEOUT, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
-        meta = self.state_manager.get(transactional_id)
         try:
             self.state_manager.ensure_transaction_topic()
         except KafkaError as exc:
             return exc.code, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        error = self.state_manager.coordinator_error(transactional_id)
+        if error:
+            return error, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        meta = self.state_manager.get(transactional_id)
         if meta is None:
             meta = self.state_manager.put_if_absent(TransactionMetadata(
                 transactional_id, self._new_producer_id(), NO_PRODUCER_EPOCH, txn_timeout_ms))
@@ -84,7 +95,7 @@ class TransactionCoordinator:
             if meta.state == S.ONGOING:
                 # the previous instance left a transaction open: fence it and abort it, and answer
                 # CONCURRENT_TRANSACTIONS; the client retries and gets its epoch once the abort is complete
-                self._fence_and_abort(meta, "a new producer instance called InitProducerId", wait=False)
+                await self._fence_and_abort(meta, "a new producer instance called InitProducerId", wait=False)
                 return ErrorCode.CONCURRENT_TRANSACTIONS, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
             # Empty, CompleteCommit, CompleteAbort: the next epoch (a new producer id once it is exhausted)
             if meta.producer_epoch + 1 > MAX_PRODUCER_EPOCH:
@@ -96,7 +107,7 @@ class TransactionCoordinator:
                                               last_producer_epoch=meta.producer_epoch,
                                               txn_timeout_ms=txn_timeout_ms, topic_partitions=set(),
                                               txn_start_timestamp=-1)
-            self.state_manager.append_transaction_to_log(meta, transit)
+            await self.state_manager.append_transaction_to_log(meta, transit)
         except KafkaError as exc:
             return exc.code, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         log.info("transactional id %s: producer id %d, epoch %d", transactional_id, meta.producer_id,
@@ -106,47 +117,55 @@ class TransactionCoordinator:
     def _new_producer_id(self) -> int:
         return self.broker.producer_id_manager.generate_producer_id()
 
-    def _fence_and_abort(self, meta: TransactionMetadata, why: str, wait: bool = True) -> None:
+    async def _fence_and_abort(self, meta: TransactionMetadata, why: str, wait: bool = True) -> None:
         """Kafka's ``prepareFenceProducerEpoch`` then ``endTransaction(ABORT)``: the epoch goes up by
         one (the old instance is fenced) and the ABORT markers carry the new epoch. PrepareEpochFence
         is a state of the memory only: what is written is PrepareAbort with the bumped epoch."""
         log.info("transactional id %s: aborting the open transaction (%s)", meta.transactional_id, why)
         epoch = meta.producer_epoch + 1 if meta.producer_epoch < MAX_PRODUCER_EPOCH else meta.producer_epoch
         transit = meta.prepare_transition(S.PREPARE_ABORT, producer_epoch=epoch)
-        self.state_manager.append_transaction_to_log(meta, transit)
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
-        if wait or loop is None:
-            self._send_markers_and_complete(meta)
+        await self.state_manager.append_transaction_to_log(meta, transit)
+        if wait:
+            await self._send_markers_and_complete(meta)
         else:   # as Kafka's marker channel: after the answer
-            loop.call_soon(self._send_markers_and_complete, meta)
+            self._spawn(self._send_markers_and_complete(meta))
 
-    def _complete(self, meta: TransactionMetadata, committed: bool) -> None:
+    def _spawn(self, coro) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _complete(self, meta: TransactionMetadata, committed: bool) -> None:
         """EndTxn from the client: PrepareCommit / PrepareAbort written, then the markers, then
         CompleteCommit / CompleteAbort written. Raises KafkaError if the first write fails."""
         transit = meta.prepare_transition(S.PREPARE_COMMIT if committed else S.PREPARE_ABORT)
-        self.state_manager.append_transaction_to_log(meta, transit)
-        self._send_markers_and_complete(meta)
+        await self.state_manager.append_transaction_to_log(meta, transit)
+        await self._send_markers_and_complete(meta)
 
-    def _send_markers_and_complete(self, meta: TransactionMetadata) -> None:
+    async def _send_markers_and_complete(self, meta: TransactionMetadata) -> None:
         """The markers of a transaction in PrepareCommit / PrepareAbort, then its Complete state
         (Kafka's ``TransactionMarkerChannelManager`` and ``tryCompleteTransition``). A transaction
         whose Complete state cannot be written stays prepared; the next check finishes it."""
-        if meta.state not in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
-            return   # completed meanwhile (by the periodic check)
-        committed = meta.state == S.PREPARE_COMMIT
-        self.marker_channel.add_txn_markers_to_send(meta.transactional_id, self.coordinator_epoch,
-                                                    meta.producer_id, meta.producer_epoch, committed,
-                                                    meta.topic_partitions)
-        transit = meta.prepare_transition(S.COMPLETE_COMMIT if committed else S.COMPLETE_ABORT,
-                                          topic_partitions=set())
+        if meta.state not in (S.PREPARE_COMMIT, S.PREPARE_ABORT) or meta.transactional_id in self._completing:
+            return   # completed meanwhile, or being completed
+        self._completing.add(meta.transactional_id)
         try:
-            self.state_manager.append_transaction_to_log(meta, transit)
-        except KafkaError as exc:
-            log.warning("transactional id %s: %s not written (%s); retried later", meta.transactional_id,
-                        transit.state, exc.message)
+            committed = meta.state == S.PREPARE_COMMIT
+            owned = await self.marker_channel.add_txn_markers_to_send(
+                meta.transactional_id, self.state_manager.coordinator_epoch(meta.transactional_id),
+                meta.producer_id, meta.producer_epoch, committed, meta.topic_partitions,
+                still_coordinator=lambda: self.state_manager.get(meta.transactional_id) is meta)
+            if not owned:
+                return   # no longer its coordinator: the new one finishes it
+            transit = meta.prepare_transition(S.COMPLETE_COMMIT if committed else S.COMPLETE_ABORT,
+                                              topic_partitions=set())
+            try:
+                await self.state_manager.append_transaction_to_log(meta, transit)
+            except KafkaError as exc:
+                log.warning("transactional id %s: %s not written (%s); retried later", meta.transactional_id,
+                            transit.state, exc.message)
+        finally:
+            self._completing.discard(meta.transactional_id)
 
     # -- checks shared by the transaction APIs ------------------------------------------------
 
@@ -154,6 +173,9 @@ class TransactionCoordinator:
         """(error, metadata): Kafka's checks of AddPartitionsToTxn, AddOffsetsToTxn and EndTxn."""
         if not transactional_id:
             return ErrorCode.INVALID_REQUEST, None
+        error = self.state_manager.coordinator_error(transactional_id)
+        if error:
+            return error, None
         meta = self.state_manager.get(transactional_id)
         if meta is None or meta.producer_id != producer_id:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING, None
@@ -163,7 +185,7 @@ class TransactionCoordinator:
 
     # -- AddPartitionsToTxn / AddOffsetsToTxn -------------------------------------------------
 
-    def handle_add_partitions_to_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int,
+    async def handle_add_partitions_to_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int,
                                              partitions: set[tuple[str, int]]) -> ErrorCode:
         error, meta = self._check_producer(transactional_id, producer_id, producer_epoch)
         if error:
@@ -176,7 +198,7 @@ class TransactionCoordinator:
         try:
             transit = meta.prepare_transition(S.ONGOING, topic_partitions=meta.topic_partitions | partitions,
                                               txn_start_timestamp=start)
-            self.state_manager.append_transaction_to_log(meta, transit)
+            await self.state_manager.append_transaction_to_log(meta, transit)
         except KafkaError as exc:
             return exc.code
         return ErrorCode.NONE
@@ -186,7 +208,7 @@ class TransactionCoordinator:
 
     # -- EndTxn -------------------------------------------------------------------------------
 
-    def handle_end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int,
+    async def handle_end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int,
                                committed: bool) -> ErrorCode:
         """Kafka's ``TransactionCoordinator.endTransaction`` (from a client)."""
         error, meta = self._check_producer(transactional_id, producer_id, producer_epoch)
@@ -195,7 +217,7 @@ class TransactionCoordinator:
         state = meta.state
         if state == S.ONGOING:
             try:
-                self._complete(meta, committed)
+                await self._complete(meta, committed)
             except KafkaError as exc:
                 return exc.code
             return ErrorCode.NONE
@@ -214,7 +236,11 @@ class TransactionCoordinator:
                            partition: tuple[str, int]) -> ErrorCode:
         """KIP-890 (part 1) verification, as a leader asks with AddPartitionsToTxn ``verify_only``: is
         ``partition`` in this producer's ongoing transaction? INVALID_PRODUCER_EPOCH for a fenced
-        producer, INVALID_TXN_STATE for a partition it never added."""
+        producer, INVALID_TXN_STATE for a partition it never added. In cluster mode a leader that is
+        not the transactional id's coordinator does not verify (Kafka asks the coordinator over the
+        network: not done here)."""
+        if self.state_manager.coordinator_error(transactional_id or "") is not None:
+            return ErrorCode.NONE
         meta = self.state_manager.get(transactional_id or "")
         if meta is None or meta.producer_id != producer_id:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING
@@ -226,51 +252,79 @@ class TransactionCoordinator:
 
     # -- timeouts -----------------------------------------------------------------------------
 
-    def abort_timed_out_transactions(self) -> int:
+    async def abort_timed_out_transactions(self) -> int:
         """Kafka's ``abortTimedOutTransactions``: fence and abort what ran past its timeout; also
         finish a transaction left prepared (its Complete state not written yet)."""
         for meta in [m for m in self.state_manager.transactions.values()
                      if m.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT)]:
-            self._send_markers_and_complete(meta)
+            await self._send_markers_and_complete(meta)
         expired = self.state_manager.timed_out_transactions()
         for meta in expired:
             try:
-                self._fence_and_abort(meta, f"it ran longer than its timeout of {meta.txn_timeout_ms} ms")
+                await self._fence_and_abort(meta, f"it ran longer than its timeout of {meta.txn_timeout_ms} ms")
             except KafkaError as exc:
                 log.warning("transactional id %s: abort not written (%s); retried later", meta.transactional_id,
                             exc.message)
         return len(expired)
 
-    def remove_expired_transactional_ids(self) -> int:
+    async def remove_expired_transactional_ids(self) -> int:
         """Kafka's ``removeExpiredTransactionalIds``: a tombstone for every transactional id idle for
         ``transactional.id.expiration.ms``; a producer using it again starts with a new producer id."""
         expired = self.state_manager.expired_transactional_ids()
         for meta in expired:
             try:
-                self.state_manager.remove_expired(meta)
+                await self.state_manager.remove_expired(meta)
                 log.info("transactional id %s expired", meta.transactional_id)
             except KafkaError as exc:
                 log.warning("transactional id %s: tombstone not written (%s)", meta.transactional_id, exc.message)
         return len(expired)
 
-    # -- start-up and shutdown ------------------------------------------------------------------
+    # -- start-up, shutdown, and (cluster mode) which transactional ids this broker coordinates ----
 
-    def load(self) -> list[TransactionMetadata]:
-        """Replay ``__transaction_state`` (Kafka's ``onElection`` -> ``loadTransactionsForTxnTopicPartition``)
-        and finish every transaction found in PrepareCommit / PrepareAbort: its markers, then its
-        Complete state. Ongoing ones are left to the timeout check."""
-        loaded = self.state_manager.load()
+    async def load(self, only_partition: int | None = None, leader_epoch: int = 0) -> list[TransactionMetadata]:
+        """Replay ``__transaction_state`` (or, in cluster mode, the partition this broker now leads:
+        Kafka's ``onElection`` -> ``loadTransactionsForTxnTopicPartition``) and finish every
+        transaction found in PrepareCommit / PrepareAbort: its markers, then its Complete state.
+        Ongoing ones are left to the timeout check."""
+        loaded = self.state_manager.load(only_partition, leader_epoch)
         for meta in loaded:
             if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
                 log.info("transactional id %s was %s when loaded: writing its markers", meta.transactional_id,
                          meta.state)
-                self._send_markers_and_complete(meta)
+                if self.zk_mode:
+                    self._spawn(self._send_markers_and_complete(meta))
+                else:
+                    await self._send_markers_and_complete(meta)
         if loaded:
-            log.info("loaded %d transactional ids from %s", len(loaded), TRANSACTION_STATE_TOPIC)
+            log.info("loaded %d transactional ids from %s%s", len(loaded), TRANSACTION_STATE_TOPIC,
+                     "" if only_partition is None else f"-{only_partition}")
         return loaded
 
-    def start(self) -> None:
-        self.load()
+    def on_leadership_change(self, topic: str, index: int, is_leader: bool, leader_epoch: int) -> None:
+        """ReplicaManager's leadership listener: load a ``__transaction_state`` partition when this broker
+        becomes its leader, forget its transactional ids when it stops being it (``onResignation``)."""
+        if topic != TRANSACTION_STATE_TOPIC:
+            return
+        if not is_leader:
+            self.state_manager.unload_partition(index)
+            return
+        if self.state_manager.begin_loading(index, leader_epoch):
+            self._spawn(self._load_partition(index, leader_epoch))
+
+    async def _load_partition(self, index: int, leader_epoch: int) -> None:
+        try:
+            await self.load(index, leader_epoch)
+        except Exception:
+            log.exception("loading %s-%d failed", TRANSACTION_STATE_TOPIC, index)
+
+    async def start(self) -> None:
+        if self.zk_mode:   # loaded partition by partition, as this broker becomes their leader
+            rm = self.broker.replica_manager
+            if not hasattr(rm, "leadership_listeners"):
+                rm.leadership_listeners = []
+            rm.leadership_listeners.append(self.on_leadership_change)
+        else:
+            await self.load()
         cfg = self.broker.config
         loop = asyncio.get_running_loop()
         self._tasks = [
@@ -284,14 +338,16 @@ class TransactionCoordinator:
         while True:
             await asyncio.sleep(interval_ms / 1000)
             try:
-                job()
+                await job()
             except Exception:   # never let one bad transaction stop the timer
                 log.exception("%s failed", job.__name__)
 
     async def stop(self) -> None:
-        if self._tasks:
-            await cancel_and_wait(self._tasks)
-            self._tasks = []
+        tasks = self._tasks + list(self._background)
+        if tasks:
+            await cancel_and_wait(tasks)
+        self._tasks, self._background = [], set()
+        await self.marker_channel.close()
 
     def describe_transactions(self) -> list[dict]:
         return [m.describe() for m in self.state_manager.transactions.values()]
@@ -303,6 +359,10 @@ class TransactionCoordinator:
         out = {"error_code": ErrorCode.NONE, "transactional_id": transactional_id, "transaction_state": "",
                "transaction_timeout_ms": 0, "transaction_start_time_ms": -1, "producer_id": -1,
                "producer_epoch": -1, "topics": []}
+        error = self.state_manager.coordinator_error(transactional_id or "")
+        if error:
+            out["error_code"] = error
+            return out
         meta = self.state_manager.get(transactional_id) if transactional_id else None
         if meta is None or meta.state == S.DEAD:
             out["error_code"] = ErrorCode.TRANSACTIONAL_ID_NOT_FOUND

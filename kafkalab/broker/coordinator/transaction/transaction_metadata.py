@@ -68,6 +68,8 @@ class TransactionMetadata:
     topic_partitions: set[tuple[str, int]] = field(default_factory=set)
     txn_start_timestamp: int = -1
     txn_last_update_timestamp: int = field(default_factory=now_ms)
+    #: the state a write to __transaction_state is on its way to (Kafka's ``pendingState``)
+    pending_state: "TransactionState | None" = None
 
     def transition_to(self, new_state: TransactionState) -> None:
         if self.state not in VALID_PREVIOUS_STATES[new_state]:
@@ -82,7 +84,7 @@ class TransactionMetadata:
             raise IllegalStateError(f"transactional id {self.transactional_id}: {self.state} -> {state} "
                                     "is not a valid transition")
         changes.setdefault("topic_partitions", set(self.topic_partitions))
-        return replace(self, state=state, txn_last_update_timestamp=now_ms(), **changes)
+        return replace(self, state=state, txn_last_update_timestamp=now_ms(), pending_state=None, **changes)
 
     def complete_transition_to(self, transit: "TxnTransitMetadata") -> None:
         """Apply a prepared transition once ``__transaction_state`` has it."""

@@ -40,6 +40,8 @@ log = logging.getLogger("kafkalab.broker.coordinator")
 S = TransactionState
 #: states whose transactional id may expire (Kafka's ``shouldExpire``)
 EXPIRABLE = (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT)
+#: how long a write to __transaction_state may wait for its ISR (Kafka: request.timeout.ms)
+APPEND_TIMEOUT_MS = 15_000
 
 
 class TransactionStateManager:
@@ -47,6 +49,44 @@ class TransactionStateManager:
         self.broker = broker
         self.config = broker.config
         self.transactions: dict[str, TransactionMetadata] = {}
+        #: cluster mode: the partitions of the topic this broker leads (loaded) -> their leader epoch
+        #: (the coordinator epoch the markers carry), and those it is loading
+        self.zk_mode: bool = getattr(broker, "zk_mode", False)
+        self.owned_partitions: dict[int, int] = {}
+        self.loading_partitions: dict[int, int] = {}
+
+    # -- which transactional ids this broker coordinates (cluster mode) -------------------------
+
+    def coordinator_error(self, transactional_id: str) -> ErrorCode | None:
+        """None if this broker coordinates ``transactional_id``; else NOT_COORDINATOR, or
+        COORDINATOR_LOAD_IN_PROGRESS while it loads its partition (Kafka's ``getTransactionState``)."""
+        if not self.zk_mode:
+            return None
+        partition = self.partition_for(transactional_id)
+        if partition in self.loading_partitions:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return None if partition in self.owned_partitions else ErrorCode.NOT_COORDINATOR
+
+    def coordinator_epoch(self, transactional_id: str) -> int:
+        """The leader epoch of the id's partition when this broker loaded it (0 on a standalone broker)."""
+        return self.owned_partitions.get(self.partition_for(transactional_id), 0)
+
+    def begin_loading(self, index: int, leader_epoch: int) -> bool:
+        if self.owned_partitions.get(index) == leader_epoch or self.loading_partitions.get(index) == leader_epoch:
+            return False
+        self.loading_partitions[index] = leader_epoch
+        return True
+
+    def unload_partition(self, index: int) -> None:
+        """Kafka's ``removeTransactionsForTxnTopicPartition``: no longer the leader, forget its ids."""
+        self.loading_partitions.pop(index, None)
+        if self.owned_partitions.pop(index, None) is None:
+            return
+        gone = [t for t in self.transactions if self.partition_for(t) == index]
+        for txn_id in gone:
+            del self.transactions[txn_id]
+        log.info("unloaded %d transactional ids of %s-%d: no longer its leader", len(gone),
+                 TRANSACTION_STATE_TOPIC, index)
 
     # -- the topic ------------------------------------------------------------------------------
 
@@ -65,7 +105,9 @@ class TransactionStateManager:
         if self.broker.metadata_cache.get(TRANSACTION_STATE_TOPIC) is not None:
             return
         cfg = self.config
-        rf = min(cfg["transaction.state.log.replication.factor"], max(self.broker.live_broker_count, 1))
+        rf = cfg["transaction.state.log.replication.factor"]
+        if not self.zk_mode:   # a standalone broker: one replica (Kafka would refuse, see docs/differences.md)
+            rf = min(rf, max(self.broker.live_broker_count, 1))
         min_isr = min(cfg["transaction.state.log.min.isr"], rf)
         try:
             self.broker.admin_manager.create_topic(
@@ -77,16 +119,22 @@ class TransactionStateManager:
             if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
                 raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
                                  f"cannot create {TRANSACTION_STATE_TOPIC}: {exc.message}") from None
+        if self.zk_mode:   # it exists once the controller's UpdateMetadata says so
+            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                             f"{TRANSACTION_STATE_TOPIC} is being created; its partitions have no leaders yet")
         log.info("created %s with %d partitions", TRANSACTION_STATE_TOPIC, cfg["transaction.state.log.num.partitions"])
 
     # -- writing --------------------------------------------------------------------------------
 
-    def _append(self, transactional_id: str, value: bytes | None) -> None:
+    async def _append(self, transactional_id: str, value: bytes | None) -> None:
+        """Append with acks=all (Kafka's ``TransactionLog.EnforcedRequiredAcks``): in cluster mode the
+        write counts once the partition's ISR (at least ``transaction.state.log.min.isr``) has it."""
         self.ensure_transaction_topic()
         partition = self.partition_for(transactional_id)
         batch = build_batch([Record(0, now_ms(), key_to_bytes(transactional_id), value, [])])
         try:
-            self.broker.replica_manager.append_records(TRANSACTION_STATE_TOPIC, partition, batch, -1)
+            await self.broker.replica_manager.append_records_and_wait(
+                TRANSACTION_STATE_TOPIC, partition, batch, -1, timeout_ms=APPEND_TIMEOUT_MS)
         except KafkaError as exc:
             # Kafka's TransactionStateManager.appendTransactionToLog maps the log's errors
             if exc.code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
@@ -98,19 +146,30 @@ class TransactionStateManager:
                 code = ErrorCode.UNKNOWN_SERVER_ERROR
             raise KafkaError(code, f"writing to {TRANSACTION_STATE_TOPIC}-{partition}: {exc.message}") from None
 
-    def append_transaction_to_log(self, meta: TransactionMetadata, transit: TxnTransitMetadata) -> None:
+    async def append_transaction_to_log(self, meta: TransactionMetadata, transit: TxnTransitMetadata) -> None:
         """Write ``transit`` (the state ``meta`` is about to enter), then make it ``meta``'s state.
-        Raises KafkaError (with the coordinator's error code) and leaves ``meta`` unchanged."""
+        Raises KafkaError (with the coordinator's error code) and leaves ``meta`` unchanged; while one
+        write is on its way, another transition of the same id is CONCURRENT_TRANSACTIONS (Kafka's
+        ``pendingState``)."""
+        if meta.pending_state is not None:
+            raise KafkaError(ErrorCode.CONCURRENT_TRANSACTIONS,
+                             f"{meta.transactional_id} is already moving to {meta.pending_state}")
         value = TransactionLogValue(transit.producer_id, transit.producer_epoch, transit.txn_timeout_ms,
                                     STATUS_IDS[transit.state.value],
                                     None if transit.state == S.EMPTY else partitions_by_topic(transit.topic_partitions),
                                     transit.txn_last_update_timestamp, transit.txn_start_timestamp)
-        self._append(meta.transactional_id, value_to_bytes(value))
+        meta.pending_state = transit.state
+        try:
+            await self._append(meta.transactional_id, value_to_bytes(value))
+        finally:
+            meta.pending_state = None
+        if self.get(meta.transactional_id) is not meta:
+            raise KafkaError(ErrorCode.NOT_COORDINATOR, f"{meta.transactional_id} was unloaded meanwhile")
         meta.complete_transition_to(transit)
 
-    def remove_expired(self, meta: TransactionMetadata) -> None:
+    async def remove_expired(self, meta: TransactionMetadata) -> None:
         """A tombstone for an expired transactional id, then it is forgotten (state Dead)."""
-        self._append(meta.transactional_id, None)
+        await self._append(meta.transactional_id, None)
         meta.state = S.DEAD
         if self.transactions.get(meta.transactional_id) is meta:
             del self.transactions[meta.transactional_id]
@@ -143,9 +202,9 @@ class TransactionStateManager:
                 if not moved:
                     break
 
-    def load(self, only_partition: int | None = None) -> list[TransactionMetadata]:
-        """Replay the topic into the table (Kafka's ``loadTransactionsForTxnTopicPartition``); the
-        loaded transactions."""
+    def load(self, only_partition: int | None = None, leader_epoch: int = 0) -> list[TransactionMetadata]:
+        """Replay the topic (or one partition, which this broker then owns) into the table (Kafka's
+        ``loadTransactionsForTxnTopicPartition``); the loaded transactions."""
         latest: dict[str, TransactionLogValue | None] = {}
         for key, value in self.read_records(only_partition):
             try:
@@ -164,6 +223,14 @@ class TransactionStateManager:
                                        txn_last_update_timestamp=value.transaction_last_update_timestamp_ms)
             self.transactions[txn_id] = meta
             loaded.append(meta)
+        if only_partition is not None:
+            if self.loading_partitions.get(only_partition) != leader_epoch:   # resigned meanwhile
+                self.unload_partition(only_partition)
+                for meta in loaded:
+                    self.transactions.pop(meta.transactional_id, None)
+                return []
+            del self.loading_partitions[only_partition]
+            self.owned_partitions[only_partition] = leader_epoch
         return loaded
 
     # -- the table ------------------------------------------------------------------------------
