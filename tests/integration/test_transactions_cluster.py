@@ -2,7 +2,9 @@
 is the leader of its ``__transaction_state`` partition (replicated, min ISR 2, as Kafka's
 defaults); the markers go to each partition's leader with WriteTxnMarkers; the coordinator's broker
 SIGKILLed mid-transaction: the new leader of the partition loads the state and aborts the open
-transaction at its timeout, and a read_committed consumer sees every committed record once.
+transaction at its timeout, and a read_committed consumer sees every committed record once; and
+SIGKILLed in PrepareCommit, while its markers are on their way: the new coordinator writes them and
+completes the commit.
 """
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
@@ -58,9 +60,13 @@ def producer(cluster, txn_id: str, timeout_ms: int = 60000) -> Producer:
 
 
 def read_committed(cluster, topic: str, expected: int, timeout_s: float = 30) -> list[bytes]:
+    """Every record a read_committed consumer gets from every partition (assigned: no group, so no
+    dependence on the group coordinator, which a killed broker may have been)."""
     c = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": f"rc-{uuid.uuid4().hex[:6]}",
-                  "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
-    c.subscribe([topic])
+                  "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+                  "enable.auto.commit": False})
+    partitions = c.list_topics(topic, timeout=10).topics[topic].partitions
+    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
     values, deadline = [], time.monotonic() + timeout_s
     try:
         while time.monotonic() < deadline and len(values) < expected:
@@ -150,3 +156,58 @@ def test_coordinator_sigkilled_mid_transaction(cluster):
     again.commit_transaction(WAIT_S)
     got = read_committed(cluster, topic, expected=12)
     assert sorted(got) == sorted([b"before-%d" % i for i in range(6)] + [b"after-%d" % i for i in range(6)])
+
+
+def test_coordinator_sigkilled_while_its_markers_are_on_their_way(cluster):
+    """EndTxn(commit): PrepareCommit is written and the COMMIT markers are on their way (one leader's
+    answer held back 4 s by a lab fault) when the coordinator's broker is SIGKILLed. The broker that
+    becomes the leader of the id's ``__transaction_state`` partition loads PrepareCommit, sends the
+    markers again and completes the commit; the producer's retried EndTxn succeeds."""
+    import threading
+
+    from kafka.protocol.admin.transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
+    txn_id = "txc-prepared"
+    p = producer(cluster, txn_id, timeout_ms=60000)
+    coordinator = coordinator_of(cluster, txn_id)
+    others = sorted(b["id"] for b in cluster_helpers.broker_states(cluster) if b["id"] != coordinator)
+    topic = f"txc-prep-{uuid.uuid4().hex[:6]}"
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic as KNewTopic
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    try:   # partition 0 led by one of the other brokers, partition 1 by the last one
+        admin.create_topics([KNewTopic(topic, -1, -1, replica_assignments={
+            0: [others[0], others[1], coordinator], 1: [others[1], others[0], coordinator]})])
+    finally:
+        admin.close()
+    wait_until(lambda: leader_of(cluster, topic, 0) == others[0] and leader_of(cluster, topic, 1) == others[1],
+               f"{topic}'s leaders")
+    p.begin_transaction()
+    for i in range(6):
+        p.produce(topic, b"v-%d" % i, partition=i % 2)
+    p.flush(WAIT_S)
+    cluster.inject_fault(others[0], "delay", api="WriteTxnMarkers", delay_ms=4000, count=1)
+    outcome = {}
+
+    def commit():
+        try:
+            p.commit_transaction(WAIT_S)
+            outcome["result"] = "committed"
+        except Exception as exc:   # reported below, with what the consumer saw
+            outcome["result"] = exc
+    committer = threading.Thread(target=commit)
+    committer.start()
+    port = {b["id"]: b["port"] for b in cluster_helpers.broker_states(cluster)}[coordinator]
+
+    def state():
+        r = wire.call(f"127.0.0.1:{port}", DescribeTransactionsRequest(transactional_ids=[txn_id]),
+                      DescribeTransactionsResponse, 0)
+        return r.transaction_states[0].transaction_state
+    wait_until(lambda: state() == "PrepareCommit", "the transaction in PrepareCommit, its markers on their way")
+    cluster.kill(coordinator)
+    committer.join(WAIT_S + 15)
+    assert not committer.is_alive()
+    new = coordinator_of(cluster, txn_id, not_on=coordinator)
+    assert sorted(read_committed(cluster, topic, expected=6)) == sorted(b"v-%d" % i for i in range(6))
+    assert outcome["result"] == "committed", outcome
+    port = {b["id"]: b["port"] for b in cluster_helpers.broker_states(cluster)}[new]
+    assert state() == "CompleteCommit"                             # written by the new coordinator

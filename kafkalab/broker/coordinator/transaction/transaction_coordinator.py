@@ -133,7 +133,12 @@ class TransactionCoordinator:
     def _spawn(self, coro) -> None:
         task = asyncio.get_running_loop().create_task(coro)
         self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task) -> None:
+        self._background.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("transaction coordinator task failed", exc_info=task.exception())
 
     async def _complete(self, meta: TransactionMetadata, committed: bool) -> None:
         """EndTxn from the client: PrepareCommit / PrepareAbort written, then the markers, then

@@ -95,28 +95,37 @@ class TransactionMarkerChannelManager:
                     pending.discard((topic, index))
                     continue
                 by_leader.setdefault(self._leader_of(topic, index), []).append((topic, index))
-            for leader, tps in by_leader.items():
-                if leader == -1:
-                    continue   # no leader right now: try again after the back-off
-                if leader == self.broker.broker_id or not getattr(self.broker, "zk_mode", False):
-                    codes = {tp: await write_txn_marker(self.broker, *tp, producer_id, producer_epoch, committed,
-                                                        coordinator_epoch) for tp in tps}
-                else:
-                    codes = await self._send(leader, producer_id, producer_epoch, committed, coordinator_epoch, tps)
+            # every leader at once, as Kafka's channel (one request per broker); no leader: after the back-off
+            results = await asyncio.gather(*(
+                self._to_leader(leader, tps, producer_id, producer_epoch, committed, coordinator_epoch)
+                for leader, tps in by_leader.items() if leader != -1))
+            for codes in results:
                 for tp, code in codes.items():
+                    if code != ErrorCode.NONE:
+                        log.info("transaction %s: %s marker for %s-%d: %s", transactional_id, kind, *tp,
+                                 ErrorCode(code).name)
                     if code == ErrorCode.NONE:
                         pending.discard(tp)
                     elif code not in RETRIABLE:
-                        log.warning("transaction %s: %s marker for %s-%d not written: %s", transactional_id, kind,
-                                    *tp, ErrorCode(code).name)
+                        log.warning("transaction %s: %s marker for %s-%d not written: %s", transactional_id,
+                                    kind, *tp, ErrorCode(code).name)
                         pending.discard(tp)
             if pending:
+                log.info("transaction %s: %s markers for %s not written yet; retrying", transactional_id, kind,
+                         ", ".join(f"{t}-{i}" for t, i in sorted(pending)))
                 if not getattr(self.broker, "zk_mode", False):
                     for tp in sorted(pending):
                         log.warning("transaction %s: %s marker for %s-%d not written", transactional_id, kind, *tp)
                     return True
                 await asyncio.sleep(RETRY_BACKOFF_S)
         return True
+
+    async def _to_leader(self, leader: int, tps: list[tuple[str, int]], producer_id: int, producer_epoch: int,
+                         committed: bool, coordinator_epoch: int) -> dict[tuple[str, int], int]:
+        if leader == self.broker.broker_id or not getattr(self.broker, "zk_mode", False):
+            return {tp: await write_txn_marker(self.broker, *tp, producer_id, producer_epoch, committed,
+                                               coordinator_epoch) for tp in tps}
+        return await self._send(leader, producer_id, producer_epoch, committed, coordinator_epoch, tps)
 
     def _leader_of(self, topic: str, index: int) -> int:
         if not getattr(self.broker, "zk_mode", False):
