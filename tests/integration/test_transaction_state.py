@@ -15,10 +15,11 @@ from __future__ import annotations
 import glob
 import io
 import os
+import re
 import struct
 import time
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Producer, TopicPartition as CTopicPartition
 from kafka import KafkaConsumer, TopicPartition
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
 
@@ -150,7 +151,11 @@ def test_prepared_transactions_complete_on_load_and_files_decode(tmp_path):
     with kafkalab.mini(log_dir=log_dir, **FAST) as b:
         for topic, txn_id in topics.items():
             b.call(lambda t=topic: b.server.admin_manager.create_topic(t, 1, 1, {}))
-            _ongoing(b, topic, txn_id)
+            p = _ongoing(b, topic, txn_id)
+            # consumer offsets in the transaction (TxnOffsetCommit): written at once, in a transactional batch
+            group = Consumer({"bootstrap.servers": b.bootstrap_servers, "group.id": f"g-{txn_id}"})
+            p.send_offsets_to_transaction([CTopicPartition(topic, 0, 2)], group.consumer_group_metadata(), WAIT_S)
+            group.close()
         coordinator = b.server.transaction_coordinator
 
         async def prepare():   # what EndTxn writes before the markers (TransactionCoordinator._complete)
@@ -172,6 +177,10 @@ def test_prepared_transactions_complete_on_load_and_files_decode(tmp_path):
         states = b.call(lambda: {t: str(b.server.transaction_coordinator.state_manager.get(t).state)
                                  for t in topics.values()})
         assert states == {"tx-prep-commit": "CompleteCommit", "tx-prep-abort": "CompleteAbort"}
+        # the offsets sent in the transaction were loaded as pending, and the markers decided them
+        offsets = b.call(lambda: {t: b.server.group_coordinator.fetch_offsets(f"g-{t}", [(topic, 0)])[(topic, 0)]
+                                  for topic, t in topics.items()})
+        assert offsets["tx-prep-commit"].offset == 2 and offsets["tx-prep-abort"] is None
 
         # dump-log: __transaction_state records decoded, markers shown, .txnindex read
         coordinator = b.server.transaction_coordinator
@@ -181,7 +190,7 @@ def test_prepared_transactions_complete_on_load_and_files_decode(tmp_path):
         assert dump_files([seg], print_data_log=True, transaction_log_decoder=True, file=out)
         text = out.getvalue()
         assert "key: transaction_metadata::transactionalId=tx-prep-abort payload: producerId:" in text
-        assert "state=PrepareAbort,partitions=[txn-prep-abort-0]" in text
+        assert re.search(r"state=PrepareAbort,partitions=\[__consumer_offsets-\d+,txn-prep-abort-0\]", text), text
         assert "state=CompleteAbort,partitions=[]" in text
         [txnindex] = glob.glob(os.path.join(log_dir, "txn-prep-abort-0", "*.txnindex"))
         out = io.StringIO()

@@ -21,7 +21,7 @@ import time
 
 from kafka.protocol.producer.transaction import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 
-from ..common.errors import ErrorCode
+from ..common.errors import ErrorCode, KafkaError
 from ..coordinator.group.offsets_topic import OffsetAndMetadata
 from . import api
 
@@ -45,9 +45,17 @@ async def handle_txn_offset_commit(ctx, request):
         if code:
             errors = {tp: code for tp in offsets}
         else:
-            errors = broker.group_coordinator.commit_transactional_offsets(
+            gc = broker.group_coordinator
+            errors = gc.commit_transactional_offsets(
                 request.group_id, request.producer_id, request.generation_id if v >= 3 else -1,
                 request.member_id if v >= 3 else "", offsets)
+            staged = {tp: offsets[tp] for tp, c in errors.items() if c == ErrorCode.NONE}
+            try:   # written at once, in a transactional batch, as Kafka does
+                await gc.manager.store_transactional_offsets(request.group_id, request.producer_id,
+                                                             request.producer_epoch, staged)
+            except KafkaError as exc:
+                gc.drop_transactional_offsets(request.group_id, request.producer_id, staged)
+                errors.update({tp: exc.code for tp in staged})
     by_topic: dict[str, list[dict]] = {}
     for (name, index), code in errors.items():
         by_topic.setdefault(name, []).append({"partition_index": index, "error_code": code})
