@@ -4,7 +4,8 @@ defaults); the markers go to each partition's leader with WriteTxnMarkers; the c
 SIGKILLed mid-transaction: the new leader of the partition loads the state and aborts the open
 transaction at its timeout, and a read_committed consumer sees every committed record once; and
 SIGKILLed in PrepareCommit, while its markers are on their way: the new coordinator writes them and
-completes the commit.
+completes the commit; and a consume-transform-produce copier losing the coordinator's broker, then
+an output leader (and the group coordinator with it, at times): every record copied exactly once.
 """
 from __future__ import annotations
 
@@ -211,3 +212,87 @@ def test_coordinator_sigkilled_while_its_markers_are_on_their_way(cluster):
     assert outcome["result"] == "committed", outcome
     port = {b["id"]: b["port"] for b in cluster_helpers.broker_states(cluster)}[new]
     assert state() == "CompleteCommit"                             # written by the new coordinator
+
+
+def test_copier_exactly_once_while_brokers_are_sigkilled(cluster):
+    """Kafka's transactions_test.py in small: a copier (read_committed consumer, transactional producer,
+    ``send_offsets_to_transaction``) copies 300 records while the transaction coordinator's broker and
+    then an output partition's leader are SIGKILLed and restarted; a copier that fails aborts, starts
+    over from the committed offsets (a new instance, fencing the old). The output holds every input
+    record exactly once."""
+    import threading
+
+    from confluent_kafka import KafkaException
+    src, dst = create_topic(cluster, "copy-in", 2), create_topic(cluster, "copy-out", 2)
+    n = 300
+    plain = Producer({"bootstrap.servers": cluster.bootstrap_servers, "enable.idempotence": True})
+    for i in range(n):
+        plain.produce(src, b"rec-%03d" % i, partition=i % 2)
+    assert plain.flush(WAIT_S) == 0
+    txn_id, group = "copier", f"copier-{uuid.uuid4().hex[:6]}"
+    stop, restarts, copied = threading.Event(), [], []
+
+    def copier_instance():
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group,
+                             "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                             "isolation.level": "read_committed", "session.timeout.ms": 6000})
+        consumer.subscribe([src])
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": txn_id,
+                             "transaction.timeout.ms": 10000})
+        try:
+            producer.init_transactions(WAIT_S)
+            while not stop.is_set():
+                msgs = [m for m in consumer.consume(20, 0.5) if not m.error()]
+                if not msgs:
+                    continue
+                producer.begin_transaction()
+                for m in msgs:
+                    producer.produce(dst, m.value(), partition=m.partition())
+                producer.send_offsets_to_transaction(consumer.position(consumer.assignment()),
+                                                     consumer.consumer_group_metadata(), WAIT_S)
+                producer.commit_transaction(WAIT_S)
+                copied.append(len(msgs))
+        except KafkaException:
+            try:
+                producer.abort_transaction(10)
+            except KafkaException:
+                pass
+            raise
+        finally:
+            consumer.close()
+
+    def copier():
+        while not stop.is_set():
+            try:
+                copier_instance()
+            except KafkaException as exc:   # start over: a new instance from the committed offsets
+                restarts.append(str(exc))
+                time.sleep(0.5)
+
+    thread = threading.Thread(target=copier, daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: sum(copied) >= 40, "the copier under way")
+        coordinator = coordinator_of(cluster, txn_id)
+        cluster.kill(coordinator)                                    # the transaction coordinator
+        wait_until(lambda: sum(copied) >= 120, "the copier going on after the coordinator died")
+        cluster.restart(coordinator)
+        victim = leader_of(cluster, dst, 0)
+        cluster.kill(victim)                                         # an output partition's leader
+        wait_until(lambda: sum(copied) >= 200, "the copier going on after a leader died")
+        cluster.restart(victim)
+
+        def caught_up():
+            c = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group})
+            try:
+                committed = c.committed([TopicPartition(src, p) for p in (0, 1)], timeout=10)
+                return sum(max(tp.offset, 0) for tp in committed) == n
+            finally:
+                c.close()
+        wait_until(caught_up, "every input record's offset committed", timeout=90)
+    finally:
+        stop.set()
+        thread.join(60)
+    got = read_committed(cluster, dst, expected=n)
+    assert len(got) == n and sorted(got) == sorted(b"rec-%03d" % i for i in range(n)), (len(got), len(copied),
+                                                                                       restarts)
