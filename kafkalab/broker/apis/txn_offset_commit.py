@@ -10,7 +10,8 @@ not also the transactional id's coordinator does not verify the transaction
 (Kafka asks the transaction coordinator, KIP-890 part 1).
 
 After AddOffsetsToTxn, ``send_offsets_to_transaction`` sends the offsets here.
-They are *pending*: OffsetFetch does not return them (with ``require_stable``
+They are written at once to ``__consumer_offsets`` in a transactional batch of
+the producer (as Kafka writes them) and are *pending*: OffsetFetch does not return them (with ``require_stable``
 it answers UNSTABLE_OFFSET_COMMIT) until the transaction's COMMIT marker
 reaches the group's ``__consumer_offsets`` partition; an ABORT drops them
 (Kafka's ``GroupMetadataManager.handleTxnCompletion``). The group's

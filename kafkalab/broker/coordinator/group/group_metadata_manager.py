@@ -5,6 +5,9 @@ keeps every group in memory and writes each change as a record to the
 internal compacted topic ``__consumer_offsets``:
 
 * OffsetCommit writes one record per partition, key (group, topic, partition);
+  TxnOffsetCommit writes the same records in a *transactional* batch of the producer, which
+  count from the transaction's COMMIT marker on (an ABORT marker voids them; :meth:`load`
+  keeps those of a transaction still open pending);
 * a finished rebalance (the leader's SyncGroup) and a group becoming Empty
   write the group's metadata, key (group);
 * DeleteGroups and offset expiry write tombstones (null values).
