@@ -70,7 +70,8 @@ def _cmd_dump_log(args: argparse.Namespace) -> int:
     try:
         ok = dump_files(paths, print_data_log=args.print_data_log, deep_iteration=args.deep_iteration,
                         skip_record_metadata=args.skip_record_metadata,
-                        verify_index_only=args.verify_index_only)
+                        verify_index_only=args.verify_index_only,
+                        transaction_log_decoder=args.transaction_log_decoder)
     except BrokenPipeError:  # `kafkalab dump-log X | head`
         sys.stderr.close()
         return 0
@@ -434,7 +435,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "a mini broker or of a real Kafka broker (same format). A partition directory "
                     "means all its .log files.",
         epilog="example: kafkalab dump-log /tmp/kafkalab-xyz/orders-0/00000000000000000000.log --print-data-log")
-    d.add_argument("paths", nargs="*", metavar="PATH", help="a .log, .index or .timeindex file, or a partition dir")
+    d.add_argument("paths", nargs="*", metavar="PATH", help="a .log, .index, .timeindex or .txnindex file, or a partition dir")
     d.add_argument("--files", action="append", metavar="A,B",
                    help="comma-separated files, as kafka-dump-log.sh takes them")
     d.add_argument("--print-data-log", action="store_true",
@@ -445,6 +446,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --print-data-log, print only keys and payloads")
     d.add_argument("--verify-index-only", action="store_true",
                    help="for index files, only report entries that do not match the log")
+    d.add_argument("--transaction-log-decoder", action="store_true",
+                   help="with --print-data-log, decode the records of __transaction_state")
     d.set_defaults(run=_cmd_dump_log)
 
     f = sub.add_parser(

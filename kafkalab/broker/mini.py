@@ -113,7 +113,8 @@ class MiniBroker:
     def call(self, fn, *args):
         """Run ``fn(*args)`` on the broker's loop and return its result (for inspection from a notebook)."""
         async def run():
-            return fn(*args)
+            result = fn(*args)
+            return await result if asyncio.iscoroutine(result) else result
         with self._lock:  # once close() has begun, nothing new is scheduled on the loop
             if self._closing:
                 raise RuntimeError("this broker is closed")

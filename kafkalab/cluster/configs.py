@@ -48,7 +48,7 @@ LAB_DEFAULTS: dict[str, LabDefault] = {
 def lab_configs(n: int, backend: MiniBackend | KafkaBackend | None = None) -> dict[str, object]:
     """The lab defaults for a cluster of ``n`` brokers (as Kafka config name -> value)."""
     configs = {name: d.for_brokers(n) for name, d in LAB_DEFAULTS.items()}
-    if isinstance(backend, KafkaBackend):
-        from .kafka_backend import KAFKA_ONLY_DEFAULTS
-        configs.update({name: fn(n) for name, fn in KAFKA_ONLY_DEFAULTS.items()})
+    # both backends now have a transaction coordinator, and so both get its topic's lab defaults
+    from .kafka_backend import KAFKA_ONLY_DEFAULTS
+    configs.update({name: fn(n) for name, fn in KAFKA_ONLY_DEFAULTS.items()})
     return configs

@@ -37,7 +37,7 @@ import sys
 RESERVED = ("broker.id", "listeners", "advertised.listeners", "log.dirs", "log.dir", "zookeeper.connect")
 
 #: Kafka's transaction log wants 3 replicas (and an ISR of 2) by default: a smaller lab cluster could not
-#: use transactions. (The mini broker has no transactions, so these are the Kafka backend's only.)
+#: use transactions. (Once the Kafka backend's only; the mini broker has transactions now and gets them too.)
 KAFKA_ONLY_DEFAULTS = {
     "transaction.state.log.replication.factor": lambda n: min(3, n),
     "transaction.state.log.min.isr": lambda n: min(2, n),

@@ -36,10 +36,13 @@ DataFrame (one row per record, per batch, or per index entry), and
 :func:`read_segment` / :func:`read_offset_index` / :func:`read_time_index`
 return the parsed structures. Files are only read, never modified.
 
+``.txnindex``: ``version: 0 producerId: 1000 firstOffset: 4 lastOffset: 7 lastStableOffset: 8``
+per aborted transaction. Control batches (transaction markers): ``endTxnMarker: COMMIT ...``.
+``--transaction-log-decoder`` decodes the records of ``__transaction_state``.
+
 Not covered: message formats v0/v1 (magic 0 and 1, before Kafka 0.11; Kafka
-4 no longer writes or reads them), ``.snapshot`` producer-state files,
-``.txnindex`` files, and the special decoders for ``__consumer_offsets`` and
-``__transaction_state`` (``--offsets-decoder``, ``--transaction-log-decoder``);
+4 no longer writes or reads them), ``.snapshot`` producer-state files, and
+the special decoder for ``__consumer_offsets`` (``--offsets-decoder``);
 keys and values are shown as UTF-8 text like Kafka's default StringDecoder.
 """
 from __future__ import annotations
@@ -53,7 +56,9 @@ from typing import IO, Iterator
 
 from ..broker.common.errors import KafkaError
 from ..broker.log.index import OffsetIndex, TimeIndex
+from ..broker.coordinator.transaction.transaction_log import format_record as format_transaction_log_record
 from ..broker.log.log_cleaner import DELETE_HORIZON_MASK
+from ..broker.log.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
 from ..broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
 from ..broker.common.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, compute_crc, iter_batches, iter_records
 
@@ -296,7 +301,7 @@ def _control_text(r: RecordInfo) -> str:
 
 
 def format_record(r: RecordInfo, h: BatchHeader, print_data_log: bool = True,
-                  skip_record_metadata: bool = False) -> str:
+                  skip_record_metadata: bool = False, transaction_log_decoder: bool = False) -> str:
     """A record line of DumpLogSegments (``| offset: ...``)."""
     line, prefix = "", "| "
     if not skip_record_metadata:
@@ -305,7 +310,9 @@ def format_record(r: RecordInfo, h: BatchHeader, print_data_log: bool = True,
         prefix = " "
         if h.is_control:
             line += _control_text(r)
-    if print_data_log and not h.is_control:
+    if print_data_log and not h.is_control and transaction_log_decoder:
+        line += prefix + format_transaction_log_record(r.key, r.value)
+    elif print_data_log and not h.is_control:
         if r.key is not None:
             line += f"{prefix}key: {_text(r.key)}"
             prefix = " "
@@ -315,7 +322,7 @@ def format_record(r: RecordInfo, h: BatchHeader, print_data_log: bool = True,
 
 
 def _dump_segment(path: str, print_data_log: bool, deep_iteration: bool, skip_record_metadata: bool,
-                  out: IO[str], err: IO[str]) -> None:
+                  out: IO[str], err: IO[str], transaction_log_decoder: bool = False) -> None:
     base = _base_offset_of(path)
     if base is not None:
         print(f"Log starting offset: {base}", file=out)
@@ -333,7 +340,7 @@ def _dump_segment(path: str, print_data_log: bool, deep_iteration: bool, skip_re
             if last_offset is not None and r.offset != last_offset + 1:
                 gaps.append((last_offset, r.offset))
             last_offset = r.offset
-            print(format_record(r, b.header, print_data_log, skip_record_metadata), file=out)
+            print(format_record(r, b.header, print_data_log, skip_record_metadata, transaction_log_decoder), file=out)
         if b.error and deep:
             print(f"  ({b.error})", file=out)
     if gaps:
@@ -377,6 +384,13 @@ def _dump_time_index(path: str, verify_only: bool, out: IO[str], err: IO[str]) -
             print(f"  Index timestamp: {timestamp}, Previously indexed timestamp: {before}", file=err)
 
 
+def _dump_txn_index(path: str, out: IO[str]) -> None:
+    """Kafka's ``dumpTxnIndex``: one line per aborted transaction."""
+    for t in TransactionIndex(path).all_aborted():
+        print(f"version: 0 producerId: {t.producer_id} firstOffset: {t.first_offset} lastOffset: {t.last_offset} "
+              f"lastStableOffset: {t.last_stable_offset}", file=out)
+
+
 def _expand(paths) -> list[str]:
     """Files to dump: a partition directory stands for its segment files, oldest first."""
     out = []
@@ -391,23 +405,24 @@ def _expand(paths) -> list[str]:
 
 
 def dump_log(*paths, print_data_log: bool = True, deep_iteration: bool = False,
-             skip_record_metadata: bool = False, verify_index_only: bool = False,
+             skip_record_metadata: bool = False, verify_index_only: bool = False, transaction_log_decoder: bool = False,
              file: IO[str] | None = None, err: IO[str] | None = None) -> None:
-    """Print ``.log``, ``.index`` and ``.timeindex`` files the way ``kafka-dump-log.sh`` does.
+    """Print ``.log``, ``.index``, ``.timeindex`` and ``.txnindex`` files as ``kafka-dump-log.sh`` does.
 
     ``paths`` are files or partition directories (a directory means all its
     ``.log`` segments). From Python the records are printed with their keys
     and values (``print_data_log=True``); ``kafkalab dump-log`` follows
-    Kafka's command line, where ``--print-data-log`` asks for them. Problems
-    found (non-consecutive offsets, index mismatches) go to ``err`` (stderr),
-    as in Kafka; so do missing files and files of an unknown kind.
+    Kafka's command line, where ``--print-data-log`` asks for them. Problems found (non-consecutive
+    offsets, index mismatches, missing files, unknown kinds) go to ``err`` (stderr), as in Kafka.
     """
     dump_files(paths, print_data_log=print_data_log, deep_iteration=deep_iteration,
-               skip_record_metadata=skip_record_metadata, verify_index_only=verify_index_only, file=file, err=err)
+               skip_record_metadata=skip_record_metadata, verify_index_only=verify_index_only,
+               transaction_log_decoder=transaction_log_decoder, file=file, err=err)
 
 
 def dump_files(paths, *, print_data_log: bool, deep_iteration: bool = False, skip_record_metadata: bool = False,
-               verify_index_only: bool = False, file: IO[str] | None = None, err: IO[str] | None = None) -> bool:
+               verify_index_only: bool = False, transaction_log_decoder: bool = False,
+               file: IO[str] | None = None, err: IO[str] | None = None) -> bool:
     """What :func:`dump_log` and ``kafkalab dump-log`` do; False if a file was missing or of an unknown kind."""
     out = file if file is not None else sys.stdout
     err = err if err is not None else sys.stderr
@@ -419,11 +434,13 @@ def dump_files(paths, *, print_data_log: bool, deep_iteration: bool = False, ski
             continue
         print(f"Dumping {path}", file=out)
         if path.endswith(LOG_SUFFIX):
-            _dump_segment(path, print_data_log, deep_iteration, skip_record_metadata, out, err)
+            _dump_segment(path, print_data_log, deep_iteration, skip_record_metadata, out, err, transaction_log_decoder)
         elif path.endswith(TIME_INDEX_SUFFIX):
             _dump_time_index(path, verify_index_only, out, err)
         elif path.endswith(INDEX_SUFFIX):
             _dump_offset_index(path, verify_index_only, out, err)
+        elif path.endswith(TXN_INDEX_SUFFIX):
+            _dump_txn_index(path, out)
         else:
             print(f"Ignoring unknown file {path}", file=err)
             ok = False

@@ -50,8 +50,7 @@ from kafkalab.cluster.distribution import fetch_kafka
 
 pytestmark = pytest.mark.cluster
 
-#: The broker configs of both clusters, on top of the lab defaults (the same for both, except that a Kafka
-#: cluster also sets transaction.state.log.replication.factor/min.isr, which the mini broker lacks).
+#: The broker configs of both clusters, on top of the lab defaults (the same for both).
 CONFIGS = {"auto.create.topics.enable": "false", "offsets.topic.num.partitions": 1}
 BROKER_ID = 1
 #: The topic every read case uses: 3 records written in leader epoch 0, 2 more in leader epoch 3.
@@ -163,10 +162,7 @@ def prepare(side: Side) -> None:
     assert second["error_code"] == 0 and second["base_offset"] == 3, (side.name, second)
     # Coordinators: the first FindCoordinator creates __consumer_offsets (and, on a broker with
     # transactions, __transaction_state); the cases want them loaded.
-    keys = [(0, "diff-warm-up")]
-    if side.name == "kafka":   # a transaction coordinator: Kafka's (a mini broker has one only when standalone)
-        keys.append((1, "diff-warm-up"))
-    for key_type, key in keys:
+    for key_type, key in [(0, "diff-warm-up"), (1, "diff-warm-up")]:
         wait_until(lambda: find_coordinator(side, key_type, key)["error_code"] == "NONE",
                    f"{side.name}'s coordinator for key type {key_type}", timeout=60)
 
@@ -687,10 +683,6 @@ LISTED: dict[str, dict[str, tuple]] = {
     "describe_configs_of_a_topic": {f"configs.{name}": (ABSENT, ANY) for name in (
         "message.downconversion.enable", "message.format.version", "message.timestamp.difference.max.ms",
         "remote.log.copy.disable", "remote.log.delete.on.disable")},
-    # a mini broker in cluster mode has no transaction coordinator yet (a standalone one has)
-    "find_coordinator_transaction": {"error_code": ("COORDINATOR_NOT_AVAILABLE", "NONE"),
-                                     "error_message": MINI_EXPLAINS, "host": ("", "127.0.0.1"),
-                                     "node_id": (-1, BROKER_ID)},
     "produce_corrupt_crc": {"error_message": MINI_EXPLAINS},
     "produce_idempotent_sequences": {"seq 5 (a gap).error_message": MINI_EXPLAINS},
     "produce_invalid_required_acks": {"2.error_message": MINI_EXPLAINS, "-2.error_message": MINI_EXPLAINS},

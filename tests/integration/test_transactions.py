@@ -247,3 +247,86 @@ def test_produce_to_a_partition_not_in_the_transaction(broker):
         [p] = wire.call(broker.bootstrap_servers, req, ProduceResponse, 9).responses[0].partition_responses
         assert p.error_code == code
     assert broker.call(lambda: partition_log(broker, topic, 0).log_end_offset) == 0
+
+
+def test_reinit_while_ongoing_answers_concurrent_transactions_then_the_bumped_epoch(broker):
+    """Kafka's InitProducerId on an Ongoing transaction: fence (epoch + 1, PrepareAbort written),
+    CONCURRENT_TRANSACTIONS; the retry, once the ABORT markers are written, gets epoch + 2."""
+    from kafka.protocol.producer.transaction import (AddPartitionsToTxnRequest, AddPartitionsToTxnResponse,
+                                                     InitProducerIdRequest, InitProducerIdResponse)
+
+    import kafka_wire as wire
+    topic = "txn-concurrent"
+    create_topic(broker, topic, partitions=1)
+
+    def init():
+        return wire.call(broker.bootstrap_servers, InitProducerIdRequest(
+            transactional_id="tx-conc", transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1),
+            InitProducerIdResponse, 4)
+    first = init()
+    assert (first.error_code, first.producer_epoch) == (0, 0)
+    add = wire.call(broker.bootstrap_servers, AddPartitionsToTxnRequest(
+        v3_and_below_transactional_id="tx-conc", v3_and_below_producer_id=first.producer_id,
+        v3_and_below_producer_epoch=0,
+        v3_and_below_topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=topic, partitions=[0])]),
+        AddPartitionsToTxnResponse, 3)
+    assert add.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
+    assert init().error_code == 51                                     # CONCURRENT_TRANSACTIONS
+    deadline, again = time.monotonic() + 10, None
+    while time.monotonic() < deadline:
+        again = init()
+        if again.error_code != 51:
+            break
+        time.sleep(0.05)
+    assert (again.error_code, again.producer_id, again.producer_epoch) == (0, first.producer_id, 2)
+    [(h, recs)] = [b for b in batches(broker, topic, 0) if b[0].is_control]
+    assert struct.unpack(">hh", recs[0].key)[1] == ABORT and h.producer_epoch == 1
+
+
+def test_describe_and_list_transactions(broker):
+    """DescribeTransactions (65) and ListTransactions (66) through kafka-python's admin client, as
+    ``kafka-transactions.sh describe`` / ``list`` use them."""
+    from kafka import KafkaAdminClient
+    from kafka.errors import TransactionalIdNotFoundError
+    from kafka.protocol.admin.transactions import ListTransactionsRequest, ListTransactionsResponse
+
+    import kafka_wire as wire
+    topic = "txn-describe"
+    create_topic(broker, topic, partitions=2)
+    done = txn_producer(broker, "tx-done")
+    done.begin_transaction()
+    done.produce(topic, b"x", partition=0)
+    done.commit_transaction(WAIT_S)
+    open_ = txn_producer(broker, "tx-open-describe", **{"transaction.timeout.ms": 30000})
+    open_.begin_transaction()
+    open_.produce(topic, b"y", partition=0)
+    open_.produce(topic, b"z", partition=1)
+    open_.flush(WAIT_S)
+
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    try:
+        described = admin.describe_transactions(["tx-open-describe", "tx-done"])
+        d = described["tx-open-describe"]
+        assert (d.state.value, d.producer_epoch, d.transaction_timeout_ms) == ("Ongoing", 0, 30000)
+        assert sorted((tp.topic, tp.partition) for tp in d.topic_partitions) == [(topic, 0), (topic, 1)]
+        assert 0 < time.time() * 1000 - d.transaction_start_time_ms < 60_000
+        assert described["tx-done"].state.value == "CompleteCommit" and not described["tx-done"].topic_partitions
+        with pytest.raises(TransactionalIdNotFoundError):
+            admin.describe_transactions(["tx-never-used"])
+
+        listed = {t.transactional_id: t for t in admin.list_transactions()[0]}
+        assert {k: v.state.value for k, v in listed.items()} == {"tx-done": "CompleteCommit",
+                                                                "tx-open-describe": "Ongoing"}
+        ongoing = admin.list_transactions(state_filters=["Ongoing"])[0]
+        assert [t.transactional_id for t in ongoing] == ["tx-open-describe"]
+        by_pid = admin.list_transactions(producer_id_filters=[listed["tx-done"].producer_id])[0]
+        assert [t.transactional_id for t in by_pid] == ["tx-done"]
+        assert admin.list_transactions(duration_filter_ms=3_600_000)[0] == []
+    finally:
+        admin.close()
+    raw = wire.call(broker.bootstrap_servers, ListTransactionsRequest(
+        state_filters=["Ongoing", "Sleeping"], producer_id_filters=[], duration_filter=-1),
+        ListTransactionsResponse, 1)
+    assert (raw.error_code, raw.unknown_state_filters) == (0, ["Sleeping"])
+    assert [t.transactional_id for t in raw.transaction_states] == ["tx-open-describe"]
+    open_.abort_transaction(WAIT_S)

@@ -111,7 +111,7 @@ def test_lab_defaults_follow_the_broker_count(tmp_path):
     assert one["offsets.topic.replication.factor"] == one["default.replication.factor"] == 1
     assert one["transaction.state.log.replication.factor"] == one["transaction.state.log.min.isr"] == 1
     five = lab_configs(5)
-    assert five["offsets.topic.replication.factor"] == 3 and "transaction.state.log.min.isr" not in five
+    assert five["offsets.topic.replication.factor"] == 3 and five["transaction.state.log.min.isr"] == 2
     assert "min.insync.replicas" not in five                       # stays Kafka's 1
 
 

@@ -4,7 +4,8 @@ v1   same as v0
 v2   same as v1
 v3   flexible
 v4   same as v3 (KIP-890)
-Not implemented: cluster mode (COORDINATOR_NOT_AVAILABLE).
+Not implemented: nothing (v5+ are Kafka 4's transactions V2). Sent to the
+transactional id's coordinator (NOT_COORDINATOR elsewhere in cluster mode).
 
 ``send_offsets_to_transaction`` (consume-transform-produce) first sends this to
 the transaction coordinator: the group's ``__consumer_offsets`` partition
@@ -29,7 +30,7 @@ async def handle_add_offsets_to_txn(ctx, request):
         ctx.broker.group_coordinator.manager.ensure_offsets_topic()
     except KafkaError:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
-    code = coordinator.handle_add_partitions_to_transaction(
+    code = await coordinator.handle_add_partitions_to_transaction(
         request.transactional_id, request.producer_id, request.producer_epoch,
         {coordinator.offsets_partition_for(request.group_id)})
     return {"throttle_time_ms": 0, "error_code": code}

@@ -4,8 +4,9 @@ v1   same as v0 (the broker may return CONCURRENT_TRANSACTIONS for quick retries
 v2   same as v1
 v3   flexible
 Not implemented: v4-v5, the batched broker-to-broker form with ``verify_only``
-(KIP-890; the standalone broker's Produce asks its coordinator directly), and
-cluster mode (COORDINATOR_NOT_AVAILABLE).
+(KIP-890; a leader's Produce asks its own coordinator directly, and in cluster
+mode a leader that is not the coordinator does not verify). Sent to the
+transactional id's coordinator (NOT_COORDINATOR elsewhere in cluster mode).
 
 A transactional producer sends this before its first record to a partition in
 each transaction. As Kafka's ``KafkaApis.handleAddPartitionsToTxnRequest``: a
@@ -47,7 +48,7 @@ async def handle_add_partitions_to_txn(ctx, request):
         return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": _results(
             partitions, lambda n, i: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if (n, i) in unknown
             else ErrorCode.OPERATION_NOT_ATTEMPTED)}
-    code = coordinator.handle_add_partitions_to_transaction(
+    code = await coordinator.handle_add_partitions_to_transaction(
         request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
         request.v3_and_below_producer_epoch, {(n, i) for n, indexes in partitions.items() for i in indexes})
     return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": _results(partitions, lambda *_: code)}

@@ -7,12 +7,13 @@ v4   batched: coordinator_keys in, one entry per key out (KIP-699)
 v5   same as v4 (TRANSACTION_ABORTABLE may be returned)
 v6   key_type 2 (share groups, KIP-932)
 Not implemented: share-group coordinators (COORDINATOR_NOT_AVAILABLE with a
-message saying so); the transaction coordinator in cluster mode (the same).
+message saying so).
 
 A transactional id's coordinator is, in Kafka, the leader of partition
 ``abs(transactionalId.hashCode()) % transaction.state.log.num.partitions`` of
-``__transaction_state``. The standalone broker keeps its transaction state in
-memory (no ``__transaction_state`` yet) and is the coordinator of every
+``__transaction_state``, created here on first use (in cluster mode
+COORDINATOR_NOT_AVAILABLE until its partitions have leaders). The standalone
+broker leads every partition of that topic, so it is the coordinator of every
 transactional id.
 
 A group's coordinator is the leader of partition
@@ -40,6 +41,21 @@ def _coordinator_for(broker, key: str | None, key_type: int) -> dict:
     if key_type == TRANSACTION and broker.transaction_coordinator is not None:
         if not key:
             out.update(error_code=ErrorCode.INVALID_REQUEST, error_message="transactional id must not be empty")
+            return out
+        manager = broker.transaction_coordinator.state_manager
+        try:
+            manager.ensure_transaction_topic()
+        except KafkaError as exc:
+            out.update(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, error_message=exc.message)
+            return out
+        if getattr(broker, "zk_mode", False):
+            partition = manager.partition_for(key)
+            leader = broker.metadata_cache.leader_endpoint("__transaction_state", partition)
+            if leader is None:
+                out.update(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                           error_message=f"__transaction_state-{partition} has no leader")
+            else:
+                out.update(node_id=leader.id, host=leader.host, port=leader.port)
             return out
         node = next((b for b in broker.live_brokers if b[0] == broker.broker_id), None)
         if node is None:

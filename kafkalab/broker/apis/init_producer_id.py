@@ -5,14 +5,18 @@ v2   flexible
 v3   + producer_id/epoch in the request: a producer may ask to bump its epoch (KIP-360)
 v4   same as v3 (PRODUCER_FENCED may be returned)
 v5   same as v4 (KIP-890)
-Not implemented: v6 (two-phase commit, KIP-939); transactional ids in cluster
-mode (COORDINATOR_NOT_AVAILABLE: no transaction coordinator there yet).
+Not implemented: v6 (two-phase commit, KIP-939). A transactional id is served
+by its coordinator (in cluster mode the leader of its ``__transaction_state``
+partition; NOT_COORDINATOR elsewhere).
 
 With a ``transactional_id`` the transaction coordinator answers
 (``kafkalab.broker.coordinator.transaction``): the same producer id for the same
 transactional id, the epoch bumped on every call (the previous instance is
-fenced, its open transaction aborted); INVALID_TRANSACTION_TIMEOUT when
-``transaction_timeout_ms`` is above ``transaction.max.timeout.ms``.
+fenced, its open transaction aborted: CONCURRENT_TRANSACTIONS first, as Kafka,
+until the ABORT markers are written, then the new epoch on the client's retry);
+INVALID_TRANSACTION_TIMEOUT when ``transaction_timeout_ms`` is above
+``transaction.max.timeout.ms``. The transactional id's state is written to
+``__transaction_state`` first, so it outlives the broker.
 
 An idempotent producer (``enable.idempotence=true``: the default of
 kafka-python 3 and the Java client, opt-in for confluent-kafka/librdkafka)
@@ -45,7 +49,7 @@ async def handle_init_producer_id(ctx, request):
         if coordinator is None:
             return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
                     "producer_id": -1, "producer_epoch": -1}
-        error, pid, epoch = coordinator.handle_init_producer_id(request.transactional_id,
+        error, pid, epoch = await coordinator.handle_init_producer_id(request.transactional_id,
                                                                 request.transaction_timeout_ms, pid, epoch)
         return {"throttle_time_ms": 0, "error_code": error, "producer_id": pid, "producer_epoch": epoch}
     # Kafka's TransactionCoordinator: without a transactional id, always a fresh producer id, epoch 0

@@ -8,8 +8,9 @@ v8   + record_errors and error_message per partition (KIP-467)
 v9   flexible
 v10  + current leader hint on NOT_LEADER_OR_FOLLOWER (KIP-951)
 v11  same as v10
-Not implemented: v12+ (transactions V2, topic ids); transactions in cluster
-mode (a ``transactional_id`` is refused there with TRANSACTIONAL_ID_NOT_FOUND).
+Not implemented: v12+ (transactions V2, topic ids); in cluster mode a leader
+that is not the transactional id's coordinator does not verify the partition
+(Kafka asks the coordinator with AddPartitionsToTxn v4 ``verify_only``).
 
 Transactions (KIP-98): a request with a ``transactional_id`` carries
 transactional batches (attribute bit 4). As Kafka 3.9's leader does

@@ -5,10 +5,13 @@ v2   + committed_leader_epoch
 v3   flexible; + generation_id, member_id, group_instance_id (KIP-447: the group
      coordinator fences a producer whose consumer left the generation)
 v4   same as v3 (KIP-890)
-Not implemented: v5 (transactions V2), cluster mode (COORDINATOR_NOT_AVAILABLE).
+Not implemented: v5 (transactions V2); in cluster mode a group coordinator that is
+not also the transactional id's coordinator does not verify the transaction
+(Kafka asks the transaction coordinator, KIP-890 part 1).
 
 After AddOffsetsToTxn, ``send_offsets_to_transaction`` sends the offsets here.
-They are *pending*: OffsetFetch does not return them (with ``require_stable``
+They are written at once to ``__consumer_offsets`` in a transactional batch of
+the producer (as Kafka writes them) and are *pending*: OffsetFetch does not return them (with ``require_stable``
 it answers UNSTABLE_OFFSET_COMMIT) until the transaction's COMMIT marker
 reaches the group's ``__consumer_offsets`` partition; an ABORT drops them
 (Kafka's ``GroupMetadataManager.handleTxnCompletion``). The group's
@@ -19,7 +22,7 @@ import time
 
 from kafka.protocol.producer.transaction import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 
-from ..common.errors import ErrorCode
+from ..common.errors import ErrorCode, KafkaError
 from ..coordinator.group.offsets_topic import OffsetAndMetadata
 from . import api
 
@@ -43,9 +46,17 @@ async def handle_txn_offset_commit(ctx, request):
         if code:
             errors = {tp: code for tp in offsets}
         else:
-            errors = broker.group_coordinator.commit_transactional_offsets(
+            gc = broker.group_coordinator
+            errors = gc.commit_transactional_offsets(
                 request.group_id, request.producer_id, request.generation_id if v >= 3 else -1,
                 request.member_id if v >= 3 else "", offsets)
+            staged = {tp: offsets[tp] for tp, c in errors.items() if c == ErrorCode.NONE}
+            try:   # written at once, in a transactional batch, as Kafka does
+                await gc.manager.store_transactional_offsets(request.group_id, request.producer_id,
+                                                             request.producer_epoch, staged)
+            except KafkaError as exc:
+                gc.drop_transactional_offsets(request.group_id, request.producer_id, staged)
+                errors.update({tp: exc.code for tp in staged})
     by_topic: dict[str, list[dict]] = {}
     for (name, index), code in errors.items():
         by_topic.setdefault(name, []).append({"partition_index": index, "error_code": code})

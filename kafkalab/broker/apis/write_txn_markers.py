@@ -2,9 +2,11 @@
 
 v1   flexible (v0, not flexible, is not served: kafka-python's codec starts at v1)
 Not implemented: v2 (transaction version, KIP-1228). Kafka sends this only
-broker to broker (``TransactionMarkerChannelManager``); the standalone mini
-broker's coordinator calls the same function directly
-(``coordinator/transaction/transaction_marker_channel_manager.write_txn_marker``).
+broker to broker (``TransactionMarkerChannelManager``): in cluster mode the
+coordinator sends it to the leaders of the transaction's partitions; for a
+partition it leads itself (and on a standalone broker) it calls the same
+function directly (``coordinator/transaction/transaction_marker_channel_manager.write_txn_marker``),
+which in cluster mode waits for the partition's ISR (acks=all) before answering.
 
 For each marker (producer id, epoch, COMMIT if ``transaction_result`` else
 ABORT, coordinator epoch) and each partition it names, the leader appends a
@@ -25,8 +27,8 @@ async def handle_write_txn_markers(ctx, request):
         topics = []
         for t in m.topics or []:
             parts = [{"partition_index": i,
-                      "error_code": write_txn_marker(ctx.broker, t.name, i, m.producer_id, m.producer_epoch,
-                                                     bool(m.transaction_result), m.coordinator_epoch)}
+                      "error_code": await write_txn_marker(ctx.broker, t.name, i, m.producer_id, m.producer_epoch,
+                                                           bool(m.transaction_result), m.coordinator_epoch)}
                      for i in t.partition_indexes or []]
             topics.append({"name": t.name, "partitions": parts})
         markers.append({"producer_id": m.producer_id, "topics": topics})

@@ -387,13 +387,14 @@ class Partition(IsrMaintenance):
 
     # -- appends -----------------------------------------------------------------------------
 
-    def append_records_to_leader(self, records: bytes, required_acks: int) -> LogAppendInfo:
+    def append_records_to_leader(self, records: bytes, required_acks: int,
+                                 from_coordinator: bool = False) -> LogAppendInfo:
         if self.standalone:   # the hot path of a standalone broker: the ISR is this broker alone
             min_isr = self.log.config["min.insync.replicas"]
             if required_acks == -1 and len(self.partition_state.isr) < min_isr:
                 raise KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS,
                                  f"{self.name}: ISR {self.isr} is smaller than min.insync.replicas={min_isr}")
-            info = self.log.append_as_leader(records, self.leader_epoch)
+            info = self.log.append_as_leader(records, self.leader_epoch, from_coordinator)
             self.log.high_watermark = self.log.log_end_offset
             return info
         if not self.is_leader:
@@ -404,7 +405,7 @@ class Partition(IsrMaintenance):
             raise KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS,
                              f"The size of the current ISR {self.isr} is insufficient to satisfy the min.isr "
                              f"requirement of {min_isr} for partition {self.name}")
-        info = self.log.append_as_leader(records, self.leader_epoch)
+        info = self.log.append_as_leader(records, self.leader_epoch, from_coordinator)
         if self.maybe_increment_leader_hw():   # the ISR may be the leader alone
             self._try_complete_delayed_requests()
         return info

@@ -1,5 +1,5 @@
 """Coordinators: consumer groups (``GroupCoordinator``), producer ids (``ProducerIdManager``) and
-transactions (``TransactionCoordinator``, standalone broker only for now)."""
+transactions (``TransactionCoordinator``)."""
 from __future__ import annotations
 
 from .group.group_coordinator import GroupCoordinator
@@ -13,9 +13,7 @@ def make_coordinators(broker) -> tuple[GroupCoordinator, ProducerIdManager | ZkP
     return GroupCoordinator(broker), ProducerIdManager(broker.log_dir)
 
 
-def make_transaction_coordinator(broker) -> TransactionCoordinator | None:
-    """The transaction coordinator; None in cluster mode (not done yet: FindCoordinator answers
-    COORDINATOR_NOT_AVAILABLE for transactional ids there)."""
-    if getattr(broker, "zk_mode", False):
-        return None
+def make_transaction_coordinator(broker) -> TransactionCoordinator:
+    """The transaction coordinator (in cluster mode, of the ``__transaction_state`` partitions the
+    broker leads)."""
     return TransactionCoordinator(broker)

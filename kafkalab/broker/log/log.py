@@ -148,14 +148,18 @@ class UnifiedLog:
         return validate_records(records, self.config)
 
     def append_as_leader(self, records: bytes, leader_epoch: int = 0, from_coordinator: bool = False) -> LogAppendInfo:
-        """Append produced batches; ``from_coordinator``: the transaction coordinator's markers (Kafka's
-        ``AppendOrigin.COORDINATOR``), the only control batches a leader takes."""
+        """Append produced batches; ``from_coordinator``: a coordinator's own writes (Kafka's
+        ``AppendOrigin.COORDINATOR``): the transaction coordinator's markers, the only control batches a
+        leader takes, and the group coordinator's transactional offset commits, whose sequence numbers
+        are not checked."""
         batches = self.analyze_and_validate(records)
         for _, header in batches:  # duplicates and sequence gaps, before anything is written
             if header.is_control:
                 if not from_coordinator:
                     raise KafkaError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
                 self.producer_state.check_marker(header)
+                continue
+            if from_coordinator:
                 continue
             dup = self.producer_state.check(header)
             if dup is not None:

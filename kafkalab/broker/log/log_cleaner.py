@@ -31,9 +31,12 @@ cleaner (Kafka's ``LogCleaner``/``Cleaner``) works like this:
   A batch keeps its base offset, last offset delta, producer id, epoch and
   base sequence, and a batch left empty is kept as an empty batch if it is
   its producer's last one, so idempotent producers carry on after cleaning.
-  Control batches (transaction markers) are copied as they are: the mini
-  broker has no transactions; Kafka drops a marker once its transaction's
-  records are gone and ``delete.retention.ms`` has passed.
+  Control batches (transaction markers) are copied as they are, and so are
+  the records of aborted transactions; the cleaned segment's ``.txnindex``
+  gets the entries of the segments it replaces, so read_committed consumers
+  still skip those records. Kafka drops aborted transactions' records while
+  cleaning, and a marker once its transaction's records are gone and
+  ``delete.retention.ms`` has passed (docs/differences.md).
 * **Grouping**: small neighbouring segments are merged into one (up to
   ``segment.bytes`` and ``segment.index.bytes``). A group whose records all
   go leaves an *empty* segment, as in Kafka: it keeps its base offset (a read
@@ -158,7 +161,8 @@ class LogCleaner:
         first_dirty = self.first_dirty.get(key, ulog.log_start_offset)
         if not ulog.log_start_offset <= first_dirty <= ulog.log_end_offset:
             first_dirty = ulog.log_start_offset  # e.g. retention deleted past it
-        first_uncleanable = min(ulog.active_segment.base_offset, ulog.high_watermark)
+        # as Kafka: never past the last stable offset (an open transaction's records stay as they are)
+        first_uncleanable = min(ulog.active_segment.base_offset, ulog.last_stable_offset)
         min_lag = ulog.config["min.compaction.lag.ms"]
         inactive = ulog.segments[:-1]
         if min_lag > 0:
@@ -275,6 +279,9 @@ class LogCleaner:
                                                 delete_retention, stats)
                     if out:
                         cleaned.append(out, [(0, BatchHeader.parse(out))])
+            for seg in group:   # the aborted transactions' records and markers stay: so do their entries
+                for txn in seg.txn_index.all_aborted():
+                    cleaned.txn_index.append(txn)
             cleaned.on_become_inactive()
         except BaseException:
             cleaned.delete()  # as Kafka: an aborted run leaves no .cleaned files (nor open descriptors)

@@ -377,7 +377,7 @@ class LogSegment:
         return files + [self.txn_index.path] if os.path.exists(self.txn_index.path) else files
 
     def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
-        """Rename the three files, e.g. ``.log.cleaned`` -> ``.log.swap`` (open handles stay valid)."""
+        """Rename the files (and the ``.txnindex``, if any), e.g. ``.log.cleaned`` -> ``.log.swap`` (open handles stay valid)."""
         def renamed(path: str) -> str:
             assert path.endswith(old_suffix), (path, old_suffix)
             return path[:len(path) - len(old_suffix)] + new_suffix
@@ -389,6 +389,10 @@ class LogSegment:
             index.flush()
             os.replace(index.path, new_path)
             index.path = new_path
+        new_txn = renamed(self.txn_index.path)
+        if os.path.exists(self.txn_index.path):
+            os.replace(self.txn_index.path, new_txn)
+        self.txn_index.path = new_txn
 
     def close(self) -> None:
         if self._fd >= 0:

@@ -114,7 +114,7 @@ class KafkaServer:
         self.socket_server = SocketServer(self, self.host, port, config["socket.request.max.bytes"])
         self.group_coordinator = None   # set in start() once the loop runs
         self.producer_id_manager = None
-        self.transaction_coordinator = None   # standalone broker only (first slice of transactions)
+        self.transaction_coordinator = None   # set in start(), as the group coordinator
         self._background: list[asyncio.Task] = []
         # -- cluster mode ----------------------------------------------------------
         self.zk_client = None           # KafkaZkClient, connected in start()
@@ -156,7 +156,7 @@ class KafkaServer:
             self.log_manager.start(self)  # retention, cleaner, flusher, checkpoints
             await self.group_coordinator.start()  # replays __consumer_offsets before the first request
             if self.transaction_coordinator is not None:
-                self.transaction_coordinator.start()   # aborts timed-out transactions
+                await self.transaction_coordinator.start()   # loads __transaction_state, aborts timed-out ones
             await self._listen()
             if self.zk_mode:
                 await self._register_broker()

@@ -122,8 +122,9 @@ class ReplicaManager:
 
     # -- produce ---------------------------------------------------------------------------
 
-    def append_records(self, topic: str, index: int, records: bytes, required_acks: int):
-        info = self.get_partition(topic, index).append_records_to_leader(records, required_acks)
+    def append_records(self, topic: str, index: int, records: bytes, required_acks: int,
+                       from_coordinator: bool = False):
+        info = self.get_partition(topic, index).append_records_to_leader(records, required_acks, from_coordinator)
         if not info.duplicate:
             self.notify_data_arrived(topic, index)
         return info
@@ -134,10 +135,10 @@ class ReplicaManager:
         return await DelayedProduce(self.produce_purgatory, required_offsets).wait(timeout_ms)
 
     async def append_records_and_wait(self, topic: str, index: int, records: bytes, required_acks: int,
-                                      timeout_ms: int):
+                                      timeout_ms: int, from_coordinator: bool = False):
         """Append and, for ``required_acks == -1``, wait for the ISR (what a Produce does for one
         partition; the group coordinator's offset commits use it). Raises ``KafkaError``."""
-        info = self.append_records(topic, index, records, required_acks)
+        info = self.append_records(topic, index, records, required_acks, from_coordinator)
         if required_acks == -1:
             required = info.last_offset + 1
             partition = self.partitions.get((topic, index))

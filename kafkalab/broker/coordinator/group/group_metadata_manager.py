@@ -5,6 +5,9 @@ keeps every group in memory and writes each change as a record to the
 internal compacted topic ``__consumer_offsets``:
 
 * OffsetCommit writes one record per partition, key (group, topic, partition);
+  TxnOffsetCommit writes the same records in a *transactional* batch of the producer, which
+  count from the transaction's COMMIT marker on (an ABORT marker voids them; :meth:`load`
+  keeps those of a transaction still open pending);
 * a finished rebalance (the leader's SyncGroup) and a group becoming Empty
   write the group's metadata, key (group);
 * DeleteGroups and offset expiry write tombstones (null values).
@@ -24,7 +27,8 @@ from __future__ import annotations
 import logging
 
 from ...common.errors import ErrorCode, KafkaError
-from ...common.records import Record, build_batch, iter_batches, iter_records
+from ...common.records import (COMMIT, TRANSACTIONAL_MASK, Record, build_batch, control_record_type, iter_batches,
+                               iter_records)
 from .group_metadata import GroupMetadata, GroupState, MemberMetadata, now_ms
 from .offsets_topic import (OFFSETS_TOPIC, GroupMetadataKey, GroupMetadataValue, MemberRecord, OffsetAndMetadata,
                             OffsetCommitKey, decode_key, decode_value, group_metadata_key, group_metadata_value,
@@ -140,6 +144,30 @@ class GroupMetadataManager:
                                       for (t, p), om in offsets.items()])
         group.offsets.update(offsets)
 
+    async def store_transactional_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
+                                          offsets: dict[tuple[str, int], OffsetAndMetadata]) -> None:
+        """TxnOffsetCommit, as Kafka writes it: the offset records at once, in a *transactional* batch
+        of the producer (its id and epoch; ``AppendOrigin.COORDINATOR``, so no sequence check), acks=all.
+        They count from the transaction's COMMIT marker on (also for a coordinator that loads the
+        partition later); an ABORT marker voids them. Raises KafkaError with a group error code."""
+        if not offsets:
+            return
+        try:
+            self.ensure_offsets_topic()
+        except KafkaError as exc:
+            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"cannot create {OFFSETS_TOPIC}: {exc.message}")
+        ts = now_ms()
+        records = [Record(i, ts, offset_commit_key(group_id, t, p), offset_commit_value(om), [])
+                   for i, ((t, p), om) in enumerate(offsets.items())]
+        partition = self.partition_for(group_id)
+        batch = build_batch(records, producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=0,
+                            attributes_extra=TRANSACTIONAL_MASK)
+        try:
+            await self.broker.replica_manager.append_records_and_wait(
+                OFFSETS_TOPIC, partition, batch, -1, timeout_ms=OFFSET_COMMIT_TIMEOUT_MS, from_coordinator=True)
+        except KafkaError as exc:
+            raise self._group_error(exc, partition) from None
+
     def store_group(self, group: GroupMetadata) -> None:
         """Write the group's metadata: generation, protocol, leader and each member's subscription/assignment."""
         members = [MemberRecord(m.member_id, m.group_instance_id, m.client_id, m.client_host,
@@ -165,7 +193,15 @@ class GroupMetadataManager:
     # -- loading ----------------------------------------------------------------
 
     def read_records(self, only_partition: int | None = None):
-        """Every (key, value) record of ``__consumer_offsets``, partition by partition, oldest first.
+        """Every (key, value) record of ``__consumer_offsets``, partition by partition, oldest first
+        (transaction markers left out; see :meth:`read_log`)."""
+        for header, key, value in self.read_log(only_partition):
+            if not header.is_control:
+                yield key, value
+
+    def read_log(self, only_partition: int | None = None):
+        """Every (batch header, key, value) of ``__consumer_offsets``, partition by partition, oldest
+        first; a control batch (a transaction marker) as (header, "COMMIT" or "ABORT", None).
 
         ``only_partition``: just that one, read up to its log end offset (a new leader loads all it
         has, as Kafka's ``doLoadGroupsAndOffsets``; its high watermark may not have caught up yet)."""
@@ -190,10 +226,12 @@ class GroupMetadataManager:
                         continue
                     moved = True
                     offset = header.next_offset
+                    batch = memoryview(data)[pos:pos + header.size]
                     if header.is_control:
+                        yield header, "COMMIT" if control_record_type(batch) == COMMIT else "ABORT", None
                         continue
-                    for record in iter_records(memoryview(data)[pos:pos + header.size]):
-                        yield record.key, record.value
+                    for record in iter_records(batch):
+                        yield header, record.key, record.value
                 if not moved:
                     break
 
@@ -201,8 +239,16 @@ class GroupMetadataManager:
         """Replay ``__consumer_offsets`` (or one of its partitions): the groups and committed offsets
         as they were at shutdown, or as the previous leader of the partition left them."""
         latest: dict[bytes, bytes | None] = {}
-        for key, value in self.read_records(only_partition):
-            if key is not None:
+        #: transactional offset commits waiting for their marker: producer id -> {key: value}
+        pending: dict[int, dict[bytes, bytes | None]] = {}
+        for header, key, value in self.read_log(only_partition):
+            if header.is_control:   # the end of a producer's transaction: its offsets count, or not
+                committed = pending.pop(header.producer_id, {})
+                if key == "COMMIT":
+                    latest.update(committed)
+            elif header.is_transactional:
+                pending.setdefault(header.producer_id, {})[key] = value
+            elif key is not None:
                 latest[key] = value  # the latest record per key wins, as compaction keeps it
         offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
         metadata: dict[str, GroupMetadataValue] = {}
@@ -219,10 +265,22 @@ class GroupMetadataManager:
                 offsets.setdefault(key.group, {})[(key.topic, key.partition)] = value
             elif isinstance(key, GroupMetadataKey):
                 metadata[key.group] = value
+        open_txns: dict[str, dict[int, dict[tuple[str, int], OffsetAndMetadata]]] = {}
+        for producer_id, records in pending.items():   # transactions still open: their offsets wait
+            for key_bytes, value_bytes in records.items():
+                try:
+                    key = decode_key(key_bytes)
+                    value = decode_value(key, value_bytes)
+                except Exception as exc:
+                    log.warning("skipping unreadable %s record: %r", OFFSETS_TOPIC, exc)
+                    continue
+                if isinstance(key, OffsetCommitKey) and value is not None:
+                    open_txns.setdefault(key.group, {}).setdefault(producer_id, {})[(key.topic, key.partition)] = value
         groups: dict[str, GroupMetadata] = {}
-        for group_id in offsets.keys() | metadata.keys():
+        for group_id in offsets.keys() | metadata.keys() | open_txns.keys():
             group = groups[group_id] = GroupMetadata(group_id)
             group.offsets = offsets.get(group_id, {})
+            group.pending_transactional_offsets = open_txns.get(group_id, {})
             if group_id in metadata:
                 self._restore(group, metadata[group_id])
         return groups

@@ -137,8 +137,9 @@ class GroupOffsets:
         transaction's marker in the group's ``__consumer_offsets`` partition; OffsetFetch does not see them
         before the COMMIT marker, and an ABORT marker drops them.
 
-        kafkalab: pending offsets are kept in memory and written to ``__consumer_offsets`` as ordinary
-        records when the COMMIT marker comes (Kafka writes them at once, in a transactional batch)."""
+        The caller writes them to ``__consumer_offsets`` at once, in a transactional batch
+        (``GroupMetadataManager.store_transactional_offsets``), as Kafka does, so a coordinator that
+        loads the partition later knows them."""
         def all_(code):
             return {tp: code for tp in offsets}
 
@@ -174,12 +175,16 @@ class GroupOffsets:
                 if pending:
                     group.pending_transactional_offsets[producer_id] = pending
                 continue
-            if committed:
-                try:
-                    self.manager.store_offsets(group, pending)
-                except KafkaError as exc:
-                    log.warning("group %s: transactional offsets of producer %d not stored: %s", group.group_id,
-                                producer_id, exc)
+            if committed:   # already in the log, in the transaction's batch: from now on they count
+                group.offsets.update(pending)
+
+    def drop_transactional_offsets(self, group_id: str, producer_id: int,
+                                   offsets: dict[tuple[str, int], OffsetAndMetadata]) -> None:
+        """Forget staged transactional offsets whose write to ``__consumer_offsets`` failed."""
+        group = self.groups.get(group_id)
+        pending = group.pending_transactional_offsets.get(producer_id, {}) if group is not None else {}
+        for tp in offsets:
+            pending.pop(tp, None)
 
     def has_pending_transactional_offsets(self, group_id: str, tp: tuple[str, int]) -> bool:
         """OffsetFetch ``require_stable`` (KIP-447): is an offset of ``tp`` waiting for a marker?"""

@@ -2,8 +2,9 @@
 
 ``producer_id_manager``                  ProducerIdManager: ids for idempotent and transactional producers
 ``transaction_metadata``                 TransactionMetadata and its state machine (TransactionState)
-``transaction_state_manager``            TransactionStateManager: transactional id -> metadata (in memory)
+``transaction_state_manager``            TransactionStateManager: transactional id -> metadata, in ``__transaction_state``
+``transaction_log``                      the key and value formats of ``__transaction_state`` records
 ``transaction_coordinator``              TransactionCoordinator: InitProducerId, AddPartitionsToTxn,
                                          AddOffsetsToTxn, EndTxn, timeouts
-``transaction_marker_channel_manager``   the COMMIT/ABORT markers, written to the partition logs
+``transaction_marker_channel_manager``   the COMMIT/ABORT markers, to the partitions' leaders (WriteTxnMarkers)
 """

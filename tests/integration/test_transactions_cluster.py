@@ -1,0 +1,298 @@
+"""Transactions on a 3-broker mini cluster (#19): the transaction coordinator of a transactional id
+is the leader of its ``__transaction_state`` partition (replicated, min ISR 2, as Kafka's
+defaults); the markers go to each partition's leader with WriteTxnMarkers; the coordinator's broker
+SIGKILLed mid-transaction: the new leader of the partition loads the state and aborts the open
+transaction at its timeout, and a read_committed consumer sees every committed record once; and
+SIGKILLed in PrepareCommit, while its markers are on their way: the new coordinator writes them and
+completes the commit; and a consume-transform-produce copier losing the coordinator's broker, then
+an output leader (and the group coordinator with it, at times): every record copied exactly once.
+"""
+from __future__ import annotations
+
+import functools
+import time
+import uuid
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
+
+import cluster_helpers
+import kafka_wire as wire
+import kafkalab
+from cluster_helpers import leader_of, partition_row, restore_brokers
+from kafkalab.broker.coordinator.group.offsets_topic import partition_for
+
+pytestmark = pytest.mark.cluster
+
+WAIT_S = 45
+LAB = {"zookeeper.session.timeout.ms": 4000, "replica.lag.time.max.ms": 3000,
+       "transaction.state.log.num.partitions": 3, "offsets.topic.num.partitions": 3,
+       "transaction.abort.timed.out.transaction.cleanup.interval.ms": 500}
+wait_until = functools.partial(cluster_helpers.wait_until, timeout=WAIT_S, interval=0.2)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    with kafkalab.cluster(brokers=3, dir=str(tmp_path_factory.mktemp("txn-cluster")), **LAB) as c:
+        yield c
+
+
+@pytest.fixture(autouse=True)
+def all_brokers_up(cluster):
+    yield
+    restore_brokers(cluster, timeout=WAIT_S)
+
+
+def create_topic(cluster, prefix: str, partitions: int = 3) -> str:
+    name = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic(name, partitions, 3)], operation_timeout=30)[name].result(60)
+    return name
+
+
+def producer(cluster, txn_id: str, timeout_ms: int = 60000) -> Producer:
+    p = Producer({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": txn_id,
+                  "transaction.timeout.ms": timeout_ms, "linger.ms": 5})
+    p.init_transactions(WAIT_S)
+    return p
+
+
+def read_committed(cluster, topic: str, expected: int, timeout_s: float = 30) -> list[bytes]:
+    """Every record a read_committed consumer gets from every partition (assigned: no group, so no
+    dependence on the group coordinator, which a killed broker may have been)."""
+    c = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": f"rc-{uuid.uuid4().hex[:6]}",
+                  "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+                  "enable.auto.commit": False})
+    partitions = c.list_topics(topic, timeout=10).topics[topic].partitions
+    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+    values, deadline = [], time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline and len(values) < expected:
+            m = c.poll(0.2)
+            if m is not None and not m.error():
+                values.append(m.value())
+        end = time.monotonic() + 1.0   # a duplicate or an aborted record would show now
+        while time.monotonic() < end:
+            m = c.poll(0.1)
+            if m is not None and not m.error():
+                values.append(m.value())
+    finally:
+        c.close()
+    return values
+
+
+def coordinator_of(cluster, txn_id: str, not_on: int | None = None) -> int:
+    """The coordinator a live broker names (FindCoordinator key type 1), once there is one."""
+    def find():
+        for b in cluster_helpers.broker_states(cluster):
+            if b["alive"] != "running" or b["id"] == not_on:
+                continue
+            r = wire.call(f"127.0.0.1:{b['port']}", FindCoordinatorRequest(key=txn_id, key_type=1),
+                          FindCoordinatorResponse, 1)
+            if r.error_code == 0 and r.node_id != not_on:
+                return (r.node_id,)
+        return None
+    return wait_until(find, f"a coordinator for {txn_id}")[0]
+
+
+def test_commit_and_abort_with_the_coordinator_on_the_partition_leader(cluster):
+    topic = create_topic(cluster, "txc")
+    p = producer(cluster, "txc-basic")
+    p.begin_transaction()
+    for i in range(6):
+        p.produce(topic, b"committed-%d" % i, partition=i % 3)
+    p.commit_transaction(WAIT_S)
+    p.begin_transaction()
+    for i in range(6):
+        p.produce(topic, b"aborted-%d" % i, partition=i % 3)
+    p.flush(WAIT_S)
+    p.abort_transaction(WAIT_S)
+    assert sorted(read_committed(cluster, topic, expected=6)) == sorted(b"committed-%d" % i for i in range(6))
+
+    # the coordinator is the leader of the id's __transaction_state partition; the others refuse
+    coordinator = coordinator_of(cluster, "txc-basic")
+    assert leader_of(cluster, "__transaction_state", partition_for("txc-basic", 3)) == coordinator
+    assert all(len(partition_row(cluster, "__transaction_state", i)["replicas"]) == 3 for i in range(3))
+    ports = {b["id"]: b["port"] for b in cluster_helpers.broker_states(cluster)}
+    for broker_id, port in ports.items():
+        r = wire.call(f"127.0.0.1:{port}", InitProducerIdRequest(
+            transactional_id="txc-basic", transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1),
+            InitProducerIdResponse, 4)
+        if broker_id == coordinator:
+            assert r.error_code == 0 and r.producer_epoch == 1     # this fences the producer above
+        else:
+            assert r.error_code == 16                              # NOT_COORDINATOR
+
+
+def test_coordinator_sigkilled_mid_transaction(cluster):
+    topic = create_topic(cluster, "txc-kill")
+    txn_id = "txc-kill"
+    p = producer(cluster, txn_id, timeout_ms=5000)
+    p.begin_transaction()
+    for i in range(6):
+        p.produce(topic, b"before-%d" % i, partition=i % 3)
+    p.commit_transaction(WAIT_S)
+    p.begin_transaction()
+    for i in range(6):
+        p.produce(topic, b"open-%d" % i, partition=i % 3)
+    p.flush(WAIT_S)
+    coordinator = coordinator_of(cluster, txn_id)
+    cluster.kill(coordinator)                                      # SIGKILL, mid-transaction
+    killed_at = time.monotonic()
+    del p
+
+    # a new leader of the __transaction_state partition loads the Ongoing transaction and aborts it at
+    # its timeout: the read_committed consumer gets past it and sees the committed records once
+    assert coordinator_of(cluster, txn_id, not_on=coordinator) != coordinator
+    assert sorted(read_committed(cluster, topic, expected=6)) == sorted(b"before-%d" % i for i in range(6))
+    assert time.monotonic() - killed_at < WAIT_S
+
+    again = producer(cluster, txn_id, timeout_ms=5000)             # the same id carries on
+    again.begin_transaction()
+    for i in range(6):
+        again.produce(topic, b"after-%d" % i, partition=i % 3)
+    again.commit_transaction(WAIT_S)
+    got = read_committed(cluster, topic, expected=12)
+    assert sorted(got) == sorted([b"before-%d" % i for i in range(6)] + [b"after-%d" % i for i in range(6)])
+
+
+def test_coordinator_sigkilled_while_its_markers_are_on_their_way(cluster):
+    """EndTxn(commit): PrepareCommit is written and the COMMIT markers are on their way (one leader's
+    answer held back 4 s by a lab fault) when the coordinator's broker is SIGKILLed. The broker that
+    becomes the leader of the id's ``__transaction_state`` partition loads PrepareCommit, sends the
+    markers again and completes the commit; the producer's retried EndTxn succeeds."""
+    import threading
+
+    from kafka.protocol.admin.transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
+    txn_id = "txc-prepared"
+    p = producer(cluster, txn_id, timeout_ms=60000)
+    coordinator = coordinator_of(cluster, txn_id)
+    others = sorted(b["id"] for b in cluster_helpers.broker_states(cluster) if b["id"] != coordinator)
+    topic = f"txc-prep-{uuid.uuid4().hex[:6]}"
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic as KNewTopic
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    try:   # partition 0 led by one of the other brokers, partition 1 by the last one
+        admin.create_topics([KNewTopic(topic, -1, -1, replica_assignments={
+            0: [others[0], others[1], coordinator], 1: [others[1], others[0], coordinator]})])
+    finally:
+        admin.close()
+    wait_until(lambda: leader_of(cluster, topic, 0) == others[0] and leader_of(cluster, topic, 1) == others[1],
+               f"{topic}'s leaders")
+    p.begin_transaction()
+    for i in range(6):
+        p.produce(topic, b"v-%d" % i, partition=i % 2)
+    p.flush(WAIT_S)
+    cluster.inject_fault(others[0], "delay", api="WriteTxnMarkers", delay_ms=4000, count=1)
+    outcome = {}
+
+    def commit():
+        try:
+            p.commit_transaction(WAIT_S)
+            outcome["result"] = "committed"
+        except Exception as exc:   # reported below, with what the consumer saw
+            outcome["result"] = exc
+    committer = threading.Thread(target=commit)
+    committer.start()
+    port = {b["id"]: b["port"] for b in cluster_helpers.broker_states(cluster)}[coordinator]
+
+    def state():
+        r = wire.call(f"127.0.0.1:{port}", DescribeTransactionsRequest(transactional_ids=[txn_id]),
+                      DescribeTransactionsResponse, 0)
+        return r.transaction_states[0].transaction_state
+    wait_until(lambda: state() == "PrepareCommit", "the transaction in PrepareCommit, its markers on their way")
+    cluster.kill(coordinator)
+    committer.join(WAIT_S + 15)
+    assert not committer.is_alive()
+    new = coordinator_of(cluster, txn_id, not_on=coordinator)
+    assert sorted(read_committed(cluster, topic, expected=6)) == sorted(b"v-%d" % i for i in range(6))
+    assert outcome["result"] == "committed", outcome
+    port = {b["id"]: b["port"] for b in cluster_helpers.broker_states(cluster)}[new]
+    assert state() == "CompleteCommit"                             # written by the new coordinator
+
+
+def test_copier_exactly_once_while_brokers_are_sigkilled(cluster):
+    """Kafka's transactions_test.py in small: a copier (read_committed consumer, transactional producer,
+    ``send_offsets_to_transaction``) copies 300 records while the transaction coordinator's broker and
+    then an output partition's leader are SIGKILLed and restarted; a copier that fails aborts, starts
+    over from the committed offsets (a new instance, fencing the old). The output holds every input
+    record exactly once."""
+    import threading
+
+    from confluent_kafka import KafkaException
+    src, dst = create_topic(cluster, "copy-in", 2), create_topic(cluster, "copy-out", 2)
+    n = 300
+    plain = Producer({"bootstrap.servers": cluster.bootstrap_servers, "enable.idempotence": True})
+    for i in range(n):
+        plain.produce(src, b"rec-%03d" % i, partition=i % 2)
+    assert plain.flush(WAIT_S) == 0
+    txn_id, group = "copier", f"copier-{uuid.uuid4().hex[:6]}"
+    stop, restarts, copied = threading.Event(), [], []
+
+    def copier_instance():
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group,
+                             "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                             "isolation.level": "read_committed", "session.timeout.ms": 6000})
+        consumer.subscribe([src])
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": txn_id,
+                             "transaction.timeout.ms": 10000})
+        try:
+            producer.init_transactions(WAIT_S)
+            while not stop.is_set():
+                msgs = [m for m in consumer.consume(20, 0.5) if not m.error()]
+                if not msgs:
+                    continue
+                producer.begin_transaction()
+                for m in msgs:
+                    producer.produce(dst, m.value(), partition=m.partition())
+                producer.send_offsets_to_transaction(consumer.position(consumer.assignment()),
+                                                     consumer.consumer_group_metadata(), WAIT_S)
+                producer.commit_transaction(WAIT_S)
+                copied.append(len(msgs))
+        except KafkaException:
+            try:
+                producer.abort_transaction(10)
+            except KafkaException:
+                pass
+            raise
+        finally:
+            consumer.close()
+
+    def copier():
+        while not stop.is_set():
+            try:
+                copier_instance()
+            except KafkaException as exc:   # start over: a new instance from the committed offsets
+                restarts.append(str(exc))
+                time.sleep(0.5)
+
+    thread = threading.Thread(target=copier, daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: sum(copied) >= 40, "the copier under way")
+        coordinator = coordinator_of(cluster, txn_id)
+        cluster.kill(coordinator)                                    # the transaction coordinator
+        wait_until(lambda: sum(copied) >= 120, "the copier going on after the coordinator died")
+        cluster.restart(coordinator)
+        victim = leader_of(cluster, dst, 0)
+        cluster.kill(victim)                                         # an output partition's leader
+        wait_until(lambda: sum(copied) >= 200, "the copier going on after a leader died")
+        cluster.restart(victim)
+
+        def caught_up():
+            c = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group})
+            try:
+                committed = c.committed([TopicPartition(src, p) for p in (0, 1)], timeout=10)
+                return sum(max(tp.offset, 0) for tp in committed) == n
+            finally:
+                c.close()
+        wait_until(caught_up, "every input record's offset committed", timeout=90)
+    finally:
+        stop.set()
+        thread.join(60)
+    got = read_committed(cluster, dst, expected=n)
+    assert len(got) == n and sorted(got) == sorted(b"rec-%03d" % i for i in range(n)), (len(got), len(copied),
+                                                                                       restarts)
