@@ -107,8 +107,20 @@ def fetch(root: Path | None = None) -> list[Path]:
     return not_shipped(sorted((directory / "libs").glob("*.jar")))
 
 
+def in_pyspark(jars_dir: Path | None = None) -> bool:
+    """True when pyspark's own ``jars/`` already holds the connector (the workshop's JupyterLab image puts it
+    there at build time, ``docker/jupyter/spark_kafka.py``): every session has it, nothing to fetch."""
+    jars_dir = jars_dir or pyspark_jars()
+    return (jars_dir / f"spark-sql-kafka-0-10_{scala_version(jars_dir)}-{spark_version()}.jar").is_file()
+
+
 def spark_configs(via: str = "auto") -> dict[str, str]:
-    """Spark configs that put the connector on a new session's classpath: ``session(**spark_configs())``."""
+    """Spark configs that put the connector on a new session's classpath: ``session(**spark_configs())``.
+    None (``{}``) when pyspark's own jars already hold it (:func:`in_pyspark`): no fetch, no network."""
+    if via not in ("auto", "maven", "packages"):
+        raise ValueError(f"via must be 'auto', 'maven' or 'packages', not {via!r}")
+    if in_pyspark():
+        return {}
     if via == "auto":
         via = "maven" if shutil.which("mvn") else "packages"
     if via == "maven":

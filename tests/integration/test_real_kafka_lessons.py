@@ -108,7 +108,9 @@ def test_lab_03_drill_holds_on_kafka(lab):
 
 
 def test_lesson_06_word_count_holds_on_kafka(lab):
-    """The PySpark word count reads and writes Kafka's own brokers; its leader kill is on a cluster of its own."""
+    """The PySpark word count reads and writes Kafka's own brokers, Kafka Streams' word count (a JVM) runs beside it
+    on the same input and folds into the same table, and Spark's own Kafka source reads the same rows as kafkalab's;
+    its leader kill is on a cluster of its own."""
     real, before = lab
     _run("notebooks/06_streams_word_count.ipynb", real)
     assert real.actions()[before:] == []

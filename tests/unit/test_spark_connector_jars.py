@@ -48,6 +48,17 @@ def test_spark_configs_either_way():
         connector.spark_configs("pip")
 
 
+def test_a_connector_in_pysparks_own_jars_needs_no_configs(monkeypatch, tmp_path):
+    jars = tmp_path / "jars"
+    jars.mkdir()
+    (jars / f"scala-library-{connector.scala_version()}.16.jar").touch()
+    monkeypatch.setattr(connector, "pyspark_jars", lambda: jars)
+    assert not connector.in_pyspark() and connector.spark_configs("packages")
+    (jars / connector.coordinate().split(":", 1)[1].replace(":", "-").__add__(".jar")).touch()
+    assert connector.in_pyspark()    # as in the JupyterLab image: spark-sql-kafka-0-10_<scala>-<spark>.jar
+    assert connector.spark_configs() == {} and connector.spark_configs("maven") == {}
+
+
 def test_a_connector_version_the_repository_lacks_is_one_message_saying_so(monkeypatch, tmp_path):
     def missing(name, coordinates, root, timeout=900):
         assert name == coordinates[0].split(":", 1)[1].replace(":", "-")
