@@ -76,9 +76,23 @@ def test_base_image_is_pinned_and_its_python_is_one_pyproject_allows():
     assert python in SpecifierSet(pyproject()["project"]["requires-python"])
 
 
-def test_java_17_is_installed():
+def test_java_17_is_installed_with_its_compiler():
+    """The JDK, not the JRE: lesson 06 compiles kafkalab's WordCount.java for Kafka Streams (a JRE has no
+    javac, and no jdk.compiler module for ``java WordCount.java`` either)."""
     runs = " ".join(args for word, args in instructions() if word == "RUN")
-    assert re.search(r"apt-get install .*openjdk-17-jre-headless", runs)
+    assert re.search(r"apt-get install .*openjdk-17-jdk-headless", runs)
+
+
+def test_kafka_streams_is_fetched_and_compiled_at_build_time_into_a_cache_the_lab_user_owns():
+    steps = instructions()
+    pip = next(i for i, (w, a) in enumerate(steps) if w == "RUN" and "pip install" in a)
+    fetch = next(i for i, (w, a) in enumerate(steps) if w == "RUN" and "fetch_streams" in a)
+    user = next(i for i, (w, a) in enumerate(steps) if w == "USER")
+    dist = [a for w, a in steps[:fetch] if w == "ENV" and a.startswith("KAFKALAB_DIST=")]
+    assert pip < fetch < user, "kafkalab.streams is installed first; the cache is written as root"
+    assert "compile_source(fetch_streams())" in steps[fetch][1], "the jars and the compiled WordCount, both"
+    assert dist, "KAFKALAB_DIST is set before the fetch, so the lab user's kafkalab finds the same cache"
+    assert f"chown -R kafkalab:kafkalab {os.path.dirname(dist[-1].split('=', 1)[1])}" in steps[fetch][1]
 
 
 def test_pip_installs_the_project_itself_from_its_pyproject():
