@@ -118,14 +118,14 @@ def _without_kafkalab_only(name: str, tagged: int, is_kafka: str, tmp_path):
     """The notebook minus its cells tagged kafkalab-only (there must be ``tagged`` of them), with the cell
     ``is_kafka`` after its first assert, run by nbval with ``KAFKALAB_BACKEND=kafka``."""
     fetch_kafka("3.9")      # what KafkaBackend() finds
-    nb = nbformat.read(os.path.join(ROOT, "notebooks", name), as_version=4)
+    nb = nbformat.read(os.path.join(ROOT, name), as_version=4)
     only = ["kafkalab-only" in c.get("metadata", {}).get("tags", []) for c in nb.cells]
     assert sum(only) == tagged, f"{name}: {sum(only)} cells tagged kafkalab-only, not {tagged}"
     kept = [c for c, o in zip(nb.cells, only) if not o]
     nb.cells = kept
     first_assert = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.startswith("assert"))
     nb.cells.insert(first_assert + 1, nbformat.v4.new_code_cell(is_kafka))
-    copy = tmp_path / name.replace(".ipynb", "_on_kafka.ipynb")
+    copy = tmp_path / name.replace("/", "_").replace(".ipynb", "_on_kafka.ipynb")
     nbformat.write(nb, str(copy))
     env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKALAB_")}
     env.update(KAFKALAB_BACKEND="kafka", PYTHONPATH=ROOT)
@@ -139,7 +139,7 @@ def test_lesson_02_steps_without_fault_injection_hold_on_kafka(tmp_path):
     """acks latency, batching, compression ratios and a producer quota, on Kafka's own brokers: lesson 02 minus
     the cells tagged kafkalab-only, with a cell that checks the brokers really are Kafka's."""
     kept = _without_kafkalab_only(
-        "02_producer_acks_and_batching.ipynb", 11,
+        "notebooks/02_producer_acks_and_batching.ipynb", 11,
         'assert cluster.backend.name == "kafka" and "kafka.Kafka" in psutil.Process(int(cluster.brokers["pid"][0])).cmdline()',
         tmp_path)
     assert not any("inject_fault" in c.source for c in kept if c.cell_type == "code"), \
@@ -151,10 +151,20 @@ def test_lesson_04_segments_and_indexes_hold_on_kafka(tmp_path):
     and time indexes and offsetsForTimes, on one Kafka 3.9 broker: lesson 04 minus the cells that set the
     broker's clock (tagged kafkalab-only)."""
     kept = _without_kafkalab_only(
-        "04_retention_and_segments.ipynb", 33,
+        "notebooks/04_retention_and_segments.ipynb", 33,
         'import psutil\nassert kafka.broker is None and kafka.cluster.backend.name == "kafka" and '
         '"kafka.Kafka" in psutil.Process(int(kafka.cluster.brokers["pid"][0])).cmdline()',
         tmp_path)
     assert not any(re.search(r"(?<!def )\b(cleanup_logs|run_cleaner|dirty_state)\(", c.source)
                    for c in kept if c.cell_type == "code"), \
         "every cell that runs retention or the cleaner at a chosen time is tagged kafkalab-only"
+
+
+KAFKA_BROKER = ('import psutil\nassert kafka.broker is None and kafka.cluster.backend.name == "kafka" and '
+                '"kafka.Kafka" in psutil.Process(int(kafka.cluster.brokers["pid"][0])).cmdline()')
+
+
+def test_lesson_07_exactly_once_holds_on_kafka(tmp_path):
+    """read_committed against read_uncommitted and the LSO, the control batches and the .txnindex in Kafka's own
+    files, a copier SIGKILLed mid-transaction, a zombie fenced, the cost: lesson 07 on one Kafka 3.9 broker."""
+    _without_kafkalab_only("notebooks/07_exactly_once.ipynb", 0, KAFKA_BROKER, tmp_path)
