@@ -84,7 +84,7 @@ def test_the_compose_settings_reach_the_kafka_brokers(lab):
     "notebooks/00_first_events.ipynb", "notebooks/01_partitions_and_keys.ipynb",
     "labs/00_first_events/solution.ipynb", "labs/01_partitions/solution.ipynb",
     "labs/05_consumer_groups/solution.ipynb", "notebooks/05_consumer_groups_and_offsets.ipynb",
-    "labs/06_word_count/solution.ipynb",
+    "labs/06_word_count/solution.ipynb", "labs/07_exactly_once/solution.ipynb",
 ])
 def test_lessons_that_break_nothing_hold_on_kafka(lab, notebook):
     real, before = lab
