@@ -19,8 +19,13 @@ here on three Kafka 3.9 brokers of their own (``KAFKALAB_BACKEND=kafka``), witho
 the segment files, the offset and time indexes, offsetsForTimes) run the same way on one Kafka 3.9
 broker of their own, whose files are on this machine; its steps from section 5 on set the broker's
 clock (retention and the cleaner run at a chosen time) and are tagged ``kafkalab-only``.
-Not here: labs 02 and 04, whose every graded step depends on fault injection (lab 02's drill) or on
-the broker's clock (lab 04's retention and cleaning at a chosen time).
+
+Lesson 07 (transactions) runs whole the same way, on one Kafka 3.9 broker of its own, reading Kafka's
+own segment and ``.txnindex`` files. Lab 07's solution runs on the shared cluster. Lab 02's solution
+runs on three Kafka 3.9 brokers of its own: its drill leaves out the faults, which only kafkalab's
+brokers take, but still SIGKILLs the leader mid-stream. Lab 04's steps 1 and 2 run on one Kafka 3.9
+broker of its own; its steps 3 to 5 set the broker's clock (tagged ``kafkalab-only``; the test gives
+their answers as None), and ``check_04`` lists them as not checked.
 """
 from __future__ import annotations
 
