@@ -39,19 +39,30 @@ class Report:
     def __init__(self, title: str):
         self.title = title
         self.results: list[tuple[str, bool, str]] = []
+        self.skipped: list[tuple[int, str, str]] = []    # (where in results, name, why): checks not run
 
     def step(self, name: str, ok: bool, detail: str = "") -> bool:
         self.results.append((name, bool(ok), detail))
         return bool(ok)
 
+    def skip(self, name: str, why: str) -> None:
+        """A step this check cannot judge here (e.g. it needs kafkalab's broker): listed with ``–`` and why."""
+        self.skipped.append((len(self.results), name, why))
+
     def render(self) -> str:
         lines = [self.title]
-        for name, ok, detail in self.results:
+        skipped = {}
+        for at, name, why in self.skipped:
+            skipped.setdefault(at, []).append(f"  – {name} (not checked: {why})")
+        for i, (name, ok, detail) in enumerate(self.results):
+            lines.extend(skipped.pop(i, []))
             lines.append(f"  {'✓' if ok else '✗'} {name}")
             if not ok and detail:
                 lines.extend(f"      {line}" for line in detail.splitlines())
+        lines.extend(line for at in sorted(skipped) for line in skipped[at])
         failed = sum(1 for _, ok, _ in self.results if not ok)
-        lines.append("All checks passed. Well done!" if not failed else
+        lines.append(("All checks passed. Well done!" if not self.skipped else
+                      f"All the checks run passed ({len(self.skipped)} not checked here).") if not failed else
                      f"{failed} of {len(self.results)} checks failed — fix the step(s) marked ✗ and run again.")
         return "\n".join(lines)
 

@@ -17,6 +17,19 @@ def test_a_failed_check_renders_as_one_line_in_ipython():
     assert isinstance(info.value, AssertionError)   # still stops a notebook run
 
 
+def test_a_step_not_checked_is_listed_with_why_in_its_place_and_does_not_fail():
+    report = Report("Lab 99")
+    report.step("step 1", True)
+    report.skip("step 2", "it needs kafkalab's broker")
+    report.step("step 3", True)
+    report.finish()          # no LabCheckFailed
+    lines = report.render().splitlines()
+    assert lines[1:4] == ["  ✓ step 1", "  – step 2 (not checked: it needs kafkalab's broker)", "  ✓ step 3"]
+    assert lines[-1] == "All the checks run passed (1 not checked here)."
+    report.step("step 4", False, "why")
+    assert report.render().splitlines()[-1].startswith("1 of 3 checks failed")
+
+
 def test_unfilled_values_read_as_not_filled_in():
     assert shown(...) == "`...` (not filled in yet)" and "Ellipsis" not in shown(...)
     assert shown("orders") == "'orders'"
