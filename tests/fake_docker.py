@@ -219,7 +219,7 @@ def _compose() -> dict:
 def compose_broker_configs(service: str = "kafka-1") -> tuple[dict[str, str], dict[str, str]]:
     """The broker configs docker-compose.yml sets (Confluent's images turn ``KAFKA_<NAME>`` into ``<name>``,
     ``_`` -> ``.``), as ``(known, skipped)``: ``known`` are those the mini broker has, ``skipped`` the rest
-    (placement, listeners, JVM, and configs of features the mini broker lacks, such as transactions)."""
+    (placement, listeners, JVM, and configs of features the mini broker lacks)."""
     from kafkalab.broker.server.config import BrokerConfig
     env = _compose()["services"][service]["environment"]
     known, skipped = {}, {}

@@ -67,7 +67,10 @@ def compose_like(tmp_path):
 
 def test_the_harness_is_the_compose_cluster_as_a_notebook_there_sees_it(compose_like, monkeypatch):
     known, skipped = compose_broker_configs()
-    assert known["zookeeper.session.timeout.ms"] == "6000" and "transaction.state.log.min.isr" in skipped
+    assert known["zookeeper.session.timeout.ms"] == "6000"
+    # the mini broker serves transactions: the compose file's __transaction_state settings apply to it too
+    assert known["transaction.state.log.replication.factor"] == "3"
+    assert known["transaction.state.log.min.isr"] == "2"
     assert "advertised.listeners" in skipped, "where a broker is, the cluster decides"
     lab = compose_like()
     for var, value in lab.jupyter_env().items():
