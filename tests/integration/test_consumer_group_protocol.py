@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import textwrap
@@ -21,8 +23,12 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupType, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from kafka.protocol.admin.groups import ListGroupsRequest, ListGroupsResponse
+from kafka.protocol.consumer.group import OffsetCommitRequest, OffsetCommitResponse
 
 import kafkalab
+from kafkalab.broker.apis.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+from kafkalab.broker.common.errors import ErrorCode
 
 SESSION_MS = 6000      # group.consumer.session.timeout.ms, short by lab config (Kafka's default: 45000)
 HEARTBEAT_MS = 500     # group.consumer.heartbeat.interval.ms (Kafka's default: 5000)
@@ -42,7 +48,7 @@ CHILD = textwrap.dedent("""
 """)
 
 
-@pytest.fixture(scope="module", params=["mini", "kafka-4.4"])
+@pytest.fixture(scope="module", params=["mini", pytest.param("kafka-4.4", marks=pytest.mark.cluster)])
 def bootstrap(request, tmp_path_factory):
     if request.param == "mini":
         with kafkalab.mini(log_dir=str(tmp_path_factory.mktemp("kip848")), **GROUP_CONFIGS) as b:
@@ -183,3 +189,132 @@ def test_consumer_group_protocol_scenario(bootstrap):
     finally:
         for name in list(m.consumers):
             m.close(name)
+
+
+# -- the protocol itself, request by request (raw ConsumerGroupHeartbeat v1), on both brokers ----------------------
+
+RETRIABLE = {14, 15, 16}   # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
+
+
+def raw(bs: str, request, response_cls, version: int):
+    """One request with kafka-python's protocol classes over a plain socket; the decoded answer."""
+    host, _, port = bs.rpartition(":")
+    request.API_VERSION = version
+    request.with_header(correlation_id=7, client_id="kip848-raw")
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        s.sendall(bytes(request.encode(header=True, framed=True)))
+        (size,) = struct.unpack(">i", _recv(s, 4))
+        frame = _recv(s, size)
+    return response_cls.decode(frame, version=version, header=True)
+
+
+def _recv(s, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        assert chunk, "connection closed"
+        buf += chunk
+    return buf
+
+
+def heartbeat(bs: str, group: str, member_id: str, epoch: int, topics=None, owned=None, instance_id=None,
+              rebalance_timeout_ms=-1):
+    """A ConsumerGroupHeartbeat v1: (error code, member epoch, {topic id: partitions} or None)."""
+    tps = None if owned is None else [ConsumerGroupHeartbeatRequest.TopicPartitions(topic_id=t, partitions=sorted(p))
+                                      for t, p in owned.items()]
+    req = ConsumerGroupHeartbeatRequest(group_id=group, member_id=member_id, member_epoch=epoch,
+                                        instance_id=instance_id, rebalance_timeout_ms=rebalance_timeout_ms,
+                                        subscribed_topic_names=topics, topic_partitions=tps)
+    deadline = time.time() + 30
+    while True:
+        resp = raw(bs, req, ConsumerGroupHeartbeatResponse, 1)
+        if resp.error_code not in RETRIABLE or time.time() > deadline:
+            break
+        time.sleep(0.2)
+    assignment = None if resp.assignment is None else {t.topic_id: set(t.partitions)
+                                                       for t in resp.assignment.topic_partitions}
+    return resp.error_code, resp.member_epoch, assignment
+
+
+def test_heartbeat_epochs_errors_and_revoke_before_assign(bootstrap):
+    backend, bs = bootstrap
+    admin = AdminClient({"bootstrap.servers": bs})
+    topic, group = f"kip848r-{uuid.uuid4().hex[:6]}", f"gr-{uuid.uuid4().hex[:6]}"
+    admin.create_topics([NewTopic(topic, 4, 1)])[topic].result()
+    try:  # the admin client's FindCoordinator makes Kafka create __consumer_offsets (raw heartbeats do not)
+        describe(admin, group)
+    except KafkaException:
+        pass
+    a, b = str(uuid.uuid4()), str(uuid.uuid4())
+    # A joins with epoch 0 and heartbeats (as a client does, reporting what it owns) until it has every partition;
+    # Kafka 4.4 may answer the first heartbeat before its target assignment includes a topic just created
+    err, ea, got = heartbeat(bs, group, a, 0, topics=[topic], owned={}, rebalance_timeout_ms=30000)
+    assert err == 0 and ea > 0
+    owned_a = got or {}
+    deadline = time.time() + 20
+    while sum(len(p) for p in owned_a.values()) < 4:
+        assert time.time() < deadline, owned_a
+        time.sleep(0.2)
+        err, ea, got = heartbeat(bs, group, a, ea, owned=owned_a)
+        assert err == 0
+        owned_a = got if got is not None else owned_a
+    (tid,) = owned_a
+    # a greater epoch than the coordinator's is fenced; an unknown member id is unknown
+    assert heartbeat(bs, group, a, ea + 1)[0] == ErrorCode.FENCED_MEMBER_EPOCH
+    assert heartbeat(bs, group, str(uuid.uuid4()), ea)[0] == ErrorCode.UNKNOWN_MEMBER_ID
+    # B joins; both heartbeat in turn, each revoking at once what it is told to give up. At every step no
+    # partition is held by both, and A stays at its epoch while it still owns partitions it must revoke
+    err, eb, got = heartbeat(bs, group, b, 0, topics=[topic], owned={}, rebalance_timeout_ms=30000)
+    # B's epoch is the target assignment epoch it reached: Kafka 4.4 may not have recomputed the target yet
+    assert err == 0 and eb >= ea
+    owned_b = got or {}
+    epochs_a, epochs_b, revoked_at = [ea], [eb], None
+    deadline = time.time() + 20
+    while not (len(owned_a.get(tid, ())) == 2 and len(owned_b.get(tid, ())) == 2):
+        assert time.time() < deadline, (owned_a, owned_b)
+        assert not owned_a.get(tid, set()) & owned_b.get(tid, set()), (owned_a, owned_b)
+        before = owned_a
+        err, ea, got = heartbeat(bs, group, a, ea, owned=owned_a)
+        assert err == 0
+        if got is not None:
+            if got.get(tid, set()) < before.get(tid, set()):
+                assert ea == epochs_a[-1], "told to revoke: the epoch moves only once the revocation is reported"
+                revoked_at = ea
+            owned_a = got
+        epochs_a.append(ea)
+        assert not owned_a.get(tid, set()) & owned_b.get(tid, set()), (owned_a, owned_b)
+        err, eb, got = heartbeat(bs, group, b, eb, owned=owned_b)
+        assert err == 0
+        owned_b = got if got is not None else owned_b
+        epochs_b.append(eb)
+        time.sleep(0.1)
+    assert revoked_at is not None and ea > revoked_at
+    assert epochs_a == sorted(epochs_a) and epochs_b == sorted(epochs_b)
+    keep = owned_a
+    ea2, ea3 = revoked_at, ea
+    # a commit with an epoch the member does not have is refused (an older one is refused by the mini broker;
+    # Kafka 4.4 takes it for partitions the member held since that epoch: docs/differences.md)
+    commit = OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=ea3 + 1, member_id=a, topics=[
+        OffsetCommitRequest.OffsetCommitRequestTopic(name=topic, partitions=[
+            OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
+                partition_index=min(keep[tid]), committed_offset=0)])])
+    assert raw(bs, commit, OffsetCommitResponse, 9).topics[0].partitions[0].error_code == ErrorCode.STALE_MEMBER_EPOCH
+    commit.generation_id_or_member_epoch = ea3
+    assert raw(bs, commit, OffsetCommitResponse, 9).topics[0].partitions[0].error_code == 0
+    # ListGroups v5: the group's type
+    listed = raw(bs, ListGroupsRequest(states_filter=[], types_filter=["consumer"]), ListGroupsResponse, 5)
+    mine = [g for g in listed.groups if g.group_id == group]
+    assert [(g.group_type, g.protocol_type) for g in mine] == [("consumer", "consumer")]
+    listed = raw(bs, ListGroupsRequest(states_filter=[], types_filter=["classic"]), ListGroupsResponse, 5)
+    assert group not in [g.group_id for g in listed.groups]
+    # static members: a second member with a taken instance id is refused until the first leaves with -2
+    s1, s2 = str(uuid.uuid4()), str(uuid.uuid4())
+    assert heartbeat(bs, group, s1, 0, topics=[topic], owned={}, instance_id="inst", rebalance_timeout_ms=30000)[0] == 0
+    assert heartbeat(bs, group, s2, 0, topics=[topic], owned={}, instance_id="inst",
+                     rebalance_timeout_ms=30000)[0] == ErrorCode.UNRELEASED_INSTANCE_ID
+    assert heartbeat(bs, group, s1, -2, instance_id="inst")[:2] == (0, -2)
+    err, es2, _ = heartbeat(bs, group, s2, 0, topics=[topic], owned={}, instance_id="inst", rebalance_timeout_ms=30000)
+    assert err == 0 and es2 > 0
+    # leaving: epoch -1 in, -1 out
+    assert heartbeat(bs, group, a, -1)[:2] == (0, -1)
+    assert heartbeat(bs, group, a, ea3)[0] == ErrorCode.UNKNOWN_MEMBER_ID
