@@ -23,7 +23,8 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupType, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka.protocol.admin.groups import ListGroupsRequest, ListGroupsResponse
+from kafka.protocol.admin.groups import (DescribeGroupsRequest, DescribeGroupsResponse, ListGroupsRequest,
+                                        ListGroupsResponse)
 from kafka.protocol.consumer.group import OffsetCommitRequest, OffsetCommitResponse
 
 import kafkalab
@@ -315,6 +316,11 @@ def test_heartbeat_epochs_errors_and_revoke_before_assign(bootstrap):
     assert heartbeat(bs, group, s1, -2, instance_id="inst")[:2] == (0, -2)
     err, es2, _ = heartbeat(bs, group, s2, 0, topics=[topic], owned={}, instance_id="inst", rebalance_timeout_ms=30000)
     assert err == 0 and es2 > 0
+    # DescribeGroups (the classic API) does not describe a consumer group
+    described = raw(bs, DescribeGroupsRequest(groups=[group], include_authorized_operations=False),
+                    DescribeGroupsResponse, 6).groups[0]
+    assert (described.error_code, described.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND,
+                                                               f"Group {group} is not a classic group.")
     # leaving: epoch -1 in, -1 out
     assert heartbeat(bs, group, a, -1)[:2] == (0, -1)
     assert heartbeat(bs, group, a, ea3)[0] == ErrorCode.UNKNOWN_MEMBER_ID
