@@ -125,7 +125,18 @@ def describe(admin: AdminClient, group: str):
 
 
 def test_consumer_group_protocol_scenario(bootstrap):
-    backend, bs = bootstrap
+    run_scenario(*bootstrap)
+
+
+@pytest.mark.cluster
+def test_consumer_group_protocol_scenario_on_a_mini_cluster(tmp_path):
+    """Three mini brokers on a real ZooKeeper: the group lives on the leader of its __consumer_offsets partition,
+    which the clients find with FindCoordinator."""
+    with kafkalab.cluster(brokers=3, dir=str(tmp_path / "cluster"), **GROUP_CONFIGS) as c:
+        run_scenario("mini-cluster", c.bootstrap_servers)
+
+
+def run_scenario(backend: str, bs: str) -> None:
     admin = AdminClient({"bootstrap.servers": bs})
     topic, group = f"kip848-{uuid.uuid4().hex[:6]}", f"g-{uuid.uuid4().hex[:6]}"
     admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result()
