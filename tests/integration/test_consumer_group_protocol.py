@@ -335,3 +335,25 @@ def test_heartbeat_epochs_errors_and_revoke_before_assign(bootstrap):
     # leaving: epoch -1 in, -1 out
     assert heartbeat(bs, group, a, -1)[:2] == (0, -1)
     assert heartbeat(bs, group, a, ea3)[0] == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_regex_subscription_is_resolved_by_the_broker(bootstrap):
+    """ConsumerGroupHeartbeat v1 carries the pattern (SubscribedTopicRegex); the coordinator resolves it, also
+    for a matching topic created later."""
+    backend, bs = bootstrap
+    admin = AdminClient({"bootstrap.servers": bs})
+    prefix = f"rx{uuid.uuid4().hex[:6]}"
+    for t in (f"{prefix}-a", f"{prefix}-b", f"other{prefix}"):
+        admin.create_topics([NewTopic(t, 2, 1)])[t].result()
+    m = Members(bs, f"rg-{prefix}", f"^{prefix}-.*")
+    try:
+        m.add("c", **{"topic.metadata.refresh.interval.ms": 1000})
+
+        def topics():
+            return {tp.topic for tp in m.consumers["c"].assignment()}
+        m.poll_until(lambda: topics() == {f"{prefix}-a", f"{prefix}-b"} and len(m.consumers["c"].assignment()) == 4)
+        admin.create_topics([NewTopic(f"{prefix}-c", 1, 1)])[f"{prefix}-c"].result()
+        took = m.poll_until(lambda: f"{prefix}-c" in topics(), timeout=40)
+        print(f"{backend}: a new topic matching the regex assigned after {took:.1f}s")
+    finally:
+        m.close("c")
