@@ -264,8 +264,9 @@ class ConsumerGroupHeartbeats:
         regexes = {m.subscribed_topic_regex for m in group.members.values() if m.subscribed_topic_regex}
         out = {}
         for name in list(cache.topics):
-            if name in names or any(re.fullmatch(rx, name) for rx in regexes):
-                meta = cache.get(name)
+            meta = cache.get(name)
+            by_regex = meta is not None and not meta.is_internal and any(re.fullmatch(rx, name) for rx in regexes)
+            if name in names or by_regex:  # a regex never picks an internal topic (__consumer_offsets, ...)
                 if meta is not None and meta.num_partitions > 0:
                     out[name] = (meta.topic_id, meta.num_partitions)
         return out
@@ -273,7 +274,9 @@ class ConsumerGroupHeartbeats:
     def _member_topics(self, member: ConsumerGroupMember, topics) -> set[str]:
         subs = set(member.subscribed_topic_names) & set(topics)
         if member.subscribed_topic_regex:
-            subs |= {t for t in topics if re.fullmatch(member.subscribed_topic_regex, t)}
+            cache = self.broker.metadata_cache
+            subs |= {t for t in topics if re.fullmatch(member.subscribed_topic_regex, t)
+                     and not (cache.get(t) is not None and cache.get(t).is_internal)}
         return subs
 
     def _compute_target_assignment(self, group: ConsumerGroup, topics) -> None:
