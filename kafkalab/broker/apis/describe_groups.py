@@ -5,7 +5,8 @@ v2   same as v1
 v3   + include_authorized_operations (answered with "not requested": no ACLs here)
 v4   + group_instance_id per member (KIP-345)
 v5   flexible
-v6   + error_message; an unknown group gets GROUP_ID_NOT_FOUND (before v6: state "Dead", no error)
+v6   + error_message; an unknown group gets GROUP_ID_NOT_FOUND (before v6: state "Dead", no error); so does
+     a KIP-848 consumer group ("not a classic group"), as in Kafka 4.4
 Not implemented: authorized operations.
 
 As in Kafka's GroupMetadata.summary, members' subscriptions
@@ -37,9 +38,10 @@ async def handle_describe_groups(ctx, request):
                 groups.append(entry)
                 continue
             if summary is None:
-                if v >= 6:
+                if v >= 6:  # a KIP-848 consumer group is "not a classic group" (Kafka 4.4's words)
                     entry.update(error_code=ErrorCode.GROUP_ID_NOT_FOUND,
-                                 error_message=f"Group {group_id} not found.")
+                                 error_message=f"Group {group_id} is not a classic group."
+                                 if group_id in coordinator.consumer_groups else f"Group {group_id} not found.")
             else:
                 summary.pop("generation_id", None)
                 entry.update(summary)

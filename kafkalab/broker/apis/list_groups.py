@@ -4,8 +4,8 @@ v1   + throttle_time_ms
 v2   same as v1
 v3   flexible
 v4   + states_filter, group_state per group (KIP-518)
-v5   + types_filter, group_type per group (KIP-848: every group here is "classic")
-Not implemented: nothing (consumer/share group types do not exist here).
+v5   + types_filter, group_type per group (KIP-848: "classic" or "consumer")
+Not implemented: share groups (type "share").
 
 Groups with only committed offsets (``assign()`` + commit) are listed with
 an empty protocol type, as in Kafka. Filters compare case-insensitively.

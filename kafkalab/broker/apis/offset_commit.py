@@ -7,7 +7,8 @@ v5   retention_time_ms dropped
 v6   + committed_leader_epoch per partition (KIP-320)
 v7   + group_instance_id: a static member's commits are fenced by it (KIP-345)
 v8   flexible
-v9   generation_id_or_member_epoch (same meaning for classic groups)
+v9   generation_id_or_member_epoch: a KIP-848 member commits with its member epoch (STALE_MEMBER_EPOCH when
+     it is not the member's current one; UNSUPPORTED_VERSION below v9, as Kafka)
 v10  topics by topic_id instead of name (UNKNOWN_TOPIC_ID for an unknown id)
 Not implemented: v0-1 (ZooKeeper-stored offsets, per-partition commit timestamps).
 
@@ -54,10 +55,19 @@ async def handle_offset_commit(ctx, request):
                 to_commit[tp] = OffsetAndMetadata(p.committed_offset,
                                                   p.committed_leader_epoch if v >= 6 else -1,
                                                   p.committed_metadata or "", now)
-    if to_commit:
-        result = await coordinator.commit_offsets_and_wait(
-            request.group_id, request.generation_id_or_member_epoch, request.member_id or "",
-            request.group_instance_id if v >= 7 else None, to_commit)
+    # a KIP-848 consumer group checks member id and member epoch itself (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID)
+    cg_error = coordinator.validate_consumer_group_commit(request.group_id, request.member_id or "",
+                                                          request.generation_id_or_member_epoch, v)
+    if to_commit and cg_error not in (None, ErrorCode.NONE):
+        for tp in to_commit:
+            errors[keys[tp]] = cg_error
+    elif to_commit:
+        if cg_error == ErrorCode.NONE:  # a valid consumer group commit: stored like a simple commit
+            result = await coordinator.commit_offsets_and_wait(request.group_id, -1, "", None, to_commit)
+        else:
+            result = await coordinator.commit_offsets_and_wait(
+                request.group_id, request.generation_id_or_member_epoch, request.member_id or "",
+                request.group_instance_id if v >= 7 else None, to_commit)
         for tp, code in result.items():
             errors[keys[tp]] = code
     topics: dict = {}

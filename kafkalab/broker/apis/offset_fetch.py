@@ -9,7 +9,8 @@ v6   flexible
 v7   + require_stable (KIP-447): a partition whose offset waits for a transaction's marker
      (TxnOffsetCommit) answers UNSTABLE_OFFSET_COMMIT, and the consumer retries
 v8   batched: several groups per request (KIP-709)
-v9   + member_id/member_epoch (for KIP-848 groups; ignored for classic groups)
+v9   + member_id/member_epoch: a KIP-848 member's are checked (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH);
+     ignored for classic groups, as in Kafka
 v10  topics by topic_id
 Not implemented: v0 (ZooKeeper offsets).
 
@@ -80,8 +81,15 @@ async def handle_offset_fetch(ctx, request):
     if v >= 8:
         groups = []
         for g in request.groups or []:
-            error, topics = _fetch_group(ctx.broker, g.group_id, g.topics, by_id=v >= 10,
-                                         require_stable=bool(request.require_stable))
+            error = ErrorCode.NONE
+            if v >= 9:  # a KIP-848 member fetches with its member id and epoch (STALE_MEMBER_EPOCH, as Kafka)
+                error = ctx.broker.group_coordinator.validate_consumer_group_fetch(
+                    g.group_id, g.member_id, g.member_epoch) or ErrorCode.NONE
+            if error != ErrorCode.NONE:
+                topics = []
+            else:
+                error, topics = _fetch_group(ctx.broker, g.group_id, g.topics, by_id=v >= 10,
+                                             require_stable=bool(request.require_stable))
             groups.append({"group_id": g.group_id, "topics": topics, "error_code": error})
         return {"throttle_time_ms": 0, "groups": groups}
     topics = request.topics

@@ -83,6 +83,8 @@ import asyncio
 import logging
 
 from ...common.errors import ErrorCode, KafkaError
+from .consumer_group import ConsumerGroup
+from .consumer_group_heartbeat import ConsumerGroupHeartbeats
 from .group_metadata import GroupMetadata
 from .group_metadata_manager import GroupMetadataManager
 from .group_offsets import GroupOffsets
@@ -95,7 +97,7 @@ from .rebalance import Rebalancing
 log = logging.getLogger("kafkalab.broker.coordinator")
 
 
-class GroupCoordinator(JoinSyncHandlers, Rebalancing, MemberSessions, GroupOffsets):
+class GroupCoordinator(JoinSyncHandlers, Rebalancing, MemberSessions, GroupOffsets, ConsumerGroupHeartbeats):
     """The coordinator the API handlers call (``broker.group_coordinator``); its request handling is in
     the parts it inherits, listed in the module's docstring."""
 
@@ -103,6 +105,8 @@ class GroupCoordinator(JoinSyncHandlers, Rebalancing, MemberSessions, GroupOffse
         self.broker = broker
         self.config = broker.config
         self.groups: dict[str, GroupMetadata] = {}
+        #: KIP-848 groups (group.protocol=consumer), beside the classic ones; their offsets stay in ``groups``
+        self.consumer_groups: dict[str, ConsumerGroup] = {}
         self.manager = GroupMetadataManager(broker)
         self.loop: asyncio.AbstractEventLoop | None = None
         self._cleanup_handle: asyncio.TimerHandle | None = None
@@ -134,6 +138,7 @@ class GroupCoordinator(JoinSyncHandlers, Rebalancing, MemberSessions, GroupOffse
     async def stop(self) -> None:
         if self._cleanup_handle is not None:
             self._cleanup_handle.cancel()
+        self.stop_consumer_groups()
         for group in self.groups.values():
             self._cancel_group_timers(group)
             for member in group.members.values():
@@ -192,6 +197,10 @@ class GroupCoordinator(JoinSyncHandlers, Rebalancing, MemberSessions, GroupOffse
         for group in gone:
             self._unload_group(group)
             del self.groups[group.group_id]
+        for cgroup in [g for g in self.consumer_groups.values() if self.manager.partition_for(g.group_id) == index]:
+            for member in cgroup.members.values():  # KIP-848 groups are in memory only: they go with the partition
+                member.cancel_timers()
+            del self.consumer_groups[cgroup.group_id]
         log.info("unloaded %d groups of __consumer_offsets-%d: no longer its leader", len(gone), index)
 
     def _unload_group(self, group: GroupMetadata) -> None:
@@ -229,7 +238,7 @@ class GroupCoordinator(JoinSyncHandlers, Rebalancing, MemberSessions, GroupOffse
         NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS for a group this broker does not coordinate)."""
         self.check_group_status(group_id)
         group = self.groups.get(group_id)
-        if group is None:
+        if group is None or group_id in self.consumer_groups:  # Kafka: a consumer group is "not a classic group"
             return None
         stable = group.is_(STABLE)
         members = []
@@ -246,8 +255,13 @@ class GroupCoordinator(JoinSyncHandlers, Rebalancing, MemberSessions, GroupOffse
         wanted_states = {s.lower() for s in states} if states else None
         wanted_types = {t.lower() for t in types} if types else None
         out = []
+        for cgroup in self.consumer_groups.values():
+            if wanted_states is not None and str(cgroup.state).lower() not in wanted_states:
+                continue
+            if wanted_types is None or "consumer" in wanted_types:
+                out.append(self.consumer_group_listing(cgroup))
         for group in self.groups.values():
-            if group.is_(DEAD):
+            if group.is_(DEAD) or group.group_id in self.consumer_groups:
                 continue
             if wanted_states is not None and str(group.state).lower() not in wanted_states:
                 continue

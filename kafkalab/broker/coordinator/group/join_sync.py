@@ -126,6 +126,8 @@ class JoinSyncHandlers:
             return join_result(member_id, status)
         if not self._valid_session_timeout(session_timeout_ms):
             return join_result(member_id, ErrorCode.INVALID_SESSION_TIMEOUT)
+        if (error := self.classic_join_to_consumer_group(group_id)) is not None:  # KIP-848 group of that id
+            return join_result(member_id, error)
         group = self.groups.get(group_id)
         is_unknown = member_id == UNKNOWN_MEMBER_ID
         if group is None:
