@@ -10,7 +10,6 @@ cannot be had, never because the broker misbehaves.
 from __future__ import annotations
 
 import subprocess
-import time
 import uuid
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import kafkalab
+from txn_helpers import read_committed
 
 SOURCE = Path(__file__).resolve().parent.parent / "java" / "TxnClient.java"
 N = 300
@@ -46,24 +46,7 @@ class Target:
         return sum(max(tp.offset, 0) for tp in offsets)
 
     def read_committed(self, topic: str, expected: int, timeout_s: float = 20) -> list[bytes]:
-        c = Consumer({"bootstrap.servers": self.bootstrap_servers, "group.id": f"rc-{uuid.uuid4().hex[:6]}",
-                      "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                      "isolation.level": "read_committed"})
-        c.subscribe([topic])
-        values, deadline = [], time.monotonic() + timeout_s
-        try:
-            while time.monotonic() < deadline and len(values) < expected:
-                m = c.poll(0.2)
-                if m is not None and not m.error():
-                    values.append(m.value())
-            end = time.monotonic() + 1.0   # a duplicate or an aborted record would show now
-            while time.monotonic() < end:
-                m = c.poll(0.1)
-                if m is not None and not m.error():
-                    values.append(m.value())
-        finally:
-            c.close()
-        return values
+        return read_committed(self.bootstrap_servers, topic, expected, timeout_s)
 
 
 @pytest.fixture(scope="module")
@@ -108,11 +91,12 @@ def test_java_copier_with_aborts_writes_each_record_once(target, txn_client):
     assert p.flush(20) == 0
 
     out = txn_client("copy", target.bootstrap_servers, source, sink, group, f"{group}-txn", N, 3)
-    assert int(out["COPIED"]) == N
-    assert int(out["ABORTED"]) >= 1 and int(out["COMMITTED"]) >= 1
+    assert int(out["COPIED"]) == N, out
+    assert int(out["ABORTED"]) >= 1 and int(out["COMMITTED"]) >= 1, out
 
     # read_committed: every input record once, in Java and in librdkafka
-    assert txn_client("count", target.bootstrap_servers, sink, "read_committed", N)["VALUES"] == f"{N} {N}"
+    counted = txn_client("count", target.bootstrap_servers, sink, "read_committed", N)
+    assert counted["VALUES"] == f"{N} {N}", counted
     values = target.read_committed(sink, expected=N)
     assert sorted(values) == sorted(f"RECORD-{i}".encode() for i in range(N))
     # read_uncommitted also sees what the aborted transactions wrote: more values, some twice

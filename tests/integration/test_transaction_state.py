@@ -26,6 +26,7 @@ from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProdu
 import kafka_wire as wire
 import kafkalab
 from conftest import NO_RETENTION_CHECK
+from txn_helpers import read_committed
 from kafkalab.broker.common.records import ABORT, COMMIT, iter_batches, iter_records
 from kafkalab.broker.coordinator.transaction.transaction_log import (STATUS_IDS, TRANSACTION_STATE_TOPIC,
                                                                      TransactionLogValue, key_to_bytes,
@@ -58,26 +59,6 @@ def committed_end(bootstrap, topic):
         return c.end_offsets([TopicPartition(topic, 0)])[TopicPartition(topic, 0)]
     finally:
         c.close()
-
-
-def read_committed(bootstrap, topic, expected, timeout_s=10.0):
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{topic}-{time.monotonic_ns()}",
-                  "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
-    c.subscribe([topic])
-    values, deadline = [], time.monotonic() + timeout_s
-    try:
-        while time.monotonic() < deadline and len(values) < expected:
-            m = c.poll(0.2)
-            if m is not None and not m.error():
-                values.append(m.value())
-        end = time.monotonic() + 0.5   # anything more (a duplicate, an aborted record) would show now
-        while time.monotonic() < end:
-            m = c.poll(0.1)
-            if m is not None and not m.error():
-                values.append(m.value())
-    finally:
-        c.close()
-    return values
 
 
 def init_producer_id(bootstrap, txn_id, timeout_ms=3000):

@@ -14,7 +14,7 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
@@ -24,6 +24,7 @@ import kafka_wire as wire
 import kafkalab
 from cluster_helpers import leader_of, partition_row, restore_brokers
 from kafkalab.broker.coordinator.group.offsets_topic import partition_for
+from txn_helpers import read_committed
 
 pytestmark = pytest.mark.cluster
 
@@ -60,30 +61,6 @@ def producer(cluster, txn_id: str, timeout_ms: int = 60000) -> Producer:
     return p
 
 
-def read_committed(cluster, topic: str, expected: int, timeout_s: float = 30) -> list[bytes]:
-    """Every record a read_committed consumer gets from every partition (assigned: no group, so no
-    dependence on the group coordinator, which a killed broker may have been)."""
-    c = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": f"rc-{uuid.uuid4().hex[:6]}",
-                  "auto.offset.reset": "earliest", "isolation.level": "read_committed",
-                  "enable.auto.commit": False})
-    partitions = c.list_topics(topic, timeout=10).topics[topic].partitions
-    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
-    values, deadline = [], time.monotonic() + timeout_s
-    try:
-        while time.monotonic() < deadline and len(values) < expected:
-            m = c.poll(0.2)
-            if m is not None and not m.error():
-                values.append(m.value())
-        end = time.monotonic() + 1.0   # a duplicate or an aborted record would show now
-        while time.monotonic() < end:
-            m = c.poll(0.1)
-            if m is not None and not m.error():
-                values.append(m.value())
-    finally:
-        c.close()
-    return values
-
-
 def coordinator_of(cluster, txn_id: str, not_on: int | None = None) -> int:
     """The coordinator a live broker names (FindCoordinator key type 1), once there is one."""
     def find():
@@ -110,7 +87,7 @@ def test_commit_and_abort_with_the_coordinator_on_the_partition_leader(cluster):
         p.produce(topic, b"aborted-%d" % i, partition=i % 3)
     p.flush(WAIT_S)
     p.abort_transaction(WAIT_S)
-    assert sorted(read_committed(cluster, topic, expected=6)) == sorted(b"committed-%d" % i for i in range(6))
+    assert sorted(read_committed(cluster.bootstrap_servers, topic, expected=6)) == sorted(b"committed-%d" % i for i in range(6))
 
     # the coordinator is the leader of the id's __transaction_state partition; the others refuse
     coordinator = coordinator_of(cluster, "txc-basic")
@@ -147,7 +124,7 @@ def test_coordinator_sigkilled_mid_transaction(cluster):
     # a new leader of the __transaction_state partition loads the Ongoing transaction and aborts it at
     # its timeout: the read_committed consumer gets past it and sees the committed records once
     assert coordinator_of(cluster, txn_id, not_on=coordinator) != coordinator
-    assert sorted(read_committed(cluster, topic, expected=6)) == sorted(b"before-%d" % i for i in range(6))
+    assert sorted(read_committed(cluster.bootstrap_servers, topic, expected=6)) == sorted(b"before-%d" % i for i in range(6))
     assert time.monotonic() - killed_at < WAIT_S
 
     again = producer(cluster, txn_id, timeout_ms=5000)             # the same id carries on
@@ -155,7 +132,7 @@ def test_coordinator_sigkilled_mid_transaction(cluster):
     for i in range(6):
         again.produce(topic, b"after-%d" % i, partition=i % 3)
     again.commit_transaction(WAIT_S)
-    got = read_committed(cluster, topic, expected=12)
+    got = read_committed(cluster.bootstrap_servers, topic, expected=12)
     assert sorted(got) == sorted([b"before-%d" % i for i in range(6)] + [b"after-%d" % i for i in range(6)])
 
 
@@ -208,7 +185,7 @@ def test_coordinator_sigkilled_while_its_markers_are_on_their_way(cluster):
     committer.join(WAIT_S + 15)
     assert not committer.is_alive()
     new = coordinator_of(cluster, txn_id, not_on=coordinator)
-    assert sorted(read_committed(cluster, topic, expected=6)) == sorted(b"v-%d" % i for i in range(6))
+    assert sorted(read_committed(cluster.bootstrap_servers, topic, expected=6)) == sorted(b"v-%d" % i for i in range(6))
     assert outcome["result"] == "committed", outcome
     port = {b["id"]: b["port"] for b in cluster_helpers.broker_states(cluster)}[new]
     assert state() == "CompleteCommit"                             # written by the new coordinator
@@ -293,6 +270,6 @@ def test_copier_exactly_once_while_brokers_are_sigkilled(cluster):
     finally:
         stop.set()
         thread.join(60)
-    got = read_committed(cluster, dst, expected=n)
+    got = read_committed(cluster.bootstrap_servers, dst, expected=n)
     assert len(got) == n and sorted(got) == sorted(b"rec-%03d" % i for i in range(n)), (len(got), len(copied),
                                                                                        restarts)

@@ -1,0 +1,34 @@
+"""What the transaction tests share: reading a topic as a ``read_committed`` consumer does."""
+from __future__ import annotations
+
+import time
+import uuid
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+
+def read_committed(bootstrap: str, topic: str, expected: int, timeout_s: float = 30.0,
+                   settle_s: float = 1.0) -> list[bytes]:
+    """Every value a ``read_committed`` consumer gets from every partition of ``topic``: until ``expected``
+    values came (or ``timeout_s``), then ``settle_s`` more, so that a duplicate or an aborted record would
+    show. Assigned, not subscribed: no dependence on a group coordinator (which a test may have killed)."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"rc-{uuid.uuid4().hex[:6]}",
+                  "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+                  "enable.auto.commit": False})
+    values: list[bytes] = []
+    try:
+        partitions = c.list_topics(topic, timeout=10).topics[topic].partitions
+        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and len(values) < expected:
+            m = c.poll(0.2)
+            if m is not None and not m.error():
+                values.append(m.value())
+        end = time.monotonic() + settle_s
+        while time.monotonic() < end:
+            m = c.poll(0.1)
+            if m is not None and not m.error():
+                values.append(m.value())
+    finally:
+        c.close()
+    return values
