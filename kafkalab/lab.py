@@ -58,6 +58,7 @@ from the top after a cell failed — first closes the broker the previous
 from __future__ import annotations
 
 import os
+import time
 import warnings
 
 from .broker.mini import MiniBroker, config_name
@@ -154,6 +155,16 @@ class LabKafka:
                           config=topic_configs)],
                 operation_timeout=30, request_timeout=30)
             futures[chosen].result(60)
+            # Kafka answers CreateTopics once the controller made the topic; the other brokers learn of it a
+            # moment later. Wait until the metadata shows every partition with a leader, so that the next cell
+            # (a producer, a Metadata request to any broker) finds the whole topic.
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                topic = admin.list_topics(chosen, timeout=10).topics.get(chosen)
+                if (topic is not None and topic.error is None and len(topic.partitions) == partitions
+                        and all(p.leader >= 0 for p in topic.partitions.values())):
+                    break
+                time.sleep(0.05)
         finally:
             del admin
         return chosen

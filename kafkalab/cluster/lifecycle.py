@@ -124,6 +124,27 @@ class BrokerLifecycle:
                                    f"{self.timeout_s:.0f} s; the brokers' logs: {logs}")
             time.sleep(0.05)
 
+    def _wait_serving(self, deadline: float) -> None:
+        """Kafka's brokers: until each one's Metadata names every broker and the controller. Registered in
+        ZooKeeper is not yet known to the controller: until its UpdateMetadata reached a broker, that broker
+        answers with no controller, and a CreateTopics finds "0 available brokers". (A mini broker answers
+        from the controller's state as soon as it registers, so this is for the Kafka backend.)"""
+        from .kafka_requests import metadata_answer, metadata_request
+        want = set(self._res.brokers)
+        for b in self._res.brokers.values():
+            while True:
+                try:
+                    answer = metadata_answer(metadata_request(b.host, b.port, topics=[]))
+                    if set(answer["brokers"]) >= want and answer["controller"] is not None:
+                        break
+                except Exception:   # noqa: BLE001 -- not answering yet
+                    pass
+                self._check_alive(b, "before it knew the whole cluster")
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"broker {b.id} did not know all brokers {sorted(want)} and the controller "
+                                       f"within {self.timeout_s:.0f} s; {self._log_excerpt(b)}")
+                time.sleep(0.1)
+
     # -- a broker's state ----------------------------------------------------------------
 
     def _broker(self, broker_id: int) -> _Broker:
