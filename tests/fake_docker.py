@@ -417,3 +417,30 @@ def assert_whole(lab: "ComposeLikeCluster") -> None:
     assert not lab.errors, lab.errors
     rows = lab.cluster.brokers.set_index("id")
     assert list(rows["alive"]) == ["running"] * 3 and rows["registered"].all(), rows[["alive", "registered"]]
+
+
+#: the broker controls lesson 03 uses, in order, as Docker container actions (SIGKILL = docker compose kill)
+LESSON_03_ACTIONS = [
+    ("kill", 1), ("start", 1),                                       # 4, 5: kill the leader, bring it back
+    ("pause", "follower"), ("unpause", "follower"),                  # 5: a frozen follower (2 or 3) leaves the ISR
+    ("stop", 3), ("stop", 2), ("start", 2), ("start", 3),            # 7: min.insync.replicas
+    ("kill", 2), ("kill", 3), ("kill", 1), ("start", 2), ("start", 1), ("start", 3),   # 8: unclean election
+    ("stop", 3), ("start", 3), ("kill", 3), ("start", 3),            # 9: controlled shutdown against a crash
+    ("kill", "controller"), ("start", "controller"),                 # 9: the controller, whichever broker it is
+]
+
+
+def lesson_03_done_as_expected(done: list[tuple[str, int]]) -> bool:
+    """``done`` (the container actions seen) is LESSON_03_ACTIONS, where a name stands for one broker throughout:
+    "follower" for the follower lesson 03 freezes (3, or 2 when 3 is the controller), "controller" for the
+    controller it kills (whichever broker won the race for /controller)."""
+    if [a for a, _ in done] != [a for a, _ in LESSON_03_ACTIONS]:
+        return False
+    named: dict[str, int] = {}
+    for (_, broker), (_, expected) in zip(done, LESSON_03_ACTIONS):
+        if isinstance(expected, str):
+            if named.setdefault(expected, broker) != broker:
+                return False
+        elif broker != expected:
+            return False
+    return named.get("follower") in (2, 3) and named.get("controller") in (1, 2, 3)

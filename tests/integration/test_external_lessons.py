@@ -30,8 +30,8 @@ import kafkalab
 from kafkalab.cluster.docker_api import DockerEngine, container_state
 from kafkalab.cluster.external import ExternalCluster
 
-from fake_docker import (NODE_EXISTS, ROOT, ComposeLikeCluster, Instructor, assert_whole,  # noqa: E402
-                         compose_broker_configs, run_nbval)
+from fake_docker import (LESSON_03_ACTIONS, NODE_EXISTS, ROOT, ComposeLikeCluster, Instructor,  # noqa: E402
+                         assert_whole, compose_broker_configs, lesson_03_done_as_expected, run_nbval)
 
 pytestmark = pytest.mark.cluster
 
@@ -41,31 +41,6 @@ LESSON_06 = os.path.join(ROOT, "notebooks", "06_streams_word_count.ipynb")
 LESSON_04 = os.path.join(ROOT, "notebooks", "04_retention_and_segments.ipynb")
 LAB_02 = os.path.join(ROOT, "labs", "02_producer", "solution.ipynb")
 
-#: the broker controls lesson 03 uses, in order, as Docker container actions (SIGKILL = docker compose kill)
-LESSON_03_ACTIONS = [
-    ("kill", 1), ("start", 1),                                       # 4, 5: kill the leader, bring it back
-    ("pause", "follower"), ("unpause", "follower"),                  # 5: a frozen follower (2 or 3) leaves the ISR
-    ("stop", 3), ("stop", 2), ("start", 2), ("start", 3),            # 7: min.insync.replicas
-    ("kill", 2), ("kill", 3), ("kill", 1), ("start", 2), ("start", 1), ("start", 3),   # 8: unclean election
-    ("stop", 3), ("start", 3), ("kill", 3), ("start", 3),            # 9: controlled shutdown against a crash
-    ("kill", "controller"), ("start", "controller"),                 # 9: the controller, whichever broker it is
-]
-
-
-def lesson_03_done_as_expected(done: list[tuple[str, int]]) -> bool:
-    """``done`` (the container actions seen) is LESSON_03_ACTIONS, where a name stands for one broker throughout:
-    "follower" for the follower lesson 03 freezes (3, or 2 when 3 is the controller), "controller" for the
-    controller it kills (whichever broker won the race for /controller)."""
-    if [a for a, _ in done] != [a for a, _ in LESSON_03_ACTIONS]:
-        return False
-    named: dict[str, int] = {}
-    for (_, broker), (_, expected) in zip(done, LESSON_03_ACTIONS):
-        if isinstance(expected, str):
-            if named.setdefault(expected, broker) != broker:
-                return False
-        elif broker != expected:
-            return False
-    return named.get("follower") in (2, 3) and named.get("controller") in (1, 2, 3)
 
 
 @pytest.fixture

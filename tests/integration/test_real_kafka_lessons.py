@@ -35,37 +35,11 @@ import re
 import nbformat
 import pytest
 
-from fake_docker import ROOT, ComposeLikeCluster, assert_whole, run_nbval
+from fake_docker import ROOT, ComposeLikeCluster, assert_whole, lesson_03_done_as_expected, run_nbval
 from kafkalab.cluster import KafkaBackend
 from kafkalab.cluster.distribution import fetch_kafka
 
 pytestmark = pytest.mark.cluster
-
-#: the broker controls lesson 03 uses, in order, as Docker container actions (as on the compose cluster)
-LESSON_03_ACTIONS = [
-    ("kill", 1), ("start", 1),
-    ("pause", "follower"), ("unpause", "follower"),   # 3, or 2 when 3 is the controller
-    ("stop", 3), ("stop", 2), ("start", 2), ("start", 3),
-    ("kill", 2), ("kill", 3), ("kill", 1), ("start", 2), ("start", 1), ("start", 3),
-    ("stop", 3), ("start", 3), ("kill", 3), ("start", 3),
-    ("kill", "controller"), ("start", "controller"),   # whichever broker won /controller
-]
-
-
-def lesson_03_done_as_expected(done: list[tuple[str, int]]) -> bool:
-    """``done`` (the container actions seen) is LESSON_03_ACTIONS, where a name stands for one broker throughout:
-    "follower" for the follower lesson 03 freezes (3, or 2 when 3 is the controller), "controller" for the
-    controller it kills (whichever broker won the race for /controller)."""
-    if [a for a, _ in done] != [a for a, _ in LESSON_03_ACTIONS]:
-        return False
-    named: dict[str, int] = {}
-    for (_, broker), (_, expected) in zip(done, LESSON_03_ACTIONS):
-        if isinstance(expected, str):
-            if named.setdefault(expected, broker) != broker:
-                return False
-        elif broker != expected:
-            return False
-    return named.get("follower") in (2, 3) and named.get("controller") in (1, 2, 3)
 
 
 @pytest.fixture(scope="module")
