@@ -1,0 +1,195 @@
+"""``KafkaStore``: the registry's state as records of a compacted Kafka topic (``_schemas``), as Confluent keeps it.
+
+Confluent Schema Registry keeps nothing on its own disk. Every change is a record of a one-partition topic with
+``cleanup.policy=compact`` (``kafkastore.topic``, default ``_schemas``); the key says what changed, the value is
+the new state (``null``, a tombstone, removes it), and compaction keeps the latest value of every key. Every
+instance reads the topic from offset 0 into memory, so a restart or a second instance knows every subject,
+version and id. Keys and values are JSON, in Confluent's formats::
+
+    {"keytype":"SCHEMA","subject":"users-value","version":1,"magic":1}
+        -> {"subject":"users-value","version":1,"id":1,"schema":"{...}","deleted":false}
+    {"keytype":"CONFIG","subject":null,"magic":0}            -> {"compatibilityLevel":"FULL"}
+    {"keytype":"DELETE_SUBJECT","subject":"users-value","magic":0} -> {"subject":"users-value","version":3}
+    {"keytype":"NOOP","magic":0}                             -> null
+
+A write (:meth:`KafkaStore.put`) is acknowledged by every in-sync replica (``acks=all``, idempotent producer) and
+returns only once this instance's reader has read it back and applied it, as Confluent's ``KafkaStore.put``
+waits: what a request wrote, the next request sees. At start the store writes a NOOP record and reads up to it
+(Confluent's ``waitUntilKafkaReaderReachesLastOffset``), so it starts with everything written before it.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import uuid
+from typing import Callable
+
+from . import errors
+
+log = logging.getLogger(__name__)
+
+#: Confluent's ``kafkastore.topic`` default
+DEFAULT_TOPIC = "_schemas"
+
+Apply = Callable[[dict, "dict | None", int], None]
+
+
+def encode(document: dict | None) -> bytes | None:
+    return None if document is None else json.dumps(document, separators=(",", ":")).encode()
+
+
+class KafkaStore:
+    """The ``_schemas`` topic: a reader thread applying every record to ``apply``, and a writer."""
+
+    def __init__(self, bootstrap_servers: str, apply: Apply, topic: str = DEFAULT_TOPIC, timeout: float = 30.0,
+                 client_config: dict | None = None):
+        self.bootstrap_servers = bootstrap_servers
+        self.topic = topic
+        self.timeout = timeout
+        self._apply = apply
+        self._client_config = {"bootstrap.servers": bootstrap_servers, "log_level": 4, **(client_config or {})}
+        self._applied = -1                      # the offset of the last record applied
+        self._applied_changed = threading.Condition()
+        self._stop = threading.Event()
+        self._reader: threading.Thread | None = None
+        self._reader_error: BaseException | None = None
+        self._producer = None
+
+    # ---- lifecycle ---------------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Create the topic if needed, read it up to its end, and be ready to write."""
+        from confluent_kafka import Producer
+
+        self._ensure_topic()
+        self._producer = Producer({**self._client_config, "acks": "all", "enable.idempotence": True,
+                                   "linger.ms": 0})
+        self._reader = threading.Thread(target=self._read_forever, name=f"KafkaStore-reader[{self.topic}]",
+                                        daemon=True)
+        self._reader.start()
+        self.put({"keytype": "NOOP", "magic": 0}, None)      # read up to here: everything written before us
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._reader is not None:
+            self._reader.join(timeout=10)
+        if self._producer is not None:
+            self._producer.flush(5)
+            self._producer = None
+
+    # ---- the topic ---------------------------------------------------------------------------------------
+    def _ensure_topic(self) -> None:
+        """A one-partition compacted topic, replicated to min(3, brokers) as Confluent's default asks for 3."""
+        from confluent_kafka import KafkaError, KafkaException
+        from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
+        admin = AdminClient(self._client_config)
+        try:
+            metadata = admin.list_topics(timeout=self.timeout)
+            if self.topic not in metadata.topics or metadata.topics[self.topic].error is not None:
+                replication = min(3, len(metadata.brokers))
+                futures = admin.create_topics([NewTopic(self.topic, 1, replication,
+                                                        config={"cleanup.policy": "compact"})],
+                                              operation_timeout=self.timeout, request_timeout=self.timeout)
+                try:
+                    futures[self.topic].result(self.timeout)
+                except KafkaException as e:
+                    if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:   # another instance was quicker
+                        raise
+            deadline = time.monotonic() + self.timeout
+            while True:
+                topic = admin.list_topics(self.topic, timeout=self.timeout).topics.get(self.topic)
+                if topic is not None and topic.error is None and topic.partitions and all(
+                        p.leader >= 0 for p in topic.partitions.values()):
+                    break
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"topic {self.topic!r} has no leader after {self.timeout:.0f} s")
+                time.sleep(0.05)
+            if len(topic.partitions) != 1:
+                raise RuntimeError(f"the schemas topic {self.topic!r} has {len(topic.partitions)} partitions; "
+                                   "the registry needs exactly 1 (the order of its records is its history)")
+            resource = ConfigResource(ConfigResource.Type.TOPIC, self.topic)
+            configs = admin.describe_configs([resource])[resource].result(self.timeout)
+            policy = configs["cleanup.policy"].value if "cleanup.policy" in configs else "delete"
+            if "compact" not in policy or "delete" in policy:
+                raise RuntimeError(f"the schemas topic {self.topic!r} has cleanup.policy={policy}; it must be "
+                                   "'compact' (with 'delete', retention would drop registered schemas)")
+        finally:
+            del admin
+
+    # ---- reading -----------------------------------------------------------------------------------------
+    def _read_forever(self) -> None:
+        from confluent_kafka import Consumer, KafkaError, TopicPartition, OFFSET_BEGINNING
+
+        consumer = Consumer({**self._client_config, "group.id": f"kafkalab-schema-registry-{uuid.uuid4().hex}",
+                             "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                             "isolation.level": "read_committed"})
+        try:
+            consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])   # no group: every instance reads all
+            while not self._stop.is_set():
+                message = consumer.poll(0.1)
+                if message is None:
+                    continue
+                if message.error() is not None:
+                    if message.error().code() != KafkaError._PARTITION_EOF:
+                        log.warning("schemas topic %s: %s", self.topic, message.error())
+                    continue
+                self._apply_record(message.key(), message.value(), message.offset())
+        except BaseException as e:      # noqa: BLE001 - whatever stopped the reader fails the writers waiting on it
+            self._reader_error = e
+            log.exception("the reader of %s stopped", self.topic)
+        finally:
+            consumer.close()
+            with self._applied_changed:
+                self._applied_changed.notify_all()
+
+    def _apply_record(self, key: bytes | None, value: bytes | None, offset: int) -> None:
+        try:
+            key_doc = json.loads(key) if key else None
+            value_doc = json.loads(value) if value is not None else None
+        except ValueError:
+            key_doc = None
+        if isinstance(key_doc, dict) and "keytype" in key_doc:
+            try:
+                self._apply(key_doc, value_doc, offset)
+            except Exception:   # noqa: BLE001 - one bad record must not stop the registry
+                log.exception("could not apply the record at offset %d of %s", offset, self.topic)
+        else:
+            log.warning("skipping the record at offset %d of %s: its key is not a registry key", offset, self.topic)
+        with self._applied_changed:
+            self._applied = offset
+            self._applied_changed.notify_all()
+
+    # ---- writing -----------------------------------------------------------------------------------------
+    def put(self, key: dict, value: dict | None) -> int:
+        """Write ``key`` -> ``value`` (``None``: a tombstone), wait until it is read back; its offset."""
+        if self._producer is None:
+            raise errors.store_error("the store is closed")
+        outcome: dict = {}
+
+        def delivered(err, message):
+            outcome["error"], outcome["offset"] = err, (message.offset() if err is None else None)
+
+        try:
+            self._producer.produce(self.topic, key=encode(key), value=encode(value), partition=0,
+                                   on_delivery=delivered)
+        except BufferError as e:
+            raise errors.store_error(str(e)) from None
+        self._producer.flush(self.timeout)
+        if "error" not in outcome:
+            raise errors.operation_timeout(f"the write to {self.topic} was not acknowledged in {self.timeout:.0f} s")
+        if outcome["error"] is not None:
+            raise errors.store_error(f"writing to {self.topic}: {outcome['error']}")
+        offset = outcome["offset"]
+        deadline = time.monotonic() + self.timeout
+        with self._applied_changed:
+            while self._applied < offset:
+                if self._reader_error is not None or (self._reader is not None and not self._reader.is_alive()):
+                    raise errors.store_error(f"the reader of {self.topic} stopped: {self._reader_error}")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise errors.operation_timeout(f"offset {offset} of {self.topic} was written but not read back "
+                                                   f"in {self.timeout:.0f} s")
+                self._applied_changed.wait(min(left, 0.5))
+        return offset
