@@ -11,21 +11,24 @@
 
 All state is in memory, rebuilt from the ``_schemas`` topic (:mod:`kafkalab.registry.kafka_store`) by
 :meth:`KafkaSchemaRegistry.apply`; every change is a record written there first. One lock serialises the writes of
-this instance (Confluent has one leader write for all instances; see docs/schema-registry.md for how kafkalab
-simplifies that).
+this instance; across instances, Kafka's transactional fencing makes sure that only one writes at a time
+(see :mod:`kafkalab.registry.kafka_store`).
 """
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from dataclasses import dataclass
 
 from . import compatibility, errors, schemas
-from .kafka_store import DEFAULT_TOPIC, KafkaStore
+from .kafka_store import DEFAULT_TOPIC, KafkaStore, WriterFenced
 from .schemas import ParsedSchema
 
 log = logging.getLogger(__name__)
 MAX_VERSION = 2 ** 31 - 1
+#: how often a write takes the writer's role back from another instance before giving up
+WRITE_ATTEMPTS = 3
 
 
 @dataclass
@@ -72,6 +75,23 @@ def parse_version(text, allow_latest: bool = True) -> int | None:
     if not 1 <= version <= MAX_VERSION:
         raise errors.invalid_version(text)
     return version
+
+
+def _one_writer(method):
+    """A write: under this instance's write lock, so its check (compatibility, the next id) and its record go
+    together. If another instance became the writer meanwhile (it fenced this one's transactional producer), take
+    the role back -- fencing that one --, read ``_schemas`` to its end and check again."""
+    @functools.wraps(method)
+    def write(self, *args, **kwargs):
+        with self._write_lock:
+            for _ in range(WRITE_ATTEMPTS):
+                try:
+                    return method(self, *args, **kwargs)
+                except WriterFenced:
+                    log.info("another schema registry instance wrote to %s; taking the writes back", self.store.topic)
+                    self.store.take_over()
+            raise errors.store_error(f"other instances keep taking over the writes to {self.store.topic}")
+    return write
 
 
 class KafkaSchemaRegistry:
@@ -220,91 +240,90 @@ class KafkaSchemaRegistry:
         return compatibility.check(level, parsed, previous)
 
     # ---- writing ------------------------------------------------------------------------------------------
+    @_one_writer
     def register(self, subject: str, body: dict) -> int:
         """``POST /subjects/{s}/versions``: the schema's id, registering a new version if the subject lacks it."""
         if not isinstance(body.get("schema"), str) or not body["schema"].strip():
             raise errors.invalid_schema("the request has no 'schema'")
         parsed = schemas.parse(body["schema"], body.get("schemaType"), body.get("references"))
-        with self._write_lock:
-            with self._lock:
-                for entry in self._versions(subject):
-                    if entry.schema == parsed:
-                        return entry.id
-                previous = self._previous(subject)
-                level = self.level(subject)
-            messages = compatibility.check(level, parsed, previous)
-            if messages:
-                raise errors.incompatible_schema(subject, messages)
-            with self._lock:
-                same = [e.id for vs in self._subjects.values() for e in vs.values() if e.schema == parsed]
-                schema_id = same[0] if same else self._max_id + 1
-                version = max(self._subjects.get(subject, {}), default=0) + 1
-            entry = SchemaVersion(subject, version, schema_id, parsed)
-            self.store.put(schema_key(subject, version), schema_value(entry))
-            return schema_id
+        with self._lock:
+            for entry in self._versions(subject):
+                if entry.schema == parsed:
+                    return entry.id
+            previous = self._previous(subject)
+            level = self.level(subject)
+        messages = compatibility.check(level, parsed, previous)
+        if messages:
+            raise errors.incompatible_schema(subject, messages)
+        with self._lock:
+            same = [e.id for vs in self._subjects.values() for e in vs.values() if e.schema == parsed]
+            schema_id = same[0] if same else self._max_id + 1
+            version = max(self._subjects.get(subject, {}), default=0) + 1
+        entry = SchemaVersion(subject, version, schema_id, parsed)
+        self.store.put(schema_key(subject, version), schema_value(entry))
+        return schema_id
 
+    @_one_writer
     def delete_version(self, subject: str, version_text, permanent: bool = False) -> int:
         """``DELETE /subjects/{s}/versions/{v}``: soft, then (``permanent``) hard."""
         version = parse_version(version_text)
-        with self._write_lock:
-            with self._lock:
-                every = self._versions(subject, deleted=True)
-                if not every:
-                    raise errors.subject_not_found(subject)
-                if version is None:
-                    live = [e for e in every if not e.deleted]
-                    if not live and not permanent:
-                        raise errors.subject_soft_deleted(subject)
-                    entry = (live or every)[-1]
-                else:
-                    entry = next((e for e in every if e.version == version), None)
-                    if entry is None:
-                        raise errors.version_not_found(subject, version)
-            if permanent:
-                if not entry.deleted:
-                    raise errors.version_not_soft_deleted(subject, entry.version)
-                self.store.put(schema_key(subject, entry.version), None)
-            else:
-                if entry.deleted:
-                    raise errors.version_soft_deleted(subject, entry.version)
-                soft = SchemaVersion(subject, entry.version, entry.id, entry.schema, deleted=True)
-                self.store.put(schema_key(subject, entry.version), schema_value(soft))
-            return entry.version
-
-    def delete_subject(self, subject: str, permanent: bool = False) -> list[int]:
-        """``DELETE /subjects/{s}``: every version, soft, then (``permanent``) hard; the versions deleted."""
-        with self._write_lock:
-            with self._lock:
-                every = self._versions(subject, deleted=True)
-                live = [e.version for e in every if not e.deleted]
+        with self._lock:
+            every = self._versions(subject, deleted=True)
             if not every:
                 raise errors.subject_not_found(subject)
-            if permanent:
-                if live:
-                    raise errors.subject_not_soft_deleted(subject)
-                for entry in every:
-                    self.store.put(schema_key(subject, entry.version), None)
-                self.store.put({"keytype": "DELETE_SUBJECT", "subject": subject, "magic": 0}, None)
-                return [e.version for e in every]
-            if not live:
-                raise errors.subject_soft_deleted(subject)
-            self.store.put({"keytype": "DELETE_SUBJECT", "subject": subject, "magic": 0},
-                           {"subject": subject, "version": live[-1]})
-            return live
+            if version is None:
+                live = [e for e in every if not e.deleted]
+                if not live and not permanent:
+                    raise errors.subject_soft_deleted(subject)
+                entry = (live or every)[-1]
+            else:
+                entry = next((e for e in every if e.version == version), None)
+                if entry is None:
+                    raise errors.version_not_found(subject, version)
+        if permanent:
+            if not entry.deleted:
+                raise errors.version_not_soft_deleted(subject, entry.version)
+            self.store.put(schema_key(subject, entry.version), None)
+        else:
+            if entry.deleted:
+                raise errors.version_soft_deleted(subject, entry.version)
+            soft = SchemaVersion(subject, entry.version, entry.id, entry.schema, deleted=True)
+            self.store.put(schema_key(subject, entry.version), schema_value(soft))
+        return entry.version
 
+    @_one_writer
+    def delete_subject(self, subject: str, permanent: bool = False) -> list[int]:
+        """``DELETE /subjects/{s}``: every version, soft, then (``permanent``) hard; the versions deleted."""
+        with self._lock:
+            every = self._versions(subject, deleted=True)
+            live = [e.version for e in every if not e.deleted]
+        if not every:
+            raise errors.subject_not_found(subject)
+        if permanent:
+            if live:
+                raise errors.subject_not_soft_deleted(subject)
+            self.store.write([(schema_key(subject, e.version), None) for e in every]      # one transaction
+                             + [({"keytype": "DELETE_SUBJECT", "subject": subject, "magic": 0}, None)])
+            return [e.version for e in every]
+        if not live:
+            raise errors.subject_soft_deleted(subject)
+        self.store.put({"keytype": "DELETE_SUBJECT", "subject": subject, "magic": 0},
+                       {"subject": subject, "version": live[-1]})
+        return live
+
+    @_one_writer
     def update_config(self, subject: str | None, body: dict) -> str:
         """``PUT /config[/{s}]`` with ``{"compatibility": LEVEL}``."""
         level = compatibility.level_named(body.get("compatibility", body.get("compatibilityLevel")))
-        with self._write_lock:
-            self.store.put(config_key(subject), {"compatibilityLevel": level})
+        self.store.put(config_key(subject), {"compatibilityLevel": level})
         return level
 
+    @_one_writer
     def delete_config(self, subject: str | None) -> str:
         """``DELETE /config[/{s}]``: back to the global level (or BACKWARD); the level it had."""
-        with self._write_lock:
-            with self._lock:
-                if subject is not None and subject not in self._configs:
-                    raise errors.subject_not_found(subject)
-                before = self.level(subject)
-            self.store.put(config_key(subject), None)
+        with self._lock:
+            if subject is not None and subject not in self._configs:
+                raise errors.subject_not_found(subject)
+            before = self.level(subject)
+        self.store.put(config_key(subject), None)
         return before

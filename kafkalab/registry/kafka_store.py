@@ -12,10 +12,20 @@ version and id. Keys and values are JSON, in Confluent's formats::
     {"keytype":"DELETE_SUBJECT","subject":"users-value","magic":0} -> {"subject":"users-value","version":3}
     {"keytype":"NOOP","magic":0}                             -> null
 
-A write (:meth:`KafkaStore.put`) is acknowledged by every in-sync replica (``acks=all``, idempotent producer) and
-returns only once this instance's reader has read it back and applied it, as Confluent's ``KafkaStore.put``
-waits: what a request wrote, the next request sees. At start the store writes a NOOP record and reads up to it
-(Confluent's ``waitUntilKafkaReaderReachesLastOffset``), so it starts with everything written before it.
+A write (:meth:`KafkaStore.write`) is acknowledged by every in-sync replica (``acks=all``) and returns only once
+this instance's reader has read it back and applied it, as Confluent's ``KafkaStore.put`` waits: what a request
+wrote, the next request sees. At start the store writes a NOOP record and reads up to it (Confluent's
+``waitUntilKafkaReaderReachesLastOffset``), so it starts with everything written before it.
+
+**One writer at a time.** Two instances that both picked "the next id" would give two schemas the same id.
+Confluent elects a leader among its instances (a Kafka group protocol of its own) and the others forward their
+writes to it. kafkalab uses Kafka's transactions instead: every instance writes with the same
+``transactional.id``, so the producer that called ``init_transactions`` last fences the others (the zombie
+fencing of lesson 07). A fenced instance that has a write to do takes the role back -- fencing the other --,
+reads the topic to its end and checks its write again (:class:`WriterFenced`, in
+:mod:`kafkalab.registry.kafka_schema_registry`). Readers use ``isolation.level=read_committed``, so a write cut
+short by fencing is never seen. (Confluent's own registry writes without transactions; its records have the
+same keys and values.)
 """
 from __future__ import annotations
 
@@ -40,6 +50,10 @@ def encode(document: dict | None) -> bytes | None:
     return None if document is None else json.dumps(document, separators=(",", ":")).encode()
 
 
+class WriterFenced(Exception):
+    """Another registry instance has become the writer of the topic (its producer fenced this one's)."""
+
+
 class KafkaStore:
     """The ``_schemas`` topic: a reader thread applying every record to ``apply``, and a writer."""
 
@@ -56,27 +70,23 @@ class KafkaStore:
         self._reader: threading.Thread | None = None
         self._reader_error: BaseException | None = None
         self._producer = None
+        #: one ``transactional.id`` for every registry on this topic: the newest producer fences the older ones
+        self.transactional_id = f"kafkalab-schema-registry-{topic}"
 
     # ---- lifecycle ---------------------------------------------------------------------------------------
     def start(self) -> None:
         """Create the topic if needed, read it up to its end, and be ready to write."""
-        from confluent_kafka import Producer
-
         self._ensure_topic()
-        self._producer = Producer({**self._client_config, "acks": "all", "enable.idempotence": True,
-                                   "linger.ms": 0})
         self._reader = threading.Thread(target=self._read_forever, name=f"KafkaStore-reader[{self.topic}]",
                                         daemon=True)
         self._reader.start()
-        self.put({"keytype": "NOOP", "magic": 0}, None)      # read up to here: everything written before us
+        self.take_over()          # the newest instance writes; NOOP: read up to everything written before us
 
     def close(self) -> None:
         self._stop.set()
         if self._reader is not None:
             self._reader.join(timeout=10)
-        if self._producer is not None:
-            self._producer.flush(5)
-            self._producer = None
+        self._producer = None      # no transaction is left open: each write commits before it returns
 
     # ---- the topic ---------------------------------------------------------------------------------------
     def _ensure_topic(self) -> None:
@@ -162,28 +172,60 @@ class KafkaStore:
             self._applied_changed.notify_all()
 
     # ---- writing -----------------------------------------------------------------------------------------
+    def _new_producer(self):
+        """A transactional producer; ``init_transactions`` fences every older producer of the same
+        ``transactional.id`` (KIP-98's zombie fencing) and aborts what it left open."""
+        from confluent_kafka import Producer
+
+        producer = Producer({**self._client_config, "transactional.id": self.transactional_id, "acks": "all",
+                             "linger.ms": 0, "transaction.timeout.ms": int(self.timeout * 1000)})
+        producer.init_transactions(self.timeout)
+        return producer
+
+    def take_over(self) -> None:
+        """Become the writer (fencing the one before) and read up to everything it wrote."""
+        self._producer = self._new_producer()
+        self.put({"keytype": "NOOP", "magic": 0}, None)
+
     def put(self, key: dict, value: dict | None) -> int:
         """Write ``key`` -> ``value`` (``None``: a tombstone), wait until it is read back; its offset."""
+        return self.write([(key, value)])
+
+    def write(self, records: list[tuple[dict, dict | None]]) -> int:
+        """Write ``records`` in one transaction and wait until this instance has read them back; the last
+        offset. :class:`WriterFenced` if another instance has become the writer since this one last wrote."""
+        from confluent_kafka import KafkaError, KafkaException
+
         if self._producer is None:
             raise errors.store_error("the store is closed")
-        outcome: dict = {}
+        offsets: list = []
 
         def delivered(err, message):
-            outcome["error"], outcome["offset"] = err, (message.offset() if err is None else None)
+            offsets.append(err if err is not None else message.offset())
 
+        producer = self._producer
         try:
-            self._producer.produce(self.topic, key=encode(key), value=encode(value), partition=0,
-                                   on_delivery=delivered)
+            producer.begin_transaction()
+            for key, value in records:
+                producer.produce(self.topic, key=encode(key), value=encode(value), partition=0,
+                                 on_delivery=delivered)
+            producer.commit_transaction(self.timeout)
+        except KafkaException as e:
+            error = e.args[0]
+            if error.fatal() or error.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED,
+                                                 KafkaError.INVALID_PRODUCER_EPOCH):
+                raise WriterFenced(str(error)) from None
+            if error.txn_requires_abort():
+                producer.abort_transaction(self.timeout)
+            raise errors.store_error(f"writing to {self.topic}: {error}") from None
         except BufferError as e:
             raise errors.store_error(str(e)) from None
-        self._producer.flush(self.timeout)
-        if "error" not in outcome:
-            raise errors.operation_timeout(f"the write to {self.topic} was not acknowledged in {self.timeout:.0f} s")
-        if outcome["error"] is not None:
-            raise errors.store_error(f"writing to {self.topic}: {outcome['error']}")
-        offset = outcome["offset"]
+        if len(offsets) != len(records) or not all(isinstance(o, int) for o in offsets):
+            raise errors.store_error(f"writing to {self.topic}: {offsets}")
+        offset = max(offsets)
         deadline = time.monotonic() + self.timeout
         with self._applied_changed:
+            # the reader passes the commit marker too (offset + 1) before the LSO lets it see the records
             while self._applied < offset:
                 if self._reader_error is not None or (self._reader is not None and not self._reader.is_alive()):
                     raise errors.store_error(f"the reader of {self.topic} stopped: {self._reader_error}")

@@ -330,6 +330,28 @@ def test_restart_and_a_second_instance_read_everything_back(kafka, tmp_path):
         assert rest.post("/subjects/rs-4-value/versions", record("Rs4", ("y", "int")))[1]["id"] == 8
 
 
+def test_two_instances_writing_at_once_never_share_an_id(kafka):
+    """Only one instance writes at a time (the newest transactional producer fences the other): writes sent to
+    both instances at once, from threads, each get an id of their own and are seen alike by both."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with schema_registry(kafka, topic="_schemas_two") as a, schema_registry(kafka, topic="_schemas_two") as b:
+        targets = [Rest(a.url), Rest(b.url)]
+
+        def register(i):
+            return targets[i % 2].post(f"/subjects/two-{i % 3}-value/versions",
+                                       record("Two", (f"f{i}", "int", i)))      # each reads the others
+
+        with ThreadPoolExecutor(6) as pool:
+            answers = list(pool.map(register, range(12)))
+        assert all(status == 200 for status, _ in answers), answers
+        ids = [body["id"] for _, body in answers]
+        assert sorted(ids) == list(range(1, 13))                 # twelve schemas, twelve ids, none twice
+        wait_for(lambda: snapshot(targets[0]) == snapshot(targets[1]))
+        for subject in ("two-0-value", "two-1-value", "two-2-value"):
+            assert targets[0].get(f"/subjects/{subject}/versions") == (200, [1, 2, 3, 4])
+
+
 def test_schemas_topic_holds_confluents_records(kafka, registry, rest):
     from confluent_kafka import Consumer, TopicPartition
     from confluent_kafka.admin import AdminClient, ConfigResource
