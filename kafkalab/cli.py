@@ -57,7 +57,7 @@ def _cmd_fetch_kafka(args: argparse.Namespace) -> int:
 def _cmd_schema_registry(args: argparse.Namespace) -> int:
     from .registry.app import serve
 
-    return serve(args.bootstrap_servers, host=args.host, port=args.port, topic=args.topic)
+    return serve(args.bootstrap_servers, host=args.host, port=args.port, topic=args.topic, timeout=args.timeout)
 
 
 def _cmd_dump_log(args: argparse.Namespace) -> int:
@@ -499,6 +499,8 @@ def build_parser() -> argparse.ArgumentParser:
     sr.add_argument("--port", type=int, default=8081, help="port to listen on (0: a free one; default: %(default)s)")
     sr.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     sr.add_argument("--topic", default="_schemas", help="the schemas topic (default: %(default)s)")
+    sr.add_argument("--timeout", type=float, default=30.0,
+                    help="seconds to wait for Kafka at start and for each write (default: %(default)s)")
     sr.set_defaults(run=_cmd_schema_registry)
     _add_cluster_commands(sub)
     return parser

@@ -119,7 +119,8 @@ def _close_all() -> None:
         registry.close()
 
 
-def serve(bootstrap_servers: str, host: str = "127.0.0.1", port: int = 8081, topic: str = DEFAULT_TOPIC) -> int:
+def serve(bootstrap_servers: str, host: str = "127.0.0.1", port: int = 8081, topic: str = DEFAULT_TOPIC,
+          timeout: float = 30.0) -> int:
     """``kafkalab schema-registry``: run until SIGINT or SIGTERM; the URL is the first line printed."""
     import signal
     import sys
@@ -128,7 +129,7 @@ def serve(bootstrap_servers: str, host: str = "127.0.0.1", port: int = 8081, top
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     try:
-        registry = SchemaRegistry(bootstrap_servers, host=host, port=port, topic=topic)
+        registry = SchemaRegistry(bootstrap_servers, host=host, port=port, topic=topic, timeout=timeout)
     except Exception as e:   # noqa: BLE001 - one line, exit status 1, like kafkalab's other commands
         print(f"error: the schema registry could not start: {e}", file=sys.stderr)
         return 1

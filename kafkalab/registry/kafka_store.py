@@ -39,6 +39,11 @@ from typing import Callable
 from . import errors
 
 log = logging.getLogger(__name__)
+#: librdkafka's own log lines (connection refused, "fenced by a newer instance", ...) go here instead of the
+#: notebook's stderr; what matters reaches the caller as an error. ``logging.getLogger(...).setLevel(DEBUG)``
+#: shows them.
+client_log = logging.getLogger(__name__ + ".librdkafka")
+client_log.setLevel(logging.CRITICAL)
 
 #: Confluent's ``kafkastore.topic`` default
 DEFAULT_TOPIC = "_schemas"
@@ -63,7 +68,7 @@ class KafkaStore:
         self.topic = topic
         self.timeout = timeout
         self._apply = apply
-        self._client_config = {"bootstrap.servers": bootstrap_servers, "log_level": 4, **(client_config or {})}
+        self._client_config = {"bootstrap.servers": bootstrap_servers, "logger": client_log, **(client_config or {})}
         self._applied = -1                      # the offset of the last record applied
         self._applied_changed = threading.Condition()
         self._stop = threading.Event()
@@ -96,7 +101,11 @@ class KafkaStore:
 
         admin = AdminClient(self._client_config)
         try:
-            metadata = admin.list_topics(timeout=self.timeout)
+            try:
+                metadata = admin.list_topics(timeout=self.timeout)
+            except KafkaException as e:
+                raise RuntimeError(f"no Kafka answered at {self.bootstrap_servers} within {self.timeout:g} s "
+                                   f"({e.args[0].str()})") from None
             if self.topic not in metadata.topics or metadata.topics[self.topic].error is not None:
                 replication = min(3, len(metadata.brokers))
                 futures = admin.create_topics([NewTopic(self.topic, 1, replication,

@@ -449,3 +449,19 @@ def test_cli_serves_until_sigterm(kafka):
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+
+
+def test_cli_help_and_a_kafka_that_is_not_there():
+    from tests.conftest import free_port
+
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("KAFKALAB_BOOTSTRAP_SERVERS", None)
+    cli = [sys.executable, "-m", "kafkalab.cli"]
+    listed = subprocess.run(cli + ["--help"], capture_output=True, text=True, env=env)
+    assert "schema-registry" in listed.stdout
+    usage = subprocess.run(cli + ["schema-registry"], capture_output=True, text=True, env=env)
+    assert usage.returncode == 2 and "--bootstrap-servers" in usage.stderr
+    nobody = subprocess.run(cli + ["schema-registry", "--bootstrap-servers", f"127.0.0.1:{free_port()}", "--port",
+                                   "0", "--timeout", "2"], capture_output=True, text=True, env=env, timeout=60)
+    assert nobody.returncode == 1 and nobody.stdout == ""
+    assert nobody.stderr.strip().splitlines()[-1].startswith("error: the schema registry could not start")
