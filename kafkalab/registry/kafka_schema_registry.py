@@ -132,14 +132,14 @@ class KafkaSchemaRegistry:
 
     def _apply_schema(self, key: dict, value: dict | None) -> None:
         subject, version = key["subject"], key["version"]
-        versions = self._subjects.setdefault(subject, {})
         if value is None:                                    # hard delete
+            versions = self._subjects.get(subject, {})
             versions.pop(version, None)
             if not versions:
-                del self._subjects[subject]
+                self._subjects.pop(subject, None)
             return
         parsed = schemas.parse(value["schema"], value.get("schemaType"), value.get("references"))
-        versions[version] = SchemaVersion(subject, version, value["id"], parsed, bool(value.get("deleted")))
+        self._subjects.setdefault(subject, {})[version] = SchemaVersion(subject, version, value["id"], parsed, bool(value.get("deleted")))
         self._max_id = max(self._max_id, value["id"])
 
     # ---- reading ------------------------------------------------------------------------------------------

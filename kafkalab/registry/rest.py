@@ -211,6 +211,18 @@ class RegistryRequestHandler(BaseHTTPRequestHandler):
             raise errors.unprocessable("the request body must be a JSON object")
         return body
 
+    def send_error(self, code, message=None, explain=None):
+        """Errors of the HTTP layer itself (a request line or header that does not parse) in Confluent's body."""
+        body = json.dumps({"error_code": code, "message": message or self.responses.get(code, ("",))[0]}).encode()
+        self.close_connection = True
+        self.send_response(code, message)
+        self.send_header("Content-Type", CONTENT_TYPE)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD" and code >= 200 and code not in (204, 304):
+            self.wfile.write(body)
+
     def do_GET(self):
         self._handle("GET")
 

@@ -144,6 +144,19 @@ def test_malformed_bodies(rest):
     assert rest.get("/")[0] == 200                                           # still serving
 
 
+def test_garbage_on_the_socket_closes_that_connection_only(registry, rest):
+    import socket
+
+    for garbage in (b"NONSENSE\r\n\r\n", b"\x00\xff" * 100 + b"\r\n\r\n",
+                    b"POST /subjects/g-value/versions HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n{}"):
+        with socket.create_connection(("127.0.0.1", registry.port), timeout=10) as s:
+            s.sendall(garbage)
+            answer = s.recv(4096)
+        # an HTTP/1.x status line, or none at all for a request line without a version (HTTP/0.9's way)
+        assert b'"error_code": 4' in answer and not answer.startswith(b"HTTP/1.1 2"), answer[:200]
+    assert rest.get("/subjects")[0] == 200
+
+
 # ---- deletes ----------------------------------------------------------------------------------------------------
 def test_version_soft_then_hard_delete(rest):
     ids = [rest.post("/subjects/dv-value/versions", s)[1]["id"] for s in (USER_V1, USER_V2)]
