@@ -444,6 +444,45 @@ def test_confluent_client_serializer_and_wire_format(kafka, registry):
     assert client.delete_subject("users-value") == [1, 2]
 
 
+def test_schema_registry_client_api(registry):
+    """confluent-kafka's SchemaRegistryClient, method by method, unmodified."""
+    from confluent_kafka.schema_registry import Schema, SchemaRegistryClient, SchemaRegistryError
+
+    client = SchemaRegistryClient({"url": registry.url})
+    v1, v2 = Schema(USER_V1["schema"], "AVRO"), Schema(USER_V2["schema"], "AVRO")
+    assert client.get_schema_types() == ["JSON", "AVRO"]
+    client.set_compatibility("api-value", "FORWARD")
+    assert client.get_compatibility("api-value") == "FORWARD"
+    first = client.register_schema("api-value", v1)
+    assert client.register_schema_full_response("api-value", v2).schema_id == first + 1
+    found = client.lookup_schema("api-value", v2)
+    assert (found.subject, found.version, found.schema_id) == ("api-value", 2, first + 1)
+    assert "api-value" in client.get_subjects()
+    assert client.get_versions("api-value") == [1, 2]
+    assert client.get_version("api-value", 1).schema_id == first
+    assert client.get_latest_version("api-value").version == 2
+    assert client.get_subjects_by_schema_id(first + 1) == ["api-value"]
+    assert [(v.subject, v.version) for v in client.get_schema_versions(first + 1)] == [("api-value", 2)]
+    assert client.get_referenced_by("api-value", 1) == []
+    assert client.test_compatibility_all_versions("api-value", v1) is True
+    assert client.get_config("api-value").compatibility_level == "FORWARD"
+    assert client.delete_config("api-value").compatibility_level == "FORWARD"
+    assert client.delete_version("api-value", 1) == 1
+    assert client.delete_version("api-value", 1, permanent=True) == 1
+    assert client.get_versions("api-value") == [2]
+    assert client.get_global_mode() == "READWRITE"
+    with pytest.raises(SchemaRegistryError) as e:
+        client.get_versions("api-nobody")
+    assert (e.value.http_status_code, e.value.error_code) == (404, 40401)
+    with pytest.raises(SchemaRegistryError) as e:
+        client.register_schema("api-value", Schema('{"type": "nothing"}', "AVRO"))
+    assert (e.value.http_status_code, e.value.error_code) == (422, 42201)
+    with pytest.raises(SchemaRegistryError) as e:
+        client.register_schema("api-value", Schema(json.dumps({"type": "record", "name": "User", "fields": [
+            {"name": "name", "type": "int"}]}), "AVRO"))
+    assert (e.value.http_status_code, e.value.error_code) == (409, 409)
+
+
 # ---- the command line ---------------------------------------------------------------------------------------------
 def test_cli_serves_until_sigterm(kafka):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
