@@ -85,7 +85,11 @@ class KafkaStore:
         self._reader = threading.Thread(target=self._read_forever, name=f"KafkaStore-reader[{self.topic}]",
                                         daemon=True)
         self._reader.start()
-        self.take_over()          # the newest instance writes; NOOP: read up to everything written before us
+        try:
+            self.take_over()      # the newest instance writes; NOOP: read up to everything written before us
+        except BaseException:
+            self.close()          # no reader thread left behind by a start that failed
+            raise
 
     def close(self) -> None:
         self._stop.set()
@@ -191,10 +195,16 @@ class KafkaStore:
         producer.init_transactions(self.timeout)
         return producer
 
-    def take_over(self) -> None:
+    def take_over(self, attempts: int = 3) -> None:
         """Become the writer (fencing the one before) and read up to everything it wrote."""
-        self._producer = self._new_producer()
-        self.put({"keytype": "NOOP", "magic": 0}, None)
+        for _ in range(attempts):
+            self._producer = self._new_producer()
+            try:
+                self.put({"keytype": "NOOP", "magic": 0}, None)
+                return
+            except WriterFenced:     # another instance took over in between: again
+                continue
+        raise errors.store_error(f"other instances keep taking over the writes to {self.topic}")
 
     def put(self, key: dict, value: dict | None) -> int:
         """Write ``key`` -> ``value`` (``None``: a tombstone), wait until it is read back; its offset."""
