@@ -39,11 +39,11 @@ from typing import Callable
 from . import errors
 
 log = logging.getLogger(__name__)
-#: librdkafka's own log lines (connection refused, "fenced by a newer instance", ...) go here instead of the
-#: notebook's stderr; what matters reaches the caller as an error. ``logging.getLogger(...).setLevel(DEBUG)``
-#: shows them.
+#: librdkafka's own log lines (connection refused, "fenced by a newer instance" -- expected when another
+#: instance takes over the writes --, ...) go here instead of the notebook's stderr, silenced: what matters
+#: reaches the caller as an error. ``client_log.setLevel(logging.DEBUG)`` (and a handler) shows them.
 client_log = logging.getLogger(__name__ + ".librdkafka")
-client_log.setLevel(logging.CRITICAL)
+client_log.setLevel(logging.CRITICAL + 1)
 
 #: Confluent's ``kafkastore.topic`` default
 DEFAULT_TOPIC = "_schemas"
