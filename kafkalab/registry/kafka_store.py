@@ -143,7 +143,7 @@ class KafkaStore:
 
     # ---- reading -----------------------------------------------------------------------------------------
     def _read_forever(self) -> None:
-        from confluent_kafka import Consumer, KafkaError, TopicPartition, OFFSET_BEGINNING
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
         consumer = Consumer({**self._client_config, "group.id": f"kafkalab-schema-registry-{uuid.uuid4().hex}",
                              "enable.auto.commit": False, "auto.offset.reset": "earliest",
@@ -155,8 +155,10 @@ class KafkaStore:
                 if message is None:
                     continue
                 if message.error() is not None:
-                    if message.error().code() != KafkaError._PARTITION_EOF:
-                        log.warning("schemas topic %s: %s", self.topic, message.error())
+                    if message.error().fatal():
+                        raise RuntimeError(f"reading {self.topic}: {message.error()}")
+                    # transient (a broker down, a leader moving): librdkafka retries; the notebook stays quiet
+                    log.debug("schemas topic %s: %s", self.topic, message.error())
                     continue
                 self._apply_record(message.key(), message.value(), message.offset())
         except BaseException as e:      # noqa: BLE001 - whatever stopped the reader fails the writers waiting on it
@@ -235,7 +237,10 @@ class KafkaStore:
                                                  KafkaError.INVALID_PRODUCER_EPOCH):
                 raise WriterFenced(str(error)) from None
             if error.txn_requires_abort():
-                producer.abort_transaction(self.timeout)
+                try:
+                    producer.abort_transaction(self.timeout)
+                except KafkaException:      # Kafka gone: the coordinator aborts it after transaction.timeout.ms
+                    pass
             raise errors.store_error(f"writing to {self.topic}: {error}") from None
         except BufferError as e:
             raise errors.store_error(str(e)) from None

@@ -111,3 +111,13 @@ def test_state_replayed_from_confluent_records():
     registry.apply({"keytype": "SCHEMA", "subject": "s", "version": 1, "magic": 1}, None, 99)   # hard delete
     assert registry.versions("s", deleted=True) == [2]
     assert [e.subject for e in registry.usages(1, deleted=True)] == ["t"]
+
+
+def test_what_schema_registry_accepts_as_kafka():
+    from kafkalab.lab import LabKafka
+    from kafkalab.registry.app import bootstrap_servers_of
+
+    assert bootstrap_servers_of("127.0.0.1:9092") == "127.0.0.1:9092"
+    assert bootstrap_servers_of(LabKafka("127.0.0.1:9093")) == "127.0.0.1:9093"
+    with pytest.raises(TypeError, match="bootstrap string"):
+        bootstrap_servers_of(9092)
