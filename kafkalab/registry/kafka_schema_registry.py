@@ -79,16 +79,17 @@ def parse_version(text, allow_latest: bool = True) -> int | None:
 
 def _one_writer(method):
     """A write: under this instance's write lock, so its check (compatibility, the next id) and its record go
-    together. If another instance became the writer meanwhile (it fenced this one's transactional producer), take
-    the role back -- fencing that one --, read ``_schemas`` to its end and check again."""
+    together. If another instance became the writer meanwhile (it fenced this one's transactional producer), or
+    this one's last transaction failed half-way, take the role (back) with a new producer -- fencing the other --,
+    read ``_schemas`` to its end and check again."""
     @functools.wraps(method)
     def write(self, *args, **kwargs):
         with self._write_lock:
             for _ in range(WRITE_ATTEMPTS):
                 try:
                     return method(self, *args, **kwargs)
-                except WriterFenced:
-                    log.info("another schema registry instance wrote to %s; taking the writes back", self.store.topic)
+                except WriterFenced as e:
+                    log.info("becoming the writer of %s again (%s)", self.store.topic, e)
                     self.store.take_over()
             raise errors.store_error(f"other instances keep taking over the writes to {self.store.topic}")
     return write

@@ -56,7 +56,8 @@ def encode(document: dict | None) -> bytes | None:
 
 
 class WriterFenced(Exception):
-    """Another registry instance has become the writer of the topic (its producer fenced this one's)."""
+    """This instance must become the writer again before it writes: another instance's producer fenced this
+    one's, or this one's last transaction failed half-way."""
 
 
 class KafkaStore:
@@ -75,6 +76,7 @@ class KafkaStore:
         self._reader: threading.Thread | None = None
         self._reader_error: BaseException | None = None
         self._producer = None
+        self._broken = False                    # the last transaction failed half-way: start a new producer
         #: one ``transactional.id`` for every registry on this topic: the newest producer fences the older ones
         self.transactional_id = f"kafkalab-schema-registry-{topic}"
 
@@ -192,15 +194,21 @@ class KafkaStore:
         ``transactional.id`` (KIP-98's zombie fencing) and aborts what it left open."""
         from confluent_kafka import Producer
 
+        from confluent_kafka import KafkaException
+
         producer = Producer({**self._client_config, "transactional.id": self.transactional_id, "acks": "all",
                              "linger.ms": 0, "transaction.timeout.ms": int(self.timeout * 1000)})
-        producer.init_transactions(self.timeout)
+        try:
+            producer.init_transactions(self.timeout)
+        except KafkaException as e:
+            raise errors.store_error(f"cannot become the writer of {self.topic}: {e.args[0].str()}") from None
         return producer
 
     def take_over(self, attempts: int = 3) -> None:
         """Become the writer (fencing the one before) and read up to everything it wrote."""
         for _ in range(attempts):
             self._producer = self._new_producer()
+            self._broken = False
             try:
                 self.put({"keytype": "NOOP", "magic": 0}, None)
                 return
@@ -219,6 +227,11 @@ class KafkaStore:
 
         if self._producer is None:
             raise errors.store_error("the store is closed")
+        if self._broken:
+            # the last transaction failed half-way (Kafka gone, a timeout): its outcome is unknown, and the
+            # producer may be stuck in it. A new producer (init_transactions) settles it -- the coordinator
+            # completes or aborts it -- then the caller reads to the end and checks its write again.
+            raise WriterFenced("the last write failed; the writer starts again")
         offsets: list = []
 
         def delivered(err, message):
@@ -236,15 +249,13 @@ class KafkaStore:
             if error.fatal() or error.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED,
                                                  KafkaError.INVALID_PRODUCER_EPOCH):
                 raise WriterFenced(str(error)) from None
-            if error.txn_requires_abort():
-                try:
-                    producer.abort_transaction(self.timeout)
-                except KafkaException:      # Kafka gone: the coordinator aborts it after transaction.timeout.ms
-                    pass
+            self._broken = True
             raise errors.store_error(f"writing to {self.topic}: {error}") from None
         except BufferError as e:
+            self._broken = True
             raise errors.store_error(str(e)) from None
         if len(offsets) != len(records) or not all(isinstance(o, int) for o in offsets):
+            self._broken = True
             raise errors.store_error(f"writing to {self.topic}: {offsets}")
         offset = max(offsets)
         deadline = time.monotonic() + self.timeout

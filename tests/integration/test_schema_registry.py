@@ -394,6 +394,32 @@ def test_schemas_topic_holds_confluents_records(kafka, registry, rest):
     assert ({"keytype": "NOOP", "magic": 0}, None) in records
 
 
+def test_kafka_down_reads_still_served_writes_fail_then_recover(tmp_path):
+    """With its Kafka gone the registry still answers from memory; a write fails with 5000x after ``timeout``
+    and nothing is half-written; once Kafka is back (same port, same files), writes go through again."""
+    log_dir = str(tmp_path / "broker")
+    broker = kafkalab.mini(log_dir=log_dir, **NO_RETENTION_CHECK)
+    port = broker.port
+    with schema_registry(broker, timeout=3) as registry:
+        rest = Rest(registry.url)
+        assert rest.post("/subjects/down-value/versions", USER_V1) == (200, {"id": 1})
+        broker.close()
+        assert rest.get("/subjects") == (200, ["down-value"])
+        status, body = rest.post("/subjects/down-value/versions", USER_V2)
+        assert status == 500 and body["error_code"] in (50001, 50002), body
+        assert rest.get("/subjects/down-value/versions") == (200, [1])          # nothing half-written
+        broker = kafkalab.mini(port=port, log_dir=log_dir, **NO_RETENTION_CHECK)
+        try:
+            deadline = time.monotonic() + 30
+            while (answer := rest.post("/subjects/down-value/versions", USER_V2))[0] != 200:
+                assert time.monotonic() < deadline, answer
+            assert answer == (200, {"id": 2})
+            assert rest.get("/subjects/down-value/versions") == (200, [1, 2])
+        finally:
+            registry.close()
+            broker.close()
+
+
 # ---- unmodified clients ------------------------------------------------------------------------------------------
 def test_confluent_client_serializer_and_wire_format(kafka, registry):
     import io
