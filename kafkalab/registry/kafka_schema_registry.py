@@ -144,15 +144,16 @@ class KafkaSchemaRegistry:
         self._max_id = max(self._max_id, value["id"])
 
     # ---- reading ------------------------------------------------------------------------------------------
-    def _versions(self, subject: str, deleted: bool = False) -> list[SchemaVersion]:
-        return sorted((e for e in self._subjects.get(subject, {}).values() if deleted or not e.deleted),
-                      key=lambda e: e.version)
+    def _versions(self, subject: str, deleted: bool | str = False) -> list[SchemaVersion]:
+        """The versions of ``subject``: live ones; with ``deleted`` soft-deleted ones too; ``"only"``: those."""
+        return sorted((e for e in self._subjects.get(subject, {}).values()
+                       if (e.deleted if deleted == "only" else deleted or not e.deleted)), key=lambda e: e.version)
 
-    def subjects(self, deleted: bool = False) -> list[str]:
+    def subjects(self, deleted: bool | str = False) -> list[str]:
         with self._lock:
             return sorted(s for s in self._subjects if self._versions(s, deleted))
 
-    def versions(self, subject: str, deleted: bool = False) -> list[int]:
+    def versions(self, subject: str, deleted: bool | str = False) -> list[int]:
         with self._lock:
             found = [e.version for e in self._versions(subject, deleted)]
         if not found:

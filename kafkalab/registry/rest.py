@@ -68,8 +68,24 @@ def _id_versions(r, a, q, b):
     return [{"subject": e.subject, "version": e.version} for e in r.usages(a[0], _flag(q, "deleted"))]
 
 
+def _page(items: list, q: dict) -> list:
+    """``offset`` and ``limit`` (negative: no limit) of a listing."""
+    try:
+        offset, limit = int(q.get("offset", ["0"])[-1]), int(q.get("limit", ["-1"])[-1])
+    except ValueError:
+        raise errors.bad_request("offset and limit are integers") from None
+    items = items[max(offset, 0):]
+    return items if limit < 0 else items[:limit]
+
+
+def _deleted(q: dict) -> bool | str:
+    """``deleted=true``: live and soft-deleted; ``deleted_only=true`` (or ``deletedOnly``): soft-deleted only."""
+    return "only" if _flag(q, "deleted_only") or _flag(q, "deletedOnly") else _flag(q, "deleted")
+
+
 def _subjects(r, a, q, b):
-    return r.subjects(_flag(q, "deleted"))
+    prefix = q.get("subjectPrefix", [""])[-1]
+    return _page([s for s in r.subjects(_deleted(q)) if s.startswith(prefix)], q)
 
 
 def _lookup(r, a, q, b):
@@ -81,7 +97,7 @@ def _delete_subject(r, a, q, b):
 
 
 def _versions(r, a, q, b):
-    return r.versions(a[0], _flag(q, "deleted"))
+    return _page(r.versions(a[0], _deleted(q)), q)
 
 
 def _register(r, a, q, b):

@@ -79,6 +79,22 @@ def test_register_then_read_by_id_subject_and_version(rest):
     assert rest.get(f"/schemas/ids/{first}/subjects") == (200, ["reg-other-value", "reg-value"])
 
 
+def test_listings_filter_and_page(rest):
+    for i in range(3):
+        rest.post(f"/subjects/page-{i}-value/versions", record(f"Page{i}", ("p", "int")))
+    rest.post("/subjects/page-0-value/versions", record("Page0", ("p", "int"), ("q", "int", 0)))
+    rest.delete("/subjects/page-1-value")
+    rest.delete("/subjects/page-0-value/versions/1")
+    assert rest.get("/subjects?subjectPrefix=page-") == (200, ["page-0-value", "page-2-value"])
+    assert rest.get("/subjects?subjectPrefix=page-&deleted=true") == (200, ["page-0-value", "page-1-value",
+                                                                             "page-2-value"])
+    assert rest.get("/subjects?subjectPrefix=page-&deleted_only=true") == (200, ["page-0-value", "page-1-value"])
+    assert rest.get("/subjects?subjectPrefix=page-&offset=1&limit=1") == (200, ["page-2-value"])
+    assert rest.get("/subjects/page-0-value/versions?deleted_only=true") == (200, [1])
+    assert rest.get("/subjects/page-0-value/versions?deleted=true&limit=1") == (200, [1])
+    assert_error(rest.get("/subjects?limit=many"), 400, 400)
+
+
 def test_lookup_finds_the_version_holding_a_schema(rest):
     schema_id = rest.post("/subjects/look-value/versions", USER_V1)[1]["id"]
     rest.post("/subjects/look-value/versions", USER_V2)
