@@ -17,8 +17,8 @@ import pytest
 
 import kafkalab
 from kafkalab.registry import schema_registry
-from tests.conftest import NO_RETENTION_CHECK, ROOT
-from tests.registry_helpers import Rest, avro, record
+from conftest import NO_RETENTION_CHECK, ROOT
+from registry_helpers import Rest, avro, record
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -549,7 +549,7 @@ def test_cli_serves_until_sigterm(kafka):
 
 
 def test_cli_help_and_a_kafka_that_is_not_there():
-    from tests.conftest import free_port
+    from conftest import free_port
 
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.pop("KAFKALAB_BOOTSTRAP_SERVERS", None)

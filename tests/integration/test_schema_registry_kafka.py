@@ -14,8 +14,8 @@ from confluent_kafka import Consumer, TopicPartition
 import kafkalab
 from kafkalab.cluster import KafkaBackend
 from kafkalab.cluster.distribution import fetch_kafka
-from tests.conftest import NO_RETENTION_CHECK
-from tests.registry_helpers import Rest, record
+from conftest import NO_RETENTION_CHECK
+from registry_helpers import Rest, record
 
 pytestmark = pytest.mark.timeout(240)
 
