@@ -155,19 +155,50 @@ class LabKafka:
                           config=topic_configs)],
                 operation_timeout=30, request_timeout=30)
             futures[chosen].result(60)
-            # Kafka answers CreateTopics once the controller made the topic; the other brokers learn of it a
-            # moment later. Wait until the metadata shows every partition with a leader, so that the next cell
-            # (a producer, a Metadata request to any broker) finds the whole topic.
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                topic = admin.list_topics(chosen, timeout=10).topics.get(chosen)
-                if (topic is not None and topic.error is None and len(topic.partitions) == partitions
-                        and all(p.leader >= 0 for p in topic.partitions.values())):
-                    break
-                time.sleep(0.05)
         finally:
             del admin
+        self.wait_for_topic(chosen, partitions)
         return chosen
+
+    def wait_for_topic(self, topic: str, partitions: int, timeout_s: float = 30.0) -> None:
+        """Wait until every live broker's metadata shows ``topic`` with ``partitions`` partitions, each with a leader.
+
+        Kafka answers CreateTopics and CreatePartitions once the controller has made the change; each broker
+        learns of it a moment later (from the controller's UpdateMetadata in ZooKeeper mode, from the metadata
+        log in KRaft). Until then a client whose Metadata request reaches a broker that has not caught up sees
+        the topic missing, or with its old partition count: a producer would hash keys over too few partitions.
+        Each broker is asked directly (Metadata v7 on a socket of its own), so no broker is left out."""
+        self._check_open()
+        from .cluster.kafka_requests import metadata_answer, metadata_request
+
+        def shows_topic(answer) -> bool:
+            t = answer["topics"].get(topic)
+            return (t is not None and t["error"] == 0 and len(t["partitions"]) == partitions
+                    and all(p["leader"] is not None for p in t["partitions"]))
+
+        bootstrap = [hp.rsplit(":", 1) for hp in self.bootstrap_servers.split(",")]
+        deadline = time.monotonic() + timeout_s
+        behind: list = []
+        while True:
+            brokers, behind = None, []
+            for host, port in bootstrap:
+                try:
+                    brokers = metadata_answer(metadata_request(host, int(port), topics=[]))["brokers"]
+                    break
+                except OSError:
+                    continue
+            for node, (host, port) in sorted((brokers or {}).items()):
+                try:
+                    if not shows_topic(metadata_answer(metadata_request(host, port, topics=[topic]))):
+                        behind.append(node)
+                except OSError:
+                    behind.append(node)
+            if brokers and not behind:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"topic {topic!r}: after {timeout_s:.0f} s, brokers {behind or 'none reachable'} "
+                                   f"still do not show {partitions} partitions, each with a leader")
+            time.sleep(0.05)
 
     def close(self) -> None:
         """Stop the embedded broker or the local cluster (and delete its temporary directory); a no-op for
