@@ -315,8 +315,7 @@ class ConnectCluster:
     def source_offsets(self, connector: str | None = None, latest: bool = True) -> list[dict]:
         """The source offsets as written to the offsets topic (read with a plain consumer, not through Connect):
         the last one per source partition (``latest``), or every record."""
-        rows = offsets_topic.offset_records(self.bootstrap_servers, str(self.config["offset.storage.topic"]),
-                                            int(self.config["offset.storage.partitions"]))
+        rows = offsets_topic.offset_records(self.bootstrap_servers, str(self.config["offset.storage.topic"]))
         if not latest:
             return [r for r in rows if connector is None or r["connector"] == connector]
         return offsets_topic.latest_offsets(rows, connector)

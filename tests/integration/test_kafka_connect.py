@@ -27,12 +27,14 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 from kafka.protocol.admin.groups import DescribeGroupsRequest, DescribeGroupsResponse
 
 import kafka_wire
+from txn_helpers import read_committed
 import kafkalab
 from cluster_helpers import wait_until
 from kafkalab.checks import read_partition
 from kafkalab.cluster import KafkaBackend
 from kafkalab.cluster.distribution import fetch_kafka
 from kafkalab.kafka_connect import ConnectError, ConnectRestError, fetch_connect
+from kafkalab.kafka_connect.offsets import read_to_end
 from kafkalab.lab import LabKafka
 
 pytestmark = pytest.mark.timeout(240)
@@ -66,6 +68,30 @@ def lines_of(path) -> list[str]:
             return f.read().splitlines()
     except FileNotFoundError:
         return []
+
+
+class LineWriter:
+    """A line every 20 ms appended to ``path`` and flushed one by one, as a log file grows, until ``stop()``."""
+
+    def __init__(self, path, prefix: str):
+        self.path, self.prefix, self.written = path, prefix, []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        with open(self.path, "a") as f:
+            while not self._stop.is_set():
+                line = f"{self.prefix} {len(self.written)}"
+                f.write(line + "\n")
+                f.flush()
+                self.written.append(line)
+                time.sleep(0.02)
+
+    def stop(self) -> list[str]:
+        self._stop.set()
+        self._thread.join()
+        return self.written
 
 
 def describe_group(bootstrap: str, group: str):
@@ -191,18 +217,7 @@ def test_a_killed_workers_task_moves_and_no_line_is_lost(mini_connect, mini_pipe
     placed = connect.tasks_per_worker()
     victim = next(i for i, tasks in placed.items() if "crash-source-0" in tasks)
     survivor = 1 - victim
-    written, stop = [], threading.Event()
-
-    def writer():   # a line every 20 ms, flushed one by one, as a log file grows
-        with open(src, "a") as f:
-            while not stop.is_set():
-                line = f"crash line {len(written)}"
-                f.write(line + "\n")
-                f.flush()
-                written.append(line)
-                time.sleep(0.02)
-    thread = threading.Thread(target=writer, daemon=True)
-    thread.start()
+    writer = LineWriter(src, "crash line")
     try:
         wait_until(lambda: len(lines_of(out)) >= 50, "the sink writing", 30)
         killed_at = time.monotonic()
@@ -212,8 +227,7 @@ def test_a_killed_workers_task_moves_and_no_line_is_lost(mini_connect, mini_pipe
         moved_s = time.monotonic() - killed_at
         time.sleep(1.0)
     finally:
-        stop.set()
-        thread.join()
+        written = writer.stop()
     assert status["tasks"][0]["worker_id"] == connect.workers[survivor].worker_id
     assert connect.tasks_per_worker()[victim] == []
     assert sorted(connect.tasks_per_worker()[survivor]) == ["crash-sink-0", "crash-source-0", "first-sink-0",
@@ -277,6 +291,46 @@ def test_close_leaves_no_jvm(mini_connect):
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert not [p for p in psutil.Process().children(recursive=True)
                 if p.is_running() and "ConnectDistributed" in " ".join(p.cmdline())]
+
+
+def test_exactly_once_source_a_killed_worker_leaves_no_duplicate(mini_connect, record_property):
+    """KIP-618 (exactly.once.source.support=enabled): each poll's records and source offset are written in one
+    transaction (transactional.id <group>-<connector>-<task>); the task started on the other worker fences the
+    dead one's producer (InitProducerId), its open transaction is aborted, and it resumes from the last
+    committed offset. A read_committed reader sees every line exactly once. Runs after the first cluster closed."""
+    kafka, first, work = mini_connect
+    assert first.closed
+    src = work / "eos-in.txt"
+    src.write_text("")
+    names = {"group_id": "connect-eos", "offset_storage_topic": "connect-eos-offsets",
+             "config_storage_topic": "connect-eos-configs", "status_storage_topic": "connect-eos-status"}
+    with kafkalab.connect_cluster(kafka, workers=2, work_dir=str(work / "eos"), exactly_once_source_support="enabled",
+                                  **names) as connect:
+        connect.create_connector("eos-source", {**source_config(src, "eos-lines"), "exactly.once.support": "required",
+                                                "transaction.boundary": "poll"})
+        victim = next(i for i, tasks in connect.tasks_per_worker().items() if "eos-source-0" in tasks)
+        writer = LineWriter(src, "eos line")
+        try:
+            wait_until(lambda: len(read_committed(kafka.bootstrap_servers, "eos-lines", 50, 5, 0)) >= 50,
+                       "the source writing", 30)
+            killed_at = time.monotonic()
+            connect.kill(victim)
+            status = connect.wait_until_running("eos-source", timeout=60)
+            moved_s = time.monotonic() - killed_at
+            time.sleep(1.0)
+        finally:
+            written = writer.stop()
+        assert status["tasks"][0]["worker_id"] == connect.workers[1 - victim].worker_id
+        committed = [json.loads(v)["line"] for v in read_committed(kafka.bootstrap_servers, "eos-lines", len(written))]
+        uncommitted = read_to_end(kafka.bootstrap_servers, "eos-lines", "read_uncommitted")
+        offsets = connect.source_offsets("eos-source")
+    assert sorted(committed, key=lambda line: int(line.split()[-1])) == written   # each line once, none lost
+    assert committed == written                                                  # and in order
+    assert offsets[0]["offset"] == {"position": src.stat().st_size}
+    report = (f"exactly-once source: task moved {moved_s:.1f} s after the kill; {len(written)} lines, none twice "
+              f"read_committed; {len(uncommitted) - len(written)} records of aborted transactions in the log")
+    print(report)
+    record_property("connect_eos_failover", report)
 
 
 @pytest.mark.cluster
