@@ -11,8 +11,9 @@ nothing half-written) and, without ``mvn``, through Apache Ivy as Kafka Streams 
 (:func:`kafkalab.streams.jvm.fetch_with_ivy`).
 
 A worker is ``java -cp 'libs/*' org.apache.kafka.connect.cli.ConnectDistributed worker.properties``: the
-file connector is on the class path (Kafka's distribution keeps it out since 3.2 and wants it in
-``plugin.path``; on the class path Connect finds it all the same, through its ``ServiceLoader`` manifest).
+file connector is on the class path (Kafka's ``bin/kafka-run-class.sh`` leaves ``connect-file`` off it and the
+quickstart puts it in ``plugin.path``; on the class path Connect finds it all the same, through its
+``ServiceLoader`` manifest).
 """
 from __future__ import annotations
 
