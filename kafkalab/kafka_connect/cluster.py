@@ -17,6 +17,7 @@ interpreter exit (before an embedded broker, which must still answer their Leave
 from __future__ import annotations
 
 import atexit
+import re
 import shutil
 import signal
 import socket
@@ -33,6 +34,8 @@ from .jvm import CONNECT_VERSION, LOG4J_PROPERTIES, fetch_connect, worker_comman
 from .worker_config import HOST, to_properties, worker_config
 
 _OPEN: "weakref.WeakSet[ConnectCluster]" = weakref.WeakSet()
+#: what a worker logs after each rebalance (``DistributedHerder``): the generation and its leader's REST URL
+_JOINED = re.compile(r"Joined group at generation (\d+) .*?leaderUrl='([^']*?)/?'")
 _FAILED_STATES = ("FAILED",)
 
 
@@ -52,7 +55,7 @@ def bootstrap_of(kafka) -> str:
         servers = kafka.strip()
     else:
         servers = getattr(kafka, "bootstrap_servers", None)
-        if getattr(kafka, "closed", False):
+        if getattr(kafka, "closed", False) is True:
             raise ValueError(f"{kafka!r} is closed: Connect needs a running Kafka")
     if not isinstance(servers, str) or not servers.strip() or ":" not in servers:
         raise TypeError(f"connect_cluster() needs Kafka: kafkalab.connect()'s object, a cluster, a broker or a "
@@ -215,6 +218,18 @@ class ConnectCluster:
     def _forget(self, w: ConnectWorker) -> None:
         if w.process is not None:
             self.watchdog.forget(w.process.pid)
+
+    def leader(self) -> int | None:
+        """The index of the group's leader (the worker that assigns connectors and tasks), as the running
+        workers last logged it after a rebalance (the newest generation wins); None before the first one."""
+        newest: tuple[int, str] | None = None
+        for w in self.running_workers:
+            for generation, url in _JOINED.findall(w.log()):
+                if newest is None or int(generation) >= newest[0]:
+                    newest = (int(generation), url)
+        if newest is None:
+            return None
+        return next((w.index for w in self.workers if w.url == newest[1]), None)
 
     # -- the REST API, through any running worker ---------------------------------------------------------
 

@@ -217,6 +217,8 @@ def test_a_killed_workers_task_moves_and_no_line_is_lost(mini_connect, mini_pipe
     placed = connect.tasks_per_worker()
     victim = next(i for i, tasks in placed.items() if "crash-source-0" in tasks)
     survivor = 1 - victim
+    victim_led = connect.leader() == victim
+    assert connect.leader() in (0, 1)
     writer = LineWriter(src, "crash line")
     try:
         wait_until(lambda: len(lines_of(out)) >= 50, "the sink writing", 30)
@@ -240,7 +242,8 @@ def test_a_killed_workers_task_moves_and_no_line_is_lost(mini_connect, mini_pipe
     twice_in_file = sum(n - 1 for n in in_file.values())
     # the source task resumed from the last offset flushed (offset.flush.interval.ms=1000): what it had read
     # after that flush was read and sent again; a sink redelivers what its consumer group had not committed
-    report = (f"task moved {moved_s:.1f} s after the kill; {len(written)} lines written, "
+    report = (f"task moved {moved_s:.1f} s after the kill of the {'leader' if victim_led else 'other worker'}; "
+              f"{len(written)} lines written, "
               f"{twice_in_topic} sent twice to the topic, {twice_in_file} written twice to the file")
     print(report)
     record_property("connect_failover", report)
@@ -250,8 +253,29 @@ def test_a_killed_workers_task_moves_and_no_line_is_lost(mini_connect, mini_pipe
     print(f"worker restarted in {time.monotonic() - restarted_at:.1f} s")
     wait_until(lambda: len(describe_group(kafka.bootstrap_servers, "connect-cluster").members) == 2,
                "two members again", 30)
+    if victim_led:   # the survivor took over as the group's leader
+        wait_until(lambda: connect.leader() == survivor, "the survivor leading", 30)
     for name in ("crash-source", "crash-sink", "first-source", "first-sink"):
         connect.wait_until_running(name, timeout=60)
+
+
+def test_fetch_connect_command(connect_home, tmp_path):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, "-m", "kafkalab.cli", "fetch-connect"], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert done.returncode == 0 and done.stdout.splitlines()[-1] == str(connect_home)
+    jars = sorted(p.name for p in (connect_home / "libs").glob("*.jar"))
+    for artifact in ("connect-runtime", "connect-file", "connect-json", "connect-transforms", "connect-api",
+                     "kafka-clients", "slf4j-reload4j"):
+        assert any(j.startswith(artifact + "-") for j in jars), artifact
+    assert "connect-runtime-3.9.2.jar" in jars and "kafka-clients-3.9.2.jar" in jars
+    # a version the repository does not have: one line, exit code 1, nothing left in the cache
+    env["KAFKALAB_DIST"] = str(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "kafkalab.cli", "fetch-connect", "0.0.1"], capture_output=True,
+                          text=True, env=env, timeout=300)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith("error: Kafka Connect 0.0.1 could not be fetched") and done.stderr.count("\n") == 1
+    assert [p.name for p in tmp_path.iterdir()] == []
 
 
 OWNER = textwrap.dedent("""
