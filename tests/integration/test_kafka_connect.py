@@ -159,10 +159,15 @@ def test_workers_form_one_group_with_compacted_internal_topics(mini_connect):
     assert {SOURCE, SINK, SMT + "InsertField$Value", SMT + "HoistField$Value"} <= set(connect.plugins())
     configs = topic_configs(kafka.bootstrap_servers, INTERNAL)
     assert configs == {t: (n, {"cleanup.policy": "compact"}) for t, n in INTERNAL.items()}
+    # both workers are healthy, so both joined; a rebalance may still be finishing under load
+    wait_until(lambda: describe_group(kafka.bootstrap_servers, "connect-cluster").group_state == "Stable",
+               "the workers' group Stable", 30)
     group = describe_group(kafka.bootstrap_servers, "connect-cluster")
-    assert (group.error_code, group.group_state, group.protocol_type, group.protocol_data) == \
-        (0, "Stable", "connect", "sessioned")
-    assert len(group.members) == 2
+    assert (group.error_code, group.protocol_type, group.protocol_data, len(group.members)) == \
+        (0, "connect", "sessioned", 2)
+    # each member's metadata is Connect's (the worker's REST URL in it), passed through by the broker unread
+    urls = [w.url.encode() for w in connect.workers]
+    assert sorted(next(i for i, url in enumerate(urls) if url in m.member_metadata) for m in group.members) == [0, 1]
 
 
 def test_file_source_through_transforms_to_file_sink(mini_pipeline):
@@ -231,6 +236,8 @@ def test_a_killed_workers_task_moves_and_no_line_is_lost(mini_connect, mini_pipe
     finally:
         written = writer.stop()
     assert status["tasks"][0]["worker_id"] == connect.workers[survivor].worker_id
+    for name in ("crash-sink", "first-source", "first-sink"):   # moved in the same rebalance, if they were there
+        connect.wait_until_running(name, timeout=30)
     assert connect.tasks_per_worker()[victim] == []
     assert sorted(connect.tasks_per_worker()[survivor]) == ["crash-sink-0", "crash-source-0", "first-sink-0",
                                                             "first-source-0"]
