@@ -37,6 +37,10 @@ _OPEN: "weakref.WeakSet[ConnectCluster]" = weakref.WeakSet()
 #: what a worker logs after each rebalance (``DistributedHerder``): the generation and its leader's REST URL
 _JOINED = re.compile(r"Joined group at generation (\d+) .*?leaderUrl='([^']*?)/?'")
 _FAILED_STATES = ("FAILED",)
+#: what a worker logs when it gives up (``DistributedHerder.run``, ``ConnectDistributed``): it exits, but only
+#: after its executors time out (tens of seconds), so the lab stops waiting at once
+_FATAL = ("Uncaught exception in herder work thread, exiting", "Stopping due to error")
+_EXCEPTION_LINE = re.compile(r"^(Caused by: )?[\w.$]+(Exception|Error)(: |$)")
 
 
 class ConnectError(RuntimeError):
@@ -88,6 +92,7 @@ class ConnectWorker:
         self.log_path = directory / f"worker-{index}.log"
         self.process: subprocess.Popen | None = None
         self.started_at: float | None = None
+        self.log_offset = 0          # where this run of the JVM starts in the log (a restart appends)
 
     @property
     def pid(self) -> int | None:
@@ -103,6 +108,15 @@ class ConnectWorker:
         except OSError:
             return ""
         return "\n".join(text.splitlines()[-last:]) if last else text
+
+    def log_since_start(self) -> str:
+        """What the JVM logged since its last start."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(self.log_offset)
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"
@@ -160,6 +174,7 @@ class ConnectCluster:
             raise ConnectError(f"worker {i} is already running (pid {w.pid})")
         with open(w.log_path, "a") as log:
             log.write(f"--- kafkalab: worker {i} starting at {time.strftime('%H:%M:%S')} ---\n")
+        w.log_offset = w.log_path.stat().st_size
         command = worker_command(self.home, w.config_path, self.log4j_path, self._jvm_options)
         w.process = spawn(command, str(w.log_path), watchdog=self.watchdog, cwd=str(self.dir))
         w.started_at = time.monotonic()
@@ -174,6 +189,9 @@ class ConnectCluster:
                 if not w.running:
                     raise self._fail(w, f"worker {w.index} exited (code {w.process.poll()}) before its REST API "
                                         f"answered")
+                if any(marker in w.log_since_start() for marker in _FATAL):
+                    self.kill(w.index)   # it is exiting anyway, slowly
+                    raise self._fail(w, f"worker {w.index} failed to start and was stopped")
                 try:
                     rest.call(w.url, path="/health", timeout=5)
                     break
@@ -342,8 +360,9 @@ class ConnectCluster:
         return self.worker(i).log(last)
 
     def _fail(self, w: ConnectWorker, what: str) -> ConnectError:
-        lines = w.log().splitlines()
-        causes = [line for line in lines if " ERROR " in line or line.startswith("Caused by:")]
+        lines = w.log_since_start().splitlines()
+        causes = ([line for line in lines if _EXCEPTION_LINE.match(line)]
+                  or [line for line in lines if " ERROR " in line])
         cause = f"\n{causes[-1].strip()}" if causes else ""
         return ConnectError(f"{what}{cause}\nthe last lines of its log ({w.log_path}):\n" + "\n".join(lines[-25:]))
 

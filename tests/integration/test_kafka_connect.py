@@ -266,6 +266,22 @@ def test_a_killed_workers_task_moves_and_no_line_is_lost(mini_connect, mini_pipe
         connect.wait_until_running(name, timeout=60)
 
 
+def test_a_worker_refuses_an_offsets_topic_that_is_not_compacted(mini_connect, tmp_path):
+    """Connect reads each internal topic's cleanup.policy with DescribeConfigs and will not start on one that
+    would delete its records: the worker exits, and connect_cluster() says why, from the worker's log."""
+    kafka, _, _ = mini_connect
+    kafka.create_topic("deleting-offsets", partitions=1, **{"cleanup.policy": "delete"})
+    with pytest.raises(ConnectError) as e:
+        kafkalab.connect_cluster(kafka, workers=1, work_dir=str(tmp_path), group_id="refused",
+                                 offset_storage_topic="deleting-offsets", config_storage_topic="refused-configs",
+                                 status_storage_topic="refused-status", timeout=60)
+    message = str(e.value)
+    assert message.startswith("worker 0 failed to start and was stopped\norg.apache.kafka.common.config.ConfigException")
+    assert "'deleting-offsets'" in message and "cleanup.policy=delete" in message
+    assert not [p for p in psutil.Process().children(recursive=True)
+                if p.is_running() and "refused" in " ".join(p.cmdline())]
+
+
 def test_fetch_connect_command(connect_home, tmp_path):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     done = subprocess.run([sys.executable, "-m", "kafkalab.cli", "fetch-connect"], capture_output=True, text=True,

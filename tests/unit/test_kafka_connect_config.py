@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import socket
+import sys
 
 import pytest
 
@@ -148,3 +149,32 @@ def test_rest_input_checked_and_no_worker_is_one_clear_error():
         rest.create_connector("http://127.0.0.1:9", "x", {"file": "/tmp/x"})
     with pytest.raises(ValueError, match="not a connector name"):
         rest.connector_status("http://127.0.0.1:9", "")
+
+
+def test_a_worker_that_gives_up_is_stopped_at_once_and_a_restart_starts_afresh(monkeypatch, tmp_path):
+    """What the lab does with a worker's log, with a stand-in process instead of the JVM: the fatal line of
+    Connect's herder ends the wait at once with the exception's line, and a restart looks only at its own run."""
+    script = {"text": "[..] ERROR Uncaught exception in herder work thread, exiting: (DistributedHerder:398)\n"
+                      "org.apache.kafka.common.config.ConfigException: Topic 'x' ... 'cleanup.policy=delete'\n"}
+
+    def stand_in(home, properties, log4j, jvm_options=None):
+        return [sys.executable, "-c", f"import sys, time; sys.stdout.write({script['text']!r}); sys.stdout.flush(); "
+                                      "time.sleep(60)"]
+    monkeypatch.setattr(connect_module, "worker_command", stand_in)
+    cluster = ConnectCluster(tmp_path, "127.0.0.1:9092", workers=1, brokers=1, directory=tmp_path, temp=False)
+    try:
+        cluster.start(0)
+        with pytest.raises(ConnectError) as e:
+            cluster.wait_until_ready(0, timeout=30)
+        assert str(e.value).startswith("worker 0 failed to start and was stopped\n"
+                                       "org.apache.kafka.common.config.ConfigException: Topic 'x'")
+        assert not cluster.workers[0].running
+        script["text"] = "starting\n"      # the second run logs nothing fatal: the first run's lines do not count
+        cluster.start(0)
+        with pytest.raises(ConnectError, match=r"worker 0's REST API \(http://127.0.0.1:\d+\) does not answer after 1 s"):
+            cluster.wait_until_ready(0, timeout=1)
+        assert cluster.workers[0].running
+        assert cluster.log(0).count("--- kafkalab: worker 0 starting") == 2
+    finally:
+        cluster.close()
+    assert not cluster.workers[0].running
