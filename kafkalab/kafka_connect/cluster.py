@@ -17,6 +17,7 @@ interpreter exit (before an embedded broker, which must still answer their Leave
 from __future__ import annotations
 
 import atexit
+import os
 import re
 import shutil
 import signal
@@ -136,6 +137,9 @@ class ConnectCluster:
         self._temp = temp
         self._closed = False
         self._jvm_options = jvm_options
+        #: the workers' working directory: the caller's (a notebook's), so that a connector's relative ``file``
+        #: means what it means in the notebook
+        self.cwd = os.getcwd()
         self.workers = [ConnectWorker(i, free_port(), directory) for i in range(workers)]
         self.worker_configs = [worker_config(bootstrap_servers, w.port, brokers, configs) for w in self.workers]
         self.config = self.worker_configs[0]
@@ -176,7 +180,7 @@ class ConnectCluster:
             log.write(f"--- kafkalab: worker {i} starting at {time.strftime('%H:%M:%S')} ---\n")
         w.log_offset = w.log_path.stat().st_size
         command = worker_command(self.home, w.config_path, self.log4j_path, self._jvm_options)
-        w.process = spawn(command, str(w.log_path), watchdog=self.watchdog, cwd=str(self.dir))
+        w.process = spawn(command, str(w.log_path), watchdog=self.watchdog, cwd=self.cwd)
         w.started_at = time.monotonic()
         return w
 

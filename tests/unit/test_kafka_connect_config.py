@@ -1,6 +1,7 @@
 """kafkalab.kafka_connect without a JVM: the workers' generated config, and bad input refused clearly."""
 from __future__ import annotations
 
+import os
 import socket
 import sys
 
@@ -125,6 +126,7 @@ def test_unknown_worker_indexes_and_no_running_worker(tmp_path):
         assert [w.config_path.name for w in cluster.workers] == ["worker-0.properties", "worker-1.properties"]
         assert cluster.workers[0].port != cluster.workers[1].port
         assert cluster.url == cluster.workers[0].url
+        assert cluster.cwd == os.getcwd()   # a connector's relative file is the caller's
         assert "group.id=connect-cluster" in cluster.workers[1].config_path.read_text()
         with pytest.raises(IndexError, match="no worker 2: this Connect cluster has workers 0..1"):
             cluster.kill(2)
