@@ -10,6 +10,8 @@ break (see :mod:`kafkalab.cluster`).
 (see :mod:`kafkalab.cluster.distribution`).
 ``kafkalab.connect_cluster(kafka, workers=2)`` runs Apache Kafka Connect's distributed workers against it
 (see :mod:`kafkalab.kafka_connect`; ``kafkalab.fetch_connect()`` fetches them).
+``kafkalab.schema_registry(kafka)`` starts a schema registry speaking Confluent's REST API, its
+schemas in the ``_schemas`` topic of that Kafka (see :mod:`kafkalab.registry`).
 """
 from . import cluster  # a callable package: kafkalab.cluster(brokers=3) returns a Cluster
 from .broker.mini import MiniBroker, mini
@@ -17,7 +19,8 @@ from .cluster import Cluster
 from .cluster.distribution import fetch_kafka
 from .kafka_connect import connect_cluster, fetch_connect   # after .broker.mini: its atexit runs first
 from .lab import LabKafka, connect
+from .registry import SchemaRegistry, schema_registry
 
 __version__ = "0.1.0"
-__all__ = ["MiniBroker", "mini", "cluster", "Cluster", "LabKafka", "connect", "fetch_kafka", "connect_cluster", "fetch_connect",
-           "__version__"]
+__all__ = ["MiniBroker", "mini", "cluster", "Cluster", "LabKafka", "connect", "fetch_kafka", "SchemaRegistry",
+           "schema_registry", "connect_cluster", "fetch_connect", "__version__"]
