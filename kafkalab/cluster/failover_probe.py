@@ -45,14 +45,15 @@ def _led_partitions(cluster, topic: str, victim: int) -> list[int]:
 def kill_and_watch(cluster, victim: int, topic: str, timeout_s: float = 90.0) -> dict:
     """SIGKILL ``victim`` and wait for the failover; the moments of each event (see the module docstring).
 
-    ``topic`` must have a partition that ``victim`` leads. Returns ``{"mode", "victim", "was_controller",
+    ``topic`` must have a partition that ``victim`` leads, unless ``victim`` is a controller and no broker (KRaft
+    with separate controllers: then only the election is timed, the other moments are None). Returns ``{"mode", "victim", "was_controller",
     "partition", "killed_at" (epoch seconds), "detected_s", "new_controller_s" (None if the victim was not the
     controller), "new_controller", "new_leader_s", "new_leader"}``. TimeoutError if it does not happen."""
-    led = _led_partitions(cluster, topic, victim)
-    if not led:
-        raise ValueError(f"broker {victim} leads no partition of {topic!r}")
-    partition = led[0]
+    led = _led_partitions(cluster, topic, victim) if victim in getattr(cluster, "broker_ids", [victim]) else []
     was_controller = cluster.controller == victim
+    if not led and not was_controller:
+        raise ValueError(f"broker {victim} leads no partition of {topic!r} and is not the controller")
+    partition = led[0] if led else None   # None: a KRaft controller that is no broker (only the election to time)
     kraft = getattr(cluster, "mode", "zookeeper") == "kraft"
     out = {"mode": "kraft" if kraft else "zookeeper", "victim": victim, "was_controller": was_controller,
            "partition": partition}
@@ -125,6 +126,10 @@ def _watch_kraft(cluster, victim, topic, partition, killed_at, was_controller, d
                               & records["data"].map(lambda d: d.get("leader") not in (victim, -1, None))]
             elected = records[(records["type"] == "LeaderChange")
                               & records["data"].map(lambda d: d.get("leaderId") != victim)]
+            if partition is None and len(elected):      # a controller only: no broker died, nothing is fenced
+                return {"detected_s": None, "new_controller_s": float(elected["t"].iloc[0]),
+                        "new_controller": int(elected["data"].iloc[0]["leaderId"]), "new_leader_s": None,
+                        "new_leader": None}
             if len(fenced) and len(leaders) and (len(elected) or not was_controller):
                 return {"detected_s": float(fenced["t"].iloc[0]),
                         "new_controller_s": float(elected["t"].iloc[0]) if was_controller else None,
