@@ -38,8 +38,21 @@ def _zk_json(cluster, path):
 
 
 def _led_partitions(cluster, topic: str, victim: int) -> list[int]:
+    """The partitions ``victim`` leads, those it is the preferred replica of first (the controller's automatic
+    leader rebalancing, ``auto.leader.rebalance.enable``, could move the others away during the watch)."""
     d = cluster.describe(topic)
-    return [int(p) for p in d[d["leader"] == victim]["partition"]]
+    led = d[d["leader"] == victim]
+    return [int(p) for p, replicas in sorted(zip(led["partition"], led["replicas"]),
+                                             key=lambda pr: (list(pr[1])[:1] != [victim], pr[0]))]
+
+
+def preferred_leader(cluster, topic: str) -> int:
+    """A broker that leads a partition of ``topic`` as its preferred replica and is not the controller: the one to
+    kill to time a broker failure alone."""
+    d = cluster.describe(topic)
+    controller = cluster.controller
+    return min(int(r.leader) for r in d.itertuples()
+               if r.leader not in (controller, -1, None) and list(r.replicas)[:1] == [r.leader])
 
 
 def kill_and_watch(cluster, victim: int, topic: str, timeout_s: float = 90.0) -> dict:

@@ -16,9 +16,9 @@ from __future__ import annotations
 import os
 import struct
 
-from .dump_log import CHECKPOINT_SUFFIX, iter_segment
+from .dump_log import iter_segment
 from .metadata_records import (
-    CONTROL_RECORD_TYPES, CONTROL_SCHEMAS, MetadataParseError, decode_control_record, decode_metadata_record,
+    CHECKPOINT_SUFFIX, CONTROL_RECORD_TYPES, CONTROL_SCHEMAS, MetadataParseError, decode_control_record, decode_metadata_record,
 )
 
 COLUMNS = ["offset", "timestamp", "epoch", "control", "type", "version", "data", "file"]

@@ -36,6 +36,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 import re
 import struct
 import types
@@ -66,6 +67,8 @@ CONTROL_SCHEMAS = {2: ("LeaderChangeMessage", "LeaderChange:"), 3: ("SnapshotHea
                    4: ("SnapshotFooterRecord", "SnapshotFooter"), 5: ("KRaftVersionRecord", "KRaftVersion"),
                    6: ("VotersRecord", "KRaftVoters")}
 FRAME_VERSION = 1
+#: a KRaft snapshot of ``__cluster_metadata``: ``<end offset, 20 digits>-<epoch, 10 digits>.checkpoint``
+CHECKPOINT_SUFFIX = ".checkpoint"
 ZERO_UUID_TEXT = "AAAAAAAAAAAAAAAAAAAAAA"
 
 
@@ -86,6 +89,13 @@ def message_class(name: str):
     if name not in _CLASSES:
         _CLASSES[name] = _message_class(name)
     return _CLASSES[name]
+
+
+def snapshot_id(path: str) -> tuple[int, int] | None:
+    """(end offset, epoch) of a snapshot file ``<offset>-<epoch>.checkpoint``; None for any other name."""
+    name = os.path.basename(path)
+    parts = name[:-len(CHECKPOINT_SUFFIX)].split("-") if name.endswith(CHECKPOINT_SUFFIX) else []
+    return (int(parts[0]), int(parts[1])) if len(parts) == 2 and all(p.isdigit() for p in parts) else None
 
 
 # --- reading --------------------------------------------------------------------------
