@@ -62,7 +62,7 @@ from ..broker.log.log_cleaner import DELETE_HORIZON_MASK
 from ..broker.log.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
 from ..broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
 from ..broker.common.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, compute_crc, iter_batches, iter_records
-from .metadata_records import CHECKPOINT_SUFFIX, CONTROL_RECORD_TYPES, control_text, snapshot_id  # noqa: F401
+from .metadata_records import CHECKPOINT_SUFFIX, CONTROL_RECORD_TYPES, control_text, snapshot_header  # noqa: F401
 from .metadata_records import payload_text as cluster_metadata_payload
 
 _OFFSET_ENTRY = OffsetIndex.entry      # relativeOffset, position
@@ -318,8 +318,8 @@ def _dump_segment(path: str, print_data_log: bool, deep_iteration: bool, skip_re
                   out: IO[str], err: IO[str], transaction_log_decoder: bool = False,
                   cluster_metadata_decoder: bool = False) -> None:
     base = _base_offset_of(path)
-    if snapshot_id(path) is not None:
-        print("Snapshot end offset: {}, epoch: {}".format(*snapshot_id(path)), file=out)
+    if snapshot_header(path) is not None:   # a KRaft snapshot (.checkpoint)
+        print(snapshot_header(path), file=out)
     elif base is not None:
         print(f"Log starting offset: {base}", file=out)
     deep = deep_iteration or print_data_log

@@ -98,6 +98,14 @@ def snapshot_id(path: str) -> tuple[int, int] | None:
     return (int(parts[0]), int(parts[1])) if len(parts) == 2 and all(p.isdigit() for p in parts) else None
 
 
+def snapshot_header(path: str) -> str | None:
+    """The line DumpLogSegments prints before a snapshot's batches (None for a file that is no snapshot)."""
+    if os.path.basename(path) == "bootstrap.checkpoint":   # the metadata a node was formatted with
+        return "KRaft bootstrap snapshot"
+    found = snapshot_id(path)
+    return None if found is None else f"Snapshot end offset: {found[0]}, epoch: {found[1]}"
+
+
 # --- reading --------------------------------------------------------------------------
 
 class MetadataParseError(ValueError):

@@ -166,3 +166,11 @@ def test_dump_of_a_metadata_segment_and_snapshot(tmp_path):
         assert lines[6].endswith("payload: Error at 2, skipping. unknown metadata record type 42 (version 0, 4 bytes): "
                                  "not a record type of Kafka 4.4")
         assert err.getvalue() == ""
+
+
+def test_snapshot_file_names():
+    from kafkalab.tools.metadata_records import snapshot_header
+    assert snapshot_header("/x/00000000000000000123-0000000004.checkpoint") == "Snapshot end offset: 123, epoch: 4"
+    assert snapshot_header("/x/bootstrap.checkpoint") == "KRaft bootstrap snapshot"
+    assert snapshot_header("/x/00000000000000000000.log") is None
+    assert snapshot_header("/x/replication-offset-checkpoint") is None
