@@ -18,6 +18,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 import cluster_helpers
 import kafkalab
 from kafkalab.cluster.distribution import fetch_kafka
+from kafkalab.cluster.failover_probe import kill_and_watch
 from kafkalab.cluster.kraft_config import KRaftBackend
 from kafkalab.tools import dump_log, metadata_log_df
 
@@ -35,15 +36,13 @@ def stopped_cluster(tmp_path_factory):
             future.result(30)
         cluster_helpers.wait_until(lambda: len(d := c.describe("orders")) == 3 and (d["leader"] >= 0).all(),
                                    "orders has leaders", timeout=60)
-        first_leader = c.controller
-        c.kill(first_leader)
-        cluster_helpers.wait_until(lambda: c.controller not in (None, first_leader), "a new active controller",
-                                   timeout=60)
+        failover = kill_and_watch(c, c.controller, "orders")   # SIGKILL the active controller, watch the log
+        first_leader = failover["victim"]
         c.restart(first_leader)
         time.sleep(3)   # a snapshot interval passes: every node writes a .checkpoint with the topic in it
         dirs = {n: c.metadata_log_dir(n) for n in c.broker_ids}
         c.close()       # the tests read the files once nothing writes to them any more
-        yield backend, dirs, first_leader
+        yield backend, dirs, first_leader, failover
     finally:
         c.close()
 
@@ -55,7 +54,7 @@ def files_of(dirs) -> list[str]:
 
 @pytest.fixture(scope="module")
 def files(stopped_cluster):
-    _, dirs, _ = stopped_cluster
+    _, dirs, _, _ = stopped_cluster
     found = files_of(dirs)
     assert any(f.endswith(".checkpoint") and not f.endswith("00000000000000000000-0000000000.checkpoint")
                for f in found), f"no snapshot beyond the bootstrap one: {found}"
@@ -64,7 +63,7 @@ def files(stopped_cluster):
 
 def test_every_file_dumps_as_kafka_dumps_it(stopped_cluster, files):
     import io
-    backend, _, _ = stopped_cluster
+    backend, _, _, _ = stopped_cluster
     for path in files:
         kafka = subprocess.run(backend.dump_log_command([path], "--cluster-metadata-decoder"), capture_output=True,
                                text=True, timeout=120)
@@ -78,7 +77,7 @@ def test_every_file_dumps_as_kafka_dumps_it(stopped_cluster, files):
 
 
 def test_the_topic_is_one_topic_record_and_a_partition_record_per_partition(stopped_cluster, files):
-    _, dirs, first_leader = stopped_cluster
+    _, dirs, first_leader, _ = stopped_cluster
     for d in dirs.values():
         df = metadata_log_df(d)
         topics = df[df["type"] == "TOPIC_RECORD"]
@@ -103,3 +102,13 @@ def test_a_snapshot_holds_the_topic_between_header_and_footer(files):
     df = metadata_log_df(snapshot)
     assert df.iloc[0]["type"] == "SnapshotHeader" and df.iloc[-1]["type"] == "SnapshotFooter"
     assert "orders" in set(df[df["type"] == "TOPIC_RECORD"]["data"].map(lambda x: x["name"]))
+
+
+def test_kill_and_watch_times_the_election_then_the_fencing(stopped_cluster):
+    """In combined mode the dead controller is a broker too: a new Raft leader first, then (a broker session
+    after it took over) the dead node fenced and its partition given a new leader, in that order."""
+    *_, failover = stopped_cluster
+    assert failover["mode"] == "kraft" and failover["was_controller"]
+    assert failover["new_controller"] != failover["victim"] and failover["new_leader"] != failover["victim"]
+    assert 0 < failover["new_controller_s"] < failover["detected_s"] <= failover["new_leader_s"]
+    assert failover["detected_s"] - failover["new_controller_s"] >= 0.5 * 3.0   # broker.session.timeout.ms (lab)
