@@ -174,3 +174,15 @@ def test_snapshot_file_names():
     assert snapshot_header("/x/bootstrap.checkpoint") == "KRaft bootstrap snapshot"
     assert snapshot_header("/x/00000000000000000000.log") is None
     assert snapshot_header("/x/replication-offset-checkpoint") is None
+
+
+def test_the_command_line_option(tmp_path, capsys):
+    """``kafkalab dump-log --cluster-metadata-decoder FILE``: payloads decoded without --print-data-log, as Kafka's."""
+    from kafkalab.cli import main
+    value = bytes.fromhex("010200076f7264657273" + TOPIC_ID + "00")
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(records_batch(0, [record(0, 0, None, value)], base_ts=T0))
+    assert main(["dump-log", "--cluster-metadata-decoder", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].endswith("payload: " + KAFKA_44[value.hex()])
+    assert main(["dump-log", str(path), "--print-data-log"]) == 0    # without the decoder: the raw bytes as text
+    assert "TOPIC_RECORD" not in capsys.readouterr().out
