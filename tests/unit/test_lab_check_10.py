@@ -62,7 +62,7 @@ def leader_change(leader: int) -> bytes:
 
 class FakeCluster:
     broker_ids = [1, 2, 3]
-    configs = {"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500"}
+    configs = {"broker.session.timeout.ms": "3000"}
 
     def __init__(self, directory):
         self.directory = directory
