@@ -112,3 +112,31 @@ def test_kill_and_watch_times_the_election_then_the_fencing(stopped_cluster):
     assert failover["new_controller"] != failover["victim"] and failover["new_leader"] != failover["victim"]
     assert 0 < failover["new_controller_s"] < failover["detected_s"] <= failover["new_leader_s"]
     assert failover["detected_s"] - failover["new_controller_s"] >= 0.5 * 3.0   # broker.session.timeout.ms (lab)
+
+
+def test_kraft_version_and_voters_records_of_a_dynamic_quorum(tmp_path):
+    """``kafka-storage format --standalone`` (KIP-853's dynamic quorum) writes a bootstrap snapshot holding the
+    KRaftVersion and KRaftVoters control records, which a static quorum never writes: Kafka's tool and kafkalab's
+    print it the same. Only the storage is formatted; no node starts."""
+    import io
+    from kafkalab.cluster.kraft_config import new_cluster_id
+    from kafkalab.cluster.zookeeper import free_port
+    backend = KRaftBackend(str(fetch_kafka("4")))
+    port, data = free_port("127.0.0.1"), tmp_path / "data"
+    props = tmp_path / "controller.properties"
+    props.write_text("process.roles=controller\nnode.id=1\n"
+                     f"controller.quorum.bootstrap.servers=127.0.0.1:{port}\nlisteners=CONTROLLER://127.0.0.1:{port}\n"
+                     "controller.listener.names=CONTROLLER\nlistener.security.protocol.map=CONTROLLER:PLAINTEXT\n"
+                     f"log.dirs={data}\n")
+    formatted = subprocess.run([*backend.format_command(str(props), new_cluster_id()), "--standalone"],
+                               capture_output=True, text=True, timeout=120)
+    assert formatted.returncode == 0, formatted.stderr
+    [snapshot] = [str(p) for p in (data / "__cluster_metadata-0").glob("*.checkpoint")]
+    kafka = subprocess.run(backend.dump_log_command([snapshot], "--cluster-metadata-decoder"), capture_output=True,
+                           text=True, timeout=120)
+    out = io.StringIO()
+    dump_log(snapshot, cluster_metadata_decoder=True, file=out)
+    assert out.getvalue().splitlines() == kafka.stdout.splitlines()
+    assert ' KRaftVersion {"version":0,"kRaftVersion":1}' in out.getvalue()
+    assert ' KRaftVoters {"version":0,"voters":[{"voterId":1,' in out.getvalue()
+    assert f'"endpoints":[{{"name":"CONTROLLER","host":"127.0.0.1","port":{port}}}]' in out.getvalue()
