@@ -87,10 +87,11 @@ def _cmd_dump_log(args: argparse.Namespace) -> int:
             print(f"kafkalab dump-log: {problem}", file=sys.stderr)
             return 1
     try:
-        ok = dump_files(paths, print_data_log=args.print_data_log, deep_iteration=args.deep_iteration,
+        ok = dump_files(paths, print_data_log=args.print_data_log or args.cluster_metadata_decoder, deep_iteration=args.deep_iteration,
                         skip_record_metadata=args.skip_record_metadata,
                         verify_index_only=args.verify_index_only,
-                        transaction_log_decoder=args.transaction_log_decoder)
+                        transaction_log_decoder=args.transaction_log_decoder,
+                        cluster_metadata_decoder=args.cluster_metadata_decoder)
     except BrokenPipeError:  # `kafkalab dump-log X | head`
         sys.stderr.close()
         return 0
@@ -467,6 +468,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="for index files, only report entries that do not match the log")
     d.add_argument("--transaction-log-decoder", action="store_true",
                    help="with --print-data-log, decode the records of __transaction_state")
+    d.add_argument("--cluster-metadata-decoder", action="store_true",
+                   help="decode the records of KRaft's __cluster_metadata (its .log segments and .checkpoint "
+                        "snapshots) as JSON, one per record; implies --print-data-log")
     d.set_defaults(run=_cmd_dump_log)
 
     f = sub.add_parser(

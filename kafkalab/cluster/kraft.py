@@ -423,6 +423,11 @@ class KRaftCluster(BrokerLifecycle):
         """The last ``lines`` lines of a node's output (``node-<id>.log``)."""
         return tail(self._broker(node_id).log_path, lines)
 
+    def metadata_log_dir(self, node_id: int) -> str:
+        """The directory of a node's copy of ``__cluster_metadata-0`` (segments ``.log``, snapshots ``.checkpoint``),
+        for ``kafkalab dump-log --cluster-metadata-decoder`` or :func:`kafkalab.tools.metadata_log_df`."""
+        return os.path.join(self._broker(node_id).log_dir, "__cluster_metadata-0")
+
     def metadata(self, topics: list[str] | None = None) -> dict:
         """A Metadata answer (:func:`~kafkalab.cluster.kafka_requests.metadata_answer`) from the first running
         broker that gives one. ConnectionError when none does."""

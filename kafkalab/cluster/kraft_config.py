@@ -190,6 +190,13 @@ class KRaftBackend:
         return [*self._java("-Xms32m -Xmx128m", os.path.dirname(properties_path)), "kafka.tools.StorageTool",
                 "format", "--cluster-id", cluster_id, "--config", properties_path, "--ignore-formatted"]
 
+    def dump_log_command(self, paths: list[str], *options: str) -> list[str]:
+        """``kafka-dump-log.sh --files A,B [options]`` (Kafka's ``org.apache.kafka.tools.DumpLogSegments``), as a
+        java command line: e.g. ``options=("--cluster-metadata-decoder",)`` for ``__cluster_metadata``."""
+        logs_dir = os.path.dirname(os.path.abspath(paths[0])) if paths else "."
+        return [*self._java("-Xms32m -Xmx128m", logs_dir), "org.apache.kafka.tools.DumpLogSegments",
+                "--files", ",".join(paths), *options]
+
     def command(self, properties_path: str, roles: str = "broker") -> list[str]:
         """``kafka-server-start.sh <file>``, as the java command line it amounts to."""
         heap = self.controller_heap_opts if roles == "controller" else self.heap_opts

@@ -10,6 +10,10 @@
   segment; :func:`list_files` lists every file in it with its size.
 * :func:`read_segment`, :func:`read_offset_index`, :func:`read_time_index`
   give the parsed structures themselves.
+* :func:`metadata_log_df` reads KRaft's metadata log (``__cluster_metadata-0``:
+  segments and ``.checkpoint`` snapshots) into a DataFrame, one decoded record a
+  row; ``dump_log(..., cluster_metadata_decoder=True)`` (``kafkalab dump-log
+  --cluster-metadata-decoder``) prints it as ``kafka-dump-log.sh`` does.
 
 They read files written by the mini broker or by a real Apache Kafka broker:
 the format is the same.
@@ -26,6 +30,7 @@ from .dump_log import (
     read_segment,
     read_time_index,
 )
+from .metadata_log import metadata_log_df
 
 __all__ = [
     "BatchInfo",
@@ -35,6 +40,7 @@ __all__ = [
     "dump_log_df",
     "list_files",
     "list_segments",
+    "metadata_log_df",
     "read_offset_index",
     "read_segment",
     "read_time_index",

@@ -38,7 +38,8 @@ return the parsed structures. Files are only read, never modified.
 
 ``.txnindex``: ``version: 0 producerId: 1000 firstOffset: 4 lastOffset: 7 lastStableOffset: 8``
 per aborted transaction. Control batches (transaction markers): ``endTxnMarker: COMMIT ...``.
-``--transaction-log-decoder`` decodes the records of ``__transaction_state``.
+``--transaction-log-decoder`` decodes the records of ``__transaction_state``, ``--cluster-metadata-decoder``
+those of KRaft's ``__cluster_metadata`` (segments and ``.checkpoint`` snapshots; see ``metadata_records``).
 
 Not covered: message formats v0/v1 (magic 0 and 1, before Kafka 0.11; Kafka
 4 no longer writes or reads them), ``.snapshot`` producer-state files, and
@@ -61,12 +62,11 @@ from ..broker.log.log_cleaner import DELETE_HORIZON_MASK
 from ..broker.log.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
 from ..broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
 from ..broker.common.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, compute_crc, iter_batches, iter_records
+from .metadata_records import CHECKPOINT_SUFFIX, CONTROL_RECORD_TYPES, control_text, snapshot_header  # noqa: F401
+from .metadata_records import payload_text as cluster_metadata_payload
 
 _OFFSET_ENTRY = OffsetIndex.entry      # relativeOffset, position
 _TIME_ENTRY = TimeIndex.entry          # timestamp, relativeOffset
-#: Kafka's ControlRecordType ids (the key of a record in a control batch)
-CONTROL_RECORD_TYPES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER",
-                        4: "SNAPSHOT_FOOTER", 5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
 
 
 # --- the parsed structures -----------------------------------------------------
@@ -289,28 +289,21 @@ def format_batch(b: BatchInfo) -> str:
             f"isvalid: {_bool(b.is_valid)}")
 
 
-def _control_text(r: RecordInfo) -> str:
-    if r.key is None or len(r.key) < 4:
-        return " controlType: UNKNOWN(-1)"
-    _, type_id = struct.unpack_from(">hh", r.key)
-    name = CONTROL_RECORD_TYPES.get(type_id, "UNKNOWN")
-    if type_id in (0, 1) and r.value is not None and len(r.value) >= 6:
-        _, coordinator_epoch = struct.unpack_from(">hi", r.value)
-        return f" endTxnMarker: {name} coordinatorEpoch: {coordinator_epoch}"
-    return f" controlType: {name}({type_id})"
-
-
 def format_record(r: RecordInfo, h: BatchHeader, print_data_log: bool = True,
-                  skip_record_metadata: bool = False, transaction_log_decoder: bool = False) -> str:
-    """A record line of DumpLogSegments (``| offset: ...``)."""
+                  skip_record_metadata: bool = False, transaction_log_decoder: bool = False,
+                  cluster_metadata_decoder: bool = False) -> str:
+    """A record line of DumpLogSegments (``| offset: ...``). Control records are decoded as Kafka 4.4 does
+    (transaction markers, KRaft's LeaderChange, SnapshotHeader/Footer, KRaftVersion, KRaftVoters)."""
     line, prefix = "", "| "
     if not skip_record_metadata:
         line = (f"{prefix}offset: {r.offset} {h.timestamp_type}: {r.timestamp} keySize: {r.key_size} "
                 f"valueSize: {r.value_size} sequence: {r.sequence} headerKeys: [{','.join(r.header_keys)}]")
         prefix = " "
         if h.is_control:
-            line += _control_text(r)
-    if print_data_log and not h.is_control and transaction_log_decoder:
+            line += control_text(r.key, r.value)
+    if print_data_log and not h.is_control and cluster_metadata_decoder:   # metadata records have no key
+        line += f" payload: {cluster_metadata_payload(r.offset, r.value)}"
+    elif print_data_log and not h.is_control and transaction_log_decoder:
         line += prefix + format_transaction_log_record(r.key, r.value)
     elif print_data_log and not h.is_control:
         if r.key is not None:
@@ -322,9 +315,12 @@ def format_record(r: RecordInfo, h: BatchHeader, print_data_log: bool = True,
 
 
 def _dump_segment(path: str, print_data_log: bool, deep_iteration: bool, skip_record_metadata: bool,
-                  out: IO[str], err: IO[str], transaction_log_decoder: bool = False) -> None:
+                  out: IO[str], err: IO[str], transaction_log_decoder: bool = False,
+                  cluster_metadata_decoder: bool = False) -> None:
     base = _base_offset_of(path)
-    if base is not None:
+    if snapshot_header(path) is not None:   # a KRaft snapshot (.checkpoint)
+        print(snapshot_header(path), file=out)
+    elif base is not None:
         print(f"Log starting offset: {base}", file=out)
     deep = deep_iteration or print_data_log
     last_offset, gaps = None, []
@@ -340,7 +336,8 @@ def _dump_segment(path: str, print_data_log: bool, deep_iteration: bool, skip_re
             if last_offset is not None and r.offset != last_offset + 1:
                 gaps.append((last_offset, r.offset))
             last_offset = r.offset
-            print(format_record(r, b.header, print_data_log, skip_record_metadata, transaction_log_decoder), file=out)
+            print(format_record(r, b.header, print_data_log, skip_record_metadata, transaction_log_decoder,
+                                cluster_metadata_decoder), file=out)
         if b.error and deep:
             print(f"  ({b.error})", file=out)
     if gaps:
@@ -406,8 +403,8 @@ def _expand(paths) -> list[str]:
 
 def dump_log(*paths, print_data_log: bool = True, deep_iteration: bool = False,
              skip_record_metadata: bool = False, verify_index_only: bool = False, transaction_log_decoder: bool = False,
-             file: IO[str] | None = None, err: IO[str] | None = None) -> None:
-    """Print ``.log``, ``.index``, ``.timeindex`` and ``.txnindex`` files as ``kafka-dump-log.sh`` does.
+             cluster_metadata_decoder: bool = False, file: IO[str] | None = None, err: IO[str] | None = None) -> None:
+    """Print ``.log``, ``.index``, ``.timeindex``, ``.txnindex`` and ``.checkpoint`` files as ``kafka-dump-log.sh`` does.
 
     ``paths`` are files or partition directories (a directory means all its
     ``.log`` segments). From Python the records are printed with their keys
@@ -417,12 +414,13 @@ def dump_log(*paths, print_data_log: bool = True, deep_iteration: bool = False,
     """
     dump_files(paths, print_data_log=print_data_log, deep_iteration=deep_iteration,
                skip_record_metadata=skip_record_metadata, verify_index_only=verify_index_only,
-               transaction_log_decoder=transaction_log_decoder, file=file, err=err)
+               transaction_log_decoder=transaction_log_decoder, cluster_metadata_decoder=cluster_metadata_decoder,
+               file=file, err=err)
 
 
 def dump_files(paths, *, print_data_log: bool, deep_iteration: bool = False, skip_record_metadata: bool = False,
                verify_index_only: bool = False, transaction_log_decoder: bool = False,
-               file: IO[str] | None = None, err: IO[str] | None = None) -> bool:
+               cluster_metadata_decoder: bool = False, file: IO[str] | None = None, err: IO[str] | None = None) -> bool:
     """What :func:`dump_log` and ``kafkalab dump-log`` do; False if a file was missing or of an unknown kind."""
     out = file if file is not None else sys.stdout
     err = err if err is not None else sys.stderr
@@ -433,8 +431,9 @@ def dump_files(paths, *, print_data_log: bool, deep_iteration: bool = False, ski
             ok = False
             continue
         print(f"Dumping {path}", file=out)
-        if path.endswith(LOG_SUFFIX):
-            _dump_segment(path, print_data_log, deep_iteration, skip_record_metadata, out, err, transaction_log_decoder)
+        if path.endswith(LOG_SUFFIX) or path.endswith(CHECKPOINT_SUFFIX):
+            _dump_segment(path, print_data_log, deep_iteration, skip_record_metadata, out, err, transaction_log_decoder,
+                          cluster_metadata_decoder)
         elif path.endswith(TIME_INDEX_SUFFIX):
             _dump_time_index(path, verify_index_only, out, err)
         elif path.endswith(INDEX_SUFFIX):
