@@ -24,10 +24,11 @@ the heartbeat response, one reconciliation step at a time
   ("not a consumer group"); an Empty classic group is replaced (its offsets stay).
 
 Regex subscriptions (SubscribedTopicRegex, v1) are resolved against the topics
-this broker knows, with Python's ``re`` (Kafka uses RE2/J). Groups are kept in
-memory only: kafkalab writes none of the consumer group records
-(ConsumerGroupMetadata, ...MemberMetadata, ...TargetAssignment...) to
-``__consumer_offsets``; committed offsets are written as for classic groups.
+this broker knows, with Python's ``re`` (Kafka uses RE2/J). What a heartbeat
+changes is written to ``__consumer_offsets`` as Kafka 4's consumer group records
+(:mod:`.consumer_group_records`) and replayed when the coordinator loads the
+partition: after a restart, or when it moves in a cluster, the group keeps its
+epochs and assignments.
 
 :class:`ConsumerGroupHeartbeats` is a part of ``GroupCoordinator`` (a mixin)
 using its ``groups``, ``consumer_groups``, ``config``, ``loop`` and
@@ -44,6 +45,7 @@ from . import current_assignment_builder
 from .assignors import ASSIGNORS
 from .consumer_group import (JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
                              ConsumerGroup, ConsumerGroupMember, ConsumerGroupState, MemberState)
+from .consumer_group_records import replay
 
 log = logging.getLogger("kafkalab.broker.coordinator")
 
@@ -64,6 +66,10 @@ class ConsumerGroupHeartbeats:
         except KafkaError as exc:
             return {"error_code": exc.code, "error_message": exc.message, "member_epoch": 0,
                     "heartbeat_interval_ms": 0}
+        finally:   # what the heartbeat changed goes to __consumer_offsets (consumer_group_records)
+            group = self.consumer_groups.get(request.group_id)
+            if group is not None and self.group_status_error(request.group_id) is None:
+                self.consumer_group_persister.persist(group)
 
     def _validate_heartbeat(self, r, version: int) -> None:
         """Kafka's ``throwIfConsumerGroupHeartbeatRequestIsInvalid``."""
@@ -242,6 +248,8 @@ class ConsumerGroupHeartbeats:
         group.group_epoch += 1
         group.maybe_update_state()
         log.info("group %s: member %s %s; epoch %d", group.group_id, member.member_id, why, group.group_epoch)
+        if self.consumer_groups.get(group.group_id) is group:
+            self.consumer_group_persister.persist(group)
 
     # -- the group, its target assignment, timers --------------------------------------------
 
@@ -397,7 +405,39 @@ class ConsumerGroupHeartbeats:
         if not group.is_empty():
             return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
         del self.consumer_groups[group_id]
+        self.consumer_group_persister.delete(group_id)
         return None
+
+    def delete_consumer_group(self, group_id: str) -> ErrorCode:
+        """DeleteGroups of a consumer group: only an Empty one goes, with its records and offsets (tombstones)."""
+        group = self.consumer_groups[group_id]
+        if not group.is_empty():
+            return ErrorCode.NON_EMPTY_GROUP
+        offsets = self.groups.get(group_id)
+        try:
+            if offsets is not None:
+                self.manager.delete_group(offsets)
+        except KafkaError as exc:
+            return exc.code
+        self.groups.pop(group_id, None)
+        del self.consumer_groups[group_id]
+        self.consumer_group_persister.delete(group_id)
+        return ErrorCode.NONE
+
+    def load_consumer_groups(self, records_by_group: dict[str, dict[bytes, bytes]]) -> None:
+        """The consumer groups a (re)loaded ``__consumer_offsets`` holds, as they were written: epochs,
+        members and assignments. Every member's session starts again (``group.consumer.session.timeout.ms``),
+        as Kafka's coordinator does on load; a member still to revoke gets its rebalance timeout."""
+        for group_id, records in records_by_group.items():
+            group = replay(group_id, records)
+            if group is None:
+                continue
+            self.consumer_groups[group_id] = group
+            self.consumer_group_persister.loaded(group_id, records)
+            for member in group.members.values():
+                self._schedule_consumer_session(group, member)
+                self._schedule_rebalance_timeout(group, member)
+            log.info("group %s: loaded at epoch %d with %d members", group_id, group.group_epoch, len(group.members))
 
     def consumer_group_listing(self, group: ConsumerGroup) -> dict:
         return {"group_id": group.group_id, "protocol_type": "consumer", "group_state": str(group.state),
