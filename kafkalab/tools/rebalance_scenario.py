@@ -188,14 +188,14 @@ def run_protocol(protocol: str, bootstrap: str, topic: str, group: str, partitio
         reader = threading.Thread(target=read_child, daemon=True)
         reader.start()
         pump(lambda: covered("a", "b", "k"), "a, b and k share the partitions")
-        settle(pump, 1.0)
+        settle(pump, 0.5)
         if admin is not None:
             run.described = admin.describe_consumer_groups([group])[group].result()
         run.steps["b leaves"] = time.time()
         consumers.pop("b").close()
         record("b", "revoke", [_P(p) for p in run.owned("b")], run.steps["b leaves"])   # b stopped when it closed
         pump(lambda: covered("a", "k"), "a and k share the partitions")
-        settle(pump, 1.0)
+        settle(pump, 0.5)
         run.steps["k killed"] = time.time()
         os.kill(child.pid, signal.SIGKILL)
         child.wait()

@@ -357,3 +357,50 @@ def test_regex_subscription_is_resolved_by_the_broker(bootstrap):
         print(f"{backend}: a new topic matching the regex assigned after {took:.1f}s")
     finally:
         m.close("c")
+
+
+def test_who_stops_consuming_per_protocol(bootstrap):
+    """Lesson 05's section 14 on both brokers: the same three members under classic eager, classic cooperative-sticky
+    and the consumer protocol (kafkalab.tools.rebalance_scenario), and the lesson's claims about them."""
+    from kafkalab.tools.rebalance_scenario import PROTOCOLS, STEPS, run_protocols, summary
+    backend, bs = bootstrap
+    admin = AdminClient({"bootstrap.servers": bs})
+    topic = f"protocols-{uuid.uuid4().hex[:6]}"
+    admin.create_topics([NewTopic(topic, 6, 1)])[topic].result()
+    runs = run_protocols(bs, topic, 6, SESSION_MS, f"p-{uuid.uuid4().hex[:6]}", admin=admin)
+    rows = {r["protocol"]: r for r in summary(runs, 6)}
+    print(backend, rows)
+    eager = rows["classic eager"]
+    assert all(eager[f"{s}: a revoked"] == len(runs["classic eager"].owned("a", until=runs["classic eager"].steps[s])) > 0
+               for s in STEPS)
+    for p in ("classic cooperative", "consumer (KIP-848)"):
+        assert all(rows[p][f"{s}: a idle s"] == 0 for s in STEPS), rows[p]
+        assert 0 < rows[p]["k joins: a revoked"] < 6 and rows[p]["b leaves: a revoked"] == rows[p]["k killed: a revoked"] == 0
+    assert all(0.8 * SESSION_MS / 1000 <= rows[p]["k killed: unowned s"] <= SESSION_MS / 1000 + 5 for p in PROTOCOLS)
+    assert all(rows[p]["b leaves: unowned s"] < 3 for p in PROTOCOLS)
+    assert [runs[p].described.type for p in PROTOCOLS] == [ConsumerGroupType.CLASSIC, ConsumerGroupType.CLASSIC,
+                                                          ConsumerGroupType.CONSUMER]
+
+
+def test_delete_groups_deletes_an_empty_consumer_group(bootstrap):
+    backend, bs = bootstrap
+    admin = AdminClient({"bootstrap.servers": bs})
+    topic, group = f"del-{uuid.uuid4().hex[:6]}", f"gd-{uuid.uuid4().hex[:6]}"
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result()
+    try:   # FindCoordinator creates __consumer_offsets on Kafka
+        describe(admin, group)
+    except KafkaException:
+        pass
+    a = str(uuid.uuid4())
+    err, epoch, _ = heartbeat(bs, group, a, 0, topics=[topic], owned={}, rebalance_timeout_ms=30000)
+    assert err == 0
+    with pytest.raises(KafkaException) as refused:
+        admin.delete_consumer_groups([group])[group].result()
+    assert refused.value.args[0].code() == ErrorCode.NON_EMPTY_GROUP
+    assert heartbeat(bs, group, a, -1)[0] == 0
+    assert str(describe(admin, group).state).endswith("EMPTY")
+    admin.delete_consumer_groups([group])[group].result()
+    assert group not in {g.group_id for g in admin.list_consumer_groups().result().valid}
+    with pytest.raises(KafkaException) as gone:
+        admin.delete_consumer_groups([group])[group].result()
+    assert gone.value.args[0].code() == ErrorCode.GROUP_ID_NOT_FOUND
