@@ -271,6 +271,7 @@ def test_heartbeat_epochs_errors_and_revoke_before_assign(bootstrap):
         assert err == 0
         owned_a = got if got is not None else owned_a
     (tid,) = owned_a
+    e_full = ea   # the epoch at which A got every partition
     # a greater epoch than the coordinator's is fenced; an unknown member id is unknown
     assert heartbeat(bs, group, a, ea + 1)[0] == ErrorCode.FENCED_MEMBER_EPOCH
     assert heartbeat(bs, group, str(uuid.uuid4()), ea)[0] == ErrorCode.UNKNOWN_MEMBER_ID
@@ -304,15 +305,25 @@ def test_heartbeat_epochs_errors_and_revoke_before_assign(bootstrap):
     assert epochs_a == sorted(epochs_a) and epochs_b == sorted(epochs_b)
     keep = owned_a
     ea2, ea3 = revoked_at, ea
-    # a commit with an epoch the member does not have is refused (an older one is refused by the mini broker;
-    # Kafka 4.4 takes it for partitions the member held since that epoch: docs/differences.md)
-    commit = OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=ea3 + 1, member_id=a, topics=[
-        OffsetCommitRequest.OffsetCommitRequestTopic(name=topic, partitions=[
-            OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
-                partition_index=min(keep[tid]), committed_offset=0)])])
-    assert raw(bs, commit, OffsetCommitResponse, 9).topics[0].partitions[0].error_code == ErrorCode.STALE_MEMBER_EPOCH
-    commit.generation_id_or_member_epoch = ea3
-    assert raw(bs, commit, OffsetCommitResponse, 9).topics[0].partitions[0].error_code == 0
+    # a commit with a newer epoch than the member's is refused, with its epoch accepted
+    def commit_errors(epoch, partitions, version=9):
+        topic_field = {"topic_id": tid} if version >= 10 else {"name": topic}
+        commit = OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=epoch, member_id=a, topics=[
+            OffsetCommitRequest.OffsetCommitRequestTopic(**topic_field, partitions=[
+                OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
+                    partition_index=p, committed_offset=0) for p in partitions])])
+        return [p.error_code for p in raw(bs, commit, OffsetCommitResponse, version).topics[0].partitions]
+    stale = ErrorCode.STALE_MEMBER_EPOCH
+    assert commit_errors(ea3 + 1, [min(keep[tid])]) == [stale]
+    assert commit_errors(ea3, [min(keep[tid])]) == [0]
+    assert ea3 > e_full
+    # an older epoch is taken if the member has held every committed partition since then (Kafka 4.4), else the
+    # whole commit is refused
+    gone = sorted(set(range(4)) - keep[tid])
+    for version in (9, 10):
+        assert commit_errors(e_full, sorted(keep[tid]), version) == [0] * len(keep[tid])
+        assert commit_errors(e_full, [min(keep[tid]), gone[0]], version) == [stale, stale]
+        assert commit_errors(e_full - 1, [min(keep[tid])], version) == [stale]
     # ListGroups v5: the group's type
     listed = raw(bs, ListGroupsRequest(states_filter=[], types_filter=["consumer"]), ListGroupsResponse, 5)
     mine = [g for g in listed.groups if g.group_id == group]

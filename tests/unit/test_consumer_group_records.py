@@ -40,6 +40,9 @@ def test_reads_what_kafka_44_writes():
     assert (kind, value.member_epoch, value.previous_member_epoch, value.state) == (8, 2, 2, 1)
     assert [(t.topic_id, t.partitions) for t in value.assigned_partitions] == [(TOPIC, [0])]
     assert [(t.topic_id, t.partitions) for t in value.partitions_pending_revocation] == [(TOPIC, [1, 2])]
+    # Kafka 4.4's tagged AssignmentEpochs: the epoch at which the member got each partition
+    assert value.assigned_partitions[0].assignment_epochs == [2]
+    assert value.partitions_pending_revocation[0].assignment_epochs == [2, 2]
     assert decode(kafka("epoch")[0], None)[2] is None   # a tombstone
 
 
@@ -51,6 +54,7 @@ def test_replays_kafka_44_records_into_a_group():
     assert member.state == MemberState.UNREVOKED_PARTITIONS and member.subscribed_topic_regex is None
     assert member.partitions_pending_revocation == {TOPIC: {1, 2}}
     assert group.current_partition_epoch(TOPIC, 1) == 2
+    assert member.assignment_epoch(TOPIC, 0) == 2 and member.assignment_epoch(TOPIC, 5) is None
     records = dict([kafka("member"), kafka("epoch"), kafka("static_left")])
     assert replay("g1", records).members[MEMBER].member_epoch == -2
     assert replay("g1", {kafka("member")[0]: kafka("member")[1]}) is None   # no group epoch record: no group
@@ -64,7 +68,8 @@ def sample_group() -> ConsumerGroup:
         m = ConsumerGroupMember(name, instance_id="i-" + name if name == "a" else None, subscribed_topic_names=["t"],
                                 rebalance_timeout_ms=30000, member_epoch=4, previous_member_epoch=3,
                                 state=MemberState.UNREVOKED_PARTITIONS if pending else MemberState.UNRELEASED_PARTITIONS,
-                                assigned_partitions={TOPIC: parts}, partitions_pending_revocation={TOPIC: pending})
+                                assigned_partitions={TOPIC: parts}, partitions_pending_revocation={TOPIC: pending},
+                                assignment_epochs={(TOPIC, p): 3 for p in parts})
         g.update_member(m)
     g.target_assignment = {"a": {TOPIC: {0, 1}}, "b": {TOPIC: {2}}}
     return g
@@ -80,6 +85,8 @@ def test_a_group_written_and_replayed_is_the_same_group():
         assert (r.member_epoch, r.previous_member_epoch, r.state, r.instance_id, r.rebalance_timeout_ms) == (
             m.member_epoch, m.previous_member_epoch, m.state, m.instance_id, m.rebalance_timeout_ms)
         assert {t: p for t, p in r.assigned_partitions.items() if p} == {t: p for t, p in m.assigned_partitions.items() if p}
+        assert r.assignment_epochs == {(TOPIC, p): m.assignment_epoch(TOPIC, p)
+                                       for p in m.assigned_partitions[TOPIC] | m.partitions_pending_revocation[TOPIC]}
     assert back.partition_epochs == g.partition_epochs and back.state == g.state
 
 

@@ -200,7 +200,8 @@ class ConsumerGroupHeartbeats:
                                           member_epoch=old.previous_member_epoch,
                                           previous_member_epoch=old.previous_member_epoch,
                                           state=old.state, assigned_partitions=old.assigned_partitions,
-                                          partitions_pending_revocation=old.partitions_pending_revocation)
+                                          partitions_pending_revocation=old.partitions_pending_revocation,
+                                          assignment_epochs=dict(old.assignment_epochs))
                 group.target_assignment[member_id] = target
                 return new, False
         existing = group.members.get(member_id)
@@ -366,10 +367,12 @@ class ConsumerGroupHeartbeats:
                 "assignment_epoch": group.assignment_epoch,
                 "assignor_name": group.assignor_name or self._assignor_names()[0], "members": members}
 
-    def validate_consumer_group_commit(self, group_id: str, member_id: str, member_epoch: int,
-                                       version: int) -> ErrorCode | None:
-        """Kafka's ``ConsumerGroup.validateOffsetCommit``; None when the commit may go on (or the group is
-        not a consumer group)."""
+    def validate_consumer_group_commit(self, group_id: str, member_id: str, member_epoch: int, version: int,
+                                       partitions=()) -> ErrorCode | None:
+        """Kafka's ``ConsumerGroup.validateOffsetCommit``: None when the group is not a consumer group, else the
+        error code for the whole commit (NONE: it may go on). A member epoch older than the member's is
+        accepted, as Kafka 4.4 does, if the member has held every committed partition (``partitions``:
+        (topic name, partition)) since that epoch; else the whole commit gets STALE_MEMBER_EPOCH."""
         group = self.consumer_groups.get(group_id)
         if group is None:
             return None
@@ -380,8 +383,15 @@ class ConsumerGroupHeartbeats:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if version < 9:
             return ErrorCode.UNSUPPORTED_VERSION
-        if member_epoch != member.member_epoch:
+        if member_epoch == member.member_epoch:
+            return ErrorCode.NONE
+        if member_epoch > member.member_epoch:
             return ErrorCode.STALE_MEMBER_EPOCH
+        for name, p in partitions:   # Kafka 4.4's assignment epoch validator
+            meta = self.broker.metadata_cache.get(name)
+            since = member.assignment_epoch(meta.topic_id, p) if meta is not None else None
+            if since is None or member_epoch < since:
+                return ErrorCode.STALE_MEMBER_EPOCH
         return ErrorCode.NONE
 
     def validate_consumer_group_fetch(self, group_id: str, member_id: str | None,

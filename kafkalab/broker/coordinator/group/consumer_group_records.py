@@ -99,6 +99,11 @@ def _partitions(assignment, cls) -> list:
     return [cls(topic_id=t, partitions=sorted(p)) for t, p in sorted(assignment.items(), key=lambda kv: str(kv[0])) if p]
 
 
+def _with_epochs(member: ConsumerGroupMember, assignment, cls) -> list:
+    return [cls(topic_id=t, partitions=sorted(p), assignment_epochs=[member.assignment_epoch(t, q) for q in sorted(p)])
+            for t, p in sorted(assignment.items(), key=lambda kv: str(kv[0])) if p]
+
+
 def group_records(group: ConsumerGroup, topic_ids: dict[str, object]) -> dict[bytes, bytes]:
     """Every record (key -> value) that describes ``group`` now, in Kafka's write order."""
     gid = group.group_id
@@ -122,8 +127,8 @@ def group_records(group: ConsumerGroup, topic_ids: dict[str, object]) -> dict[by
     for m in group.members.values():
         out[_key(8, gid, m.member_id)] = _value(
             8, member_epoch=m.member_epoch, previous_member_epoch=m.previous_member_epoch, state=STATE_BYTES[m.state],
-            assigned_partitions=_partitions(m.assigned_partitions, tp8),
-            partitions_pending_revocation=_partitions(m.partitions_pending_revocation, tp8))
+            assigned_partitions=_with_epochs(m, m.assigned_partitions, tp8),
+            partitions_pending_revocation=_with_epochs(m, m.partitions_pending_revocation, tp8))
     return out
 
 
@@ -217,6 +222,9 @@ def replay(group_id: str, records: dict[bytes, bytes]) -> ConsumerGroup | None:
                 m.assigned_partitions = {t.topic_id: set(t.partitions) for t in v.assigned_partitions}
                 m.partitions_pending_revocation = {t.topic_id: set(t.partitions)
                                                    for t in v.partitions_pending_revocation}
+                for t in [*v.assigned_partitions, *v.partitions_pending_revocation]:
+                    if t.assignment_epochs and len(t.assignment_epochs) == len(t.partitions):   # Kafka 4.4's
+                        m.assignment_epochs.update({(t.topic_id, p): e for p, e in zip(t.partitions, t.assignment_epochs)})
     for m in members.values():
         group.update_member(m)
     group.maybe_update_state()
