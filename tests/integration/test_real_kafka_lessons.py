@@ -99,7 +99,7 @@ def test_lesson_05_holds_on_kafka_but_its_kafka_4_section(lab, tmp_path):
     name = "notebooks/05_consumer_groups_and_offsets.ipynb"
     nb = nbformat.read(os.path.join(ROOT, name), as_version=4)
     only = ["kafka4-only" in c.get("metadata", {}).get("tags", []) for c in nb.cells]
-    assert sum(only) == 9, f"{name}: {sum(only)} cells tagged kafka4-only, not 9"
+    assert sum(only) == 8, f"{name}: {sum(only)} cells tagged kafka4-only, not 8"
     nb.cells = [c for c, o in zip(nb.cells, only) if not o]
     assert not any("run_protocols(" in c.source or "runs[" in c.source for c in nb.cells if c.cell_type == "code"), \
         "every cell of the consumer protocol's section is tagged kafka4-only"
