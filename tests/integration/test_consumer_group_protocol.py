@@ -415,3 +415,46 @@ def test_delete_groups_deletes_an_empty_consumer_group(bootstrap):
     with pytest.raises(KafkaException) as gone:
         admin.delete_consumer_groups([group])[group].result()
     assert gone.value.args[0].code() == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def join_group(bs: str, group: str, protocol_type: str, member_id: str = ""):
+    """A classic JoinGroup v5 (the member id Kafka asks for, then the join): (error code, member id)."""
+    from kafka.protocol.consumer.group import JoinGroupRequest, JoinGroupResponse
+    req = JoinGroupRequest(group_id=group, session_timeout_ms=10000, rebalance_timeout_ms=10000, member_id=member_id,
+                           group_instance_id=None, protocol_type=protocol_type, protocols=[
+                               JoinGroupRequest.JoinGroupRequestProtocol(name="p", metadata=b"")])
+    deadline = time.time() + 30
+    while True:
+        resp = raw(bs, req, JoinGroupResponse, 5)
+        if resp.error_code not in RETRIABLE or time.time() > deadline:
+            break
+        time.sleep(0.2)
+    if resp.error_code == ErrorCode.MEMBER_ID_REQUIRED and not member_id:
+        return join_group(bs, group, protocol_type, resp.member_id)
+    return resp.error_code, resp.member_id
+
+
+def test_classic_and_consumer_groups_refuse_each_other_as_kafka_does(bootstrap):
+    """One coordinator, both kinds of group: a ConsumerGroupHeartbeat for a classic group that does not use the
+    consumer protocol (here a Connect-style ``protocol_type``) gets GROUP_ID_NOT_FOUND, and a JoinGroup of such a
+    protocol type for a consumer group with members gets INCONSISTENT_GROUP_PROTOCOL (Kafka 4.4 answers both so
+    whatever its ``group.consumer.migration.policy``; kafkalab serves no migration between the two)."""
+    backend, bs = bootstrap
+    admin = AdminClient({"bootstrap.servers": bs})
+    topic = f"mix-{uuid.uuid4().hex[:6]}"
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result()
+    classic, consumer = f"gc-{uuid.uuid4().hex[:6]}", f"gk-{uuid.uuid4().hex[:6]}"
+    for g in (classic, consumer):
+        try:   # FindCoordinator creates __consumer_offsets on Kafka
+            describe(admin, g)
+        except KafkaException:
+            pass
+    err, _ = join_group(bs, classic, "connect")
+    assert err == 0
+    assert heartbeat(bs, classic, str(uuid.uuid4()), 0, topics=[topic], owned={},
+                     rebalance_timeout_ms=30000)[0] == ErrorCode.GROUP_ID_NOT_FOUND
+    assert heartbeat(bs, consumer, str(uuid.uuid4()), 0, topics=[topic], owned={}, rebalance_timeout_ms=30000)[0] == 0
+    assert join_group(bs, consumer, "connect")[0] == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    listed = raw(bs, ListGroupsRequest(states_filter=[], types_filter=[]), ListGroupsResponse, 5).groups
+    types = {g.group_id: (g.group_type, g.protocol_type) for g in listed if g.group_id in (classic, consumer)}
+    assert types == {classic: ("classic", "connect"), consumer: ("consumer", "consumer")}, types
