@@ -8,12 +8,16 @@ break (see :mod:`kafkalab.cluster`).
 (see :mod:`kafkalab.lab`).
 ``kafkalab.fetch_kafka("3.9")`` fetches Apache Kafka itself, for ``cluster(backend="kafka")``
 (see :mod:`kafkalab.cluster.distribution`).
+``kafkalab.schema_registry(kafka)`` starts a schema registry speaking Confluent's REST API, its
+schemas in the ``_schemas`` topic of that Kafka (see :mod:`kafkalab.registry`).
 """
 from . import cluster  # a callable package: kafkalab.cluster(brokers=3) returns a Cluster
 from .broker.mini import MiniBroker, mini
 from .cluster import Cluster
 from .cluster.distribution import fetch_kafka
 from .lab import LabKafka, connect
+from .registry import SchemaRegistry, schema_registry
 
 __version__ = "0.1.0"
-__all__ = ["MiniBroker", "mini", "cluster", "Cluster", "LabKafka", "connect", "fetch_kafka", "__version__"]
+__all__ = ["MiniBroker", "mini", "cluster", "Cluster", "LabKafka", "connect", "fetch_kafka", "SchemaRegistry",
+           "schema_registry", "__version__"]

@@ -5,6 +5,7 @@
     kafkalab dump-log PATH [PATH ...] [--print-data-log]   look inside segment and index files
     kafkalab broker --port 9092 --log-dir DIR [...]        run one mini broker (python -m kafkalab.broker)
     kafkalab lab [--no-browser] [--port P]                 open the lessons in JupyterLab
+    kafkalab schema-registry --bootstrap-servers H:P [...]   a schema registry (Confluent's REST API) on that Kafka
 
 ``dump-log`` is Kafka's ``kafka-dump-log.sh`` (``kafka.tools.DumpLogSegments``):
 the same options, the same output, on the mini broker's files or a real
@@ -51,6 +52,12 @@ def _cmd_fetch_kafka(args: argparse.Namespace) -> int:
         return 1
     print(home)   # the last line: the distribution's directory (KAFKA_HOME=$(kafkalab fetch-kafka) works)
     return 0
+
+
+def _cmd_schema_registry(args: argparse.Namespace) -> int:
+    from .registry.app import serve
+
+    return serve(args.bootstrap_servers, host=args.host, port=args.port, topic=args.topic, timeout=args.timeout)
 
 
 def _cmd_dump_log(args: argparse.Namespace) -> int:
@@ -479,6 +486,22 @@ def build_parser() -> argparse.ArgumentParser:
     lab.add_argument("--no-browser", action="store_true", help="do not open a browser")
     lab.add_argument("--dry-run", action="store_true", help="print the JupyterLab command instead of running it")
     lab.set_defaults(run=_cmd_lab)
+
+    sr = sub.add_parser(
+        "schema-registry", help="run a schema registry (Confluent's REST API) with its state in Kafka",
+        description="Serve Confluent Schema Registry's REST API (subjects, versions, ids, compatibility, config) "
+                    "until Ctrl-C, keeping every schema in the compacted topic --topic of the Kafka cluster named "
+                    "by --bootstrap-servers (created if missing). Prints its URL as the first line.",
+        epilog="example: kafkalab schema-registry --bootstrap-servers 127.0.0.1:9092 --port 8081")
+    sr.add_argument("--bootstrap-servers", metavar="HOST:PORT",
+                    required=not os.environ.get("KAFKALAB_BOOTSTRAP_SERVERS"), default=os.environ.get("KAFKALAB_BOOTSTRAP_SERVERS"),
+                    help="the Kafka cluster that keeps the schemas (default: $KAFKALAB_BOOTSTRAP_SERVERS)")
+    sr.add_argument("--port", type=int, default=8081, help="port to listen on (0: a free one; default: %(default)s)")
+    sr.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
+    sr.add_argument("--topic", default="_schemas", help="the schemas topic (default: %(default)s)")
+    sr.add_argument("--timeout", type=float, default=30.0,
+                    help="seconds to wait for Kafka at start and for each write (default: %(default)s)")
+    sr.set_defaults(run=_cmd_schema_registry)
     _add_cluster_commands(sub)
     return parser
 
