@@ -453,8 +453,12 @@ def test_classic_and_consumer_groups_refuse_each_other_as_kafka_does(bootstrap):
             pass
     err, _ = join_group(bs, classic, "connect")
     assert err == 0
-    assert heartbeat(bs, classic, str(uuid.uuid4()), 0, topics=[topic], owned={},
-                     rebalance_timeout_ms=30000)[0] == ErrorCode.GROUP_ID_NOT_FOUND
+    resp = raw(bs, ConsumerGroupHeartbeatRequest(group_id=classic, member_id=str(uuid.uuid4()), member_epoch=0,
+                                                 rebalance_timeout_ms=30000, subscribed_topic_names=[topic],
+                                                 topic_partitions=[]), ConsumerGroupHeartbeatResponse, 1)
+    assert (resp.error_code, resp.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND, (
+        f"Cannot upgrade classic group {classic} to consumer group because the group does not use the consumer "
+        "embedded protocol."))
     assert heartbeat(bs, consumer, str(uuid.uuid4()), 0, topics=[topic], owned={}, rebalance_timeout_ms=30000)[0] == 0
     assert join_group(bs, consumer, "connect")[0] == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     listed = raw(bs, ListGroupsRequest(states_filter=[], types_filter=[]), ListGroupsResponse, 5).groups

@@ -259,8 +259,11 @@ class ConsumerGroupHeartbeats:
         if group is not None:
             return group
         classic = self.groups.get(group_id)
-        if classic is not None and classic.members:
-            raise _err(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+        if classic is not None and classic.members:   # Kafka 4's online upgrade, which kafkalab does not serve
+            why = ("the group does not use the consumer embedded protocol" if classic.protocol_type != "consumer"
+                   else "the online upgrade is disabled")
+            raise _err(ErrorCode.GROUP_ID_NOT_FOUND,
+                       f"Cannot upgrade classic group {group_id} to consumer group because {why}.")
         if not create:
             raise _err(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
         group = self.consumer_groups[group_id] = ConsumerGroup(group_id)
