@@ -7,6 +7,11 @@ are committed and fetched, and the admin API describes the group as a CONSUMER g
 ``uniform`` assignor may differ in detail between the two brokers, so what is compared is what KIP-848
 specifies: every partition owned by exactly one member, balanced counts, no partition ever owned by two members
 at once (on_assign/on_revoke timestamps), member epochs only increasing.
+
+Also on both: raw heartbeats and commits (epochs, fencing, revoke before assign, OffsetCommit with the member's
+epoch or an older one), DeleteGroups of a consumer group, the refusals between classic and consumer groups, and
+(on Kafka 4.4; the lesson runs it on the mini broker) lesson 05's section 14: who stops consuming under each
+protocol.
 """
 from __future__ import annotations
 
