@@ -3,8 +3,8 @@
 //
 //   consume BOOTSTRAP TOPIC GROUP PROTOCOL EXPECTED SECONDS
 //         subscribe() with group.protocol=PROTOCOL (classic or consumer), poll, commitSync() after each poll
-//         that returned records; stops once EXPECTED records were consumed, 3 s after the last record, or after
-//         SECONDS. Prints "ASSIGNED <partitions>" / "REVOKED <partitions>" at each rebalance callback, then
+//         that returned records; stops once EXPECTED records were consumed, 3 s after its last record or
+//         assignment, or after SECONDS. Prints "ASSIGNED <partitions>" / "REVOKED <partitions>" at each rebalance callback, then
 //         "CONSUMED <n>" and "GROUP_METADATA <member id> <generation, or the member epoch>".
 import java.time.Duration;
 import java.util.*;
@@ -36,7 +36,7 @@ public class GroupClient {
         c.put("key.deserializer", StringDeserializer.class.getName());
         c.put("value.deserializer", StringDeserializer.class.getName());
         int consumed = 0;
-        long lastRecord = 0;
+        long[] lastProgress = {0};   // the last record or assignment: 3 s without either, and the member is done
         try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(c)) {
             consumer.subscribe(List.of(topic), new ConsumerRebalanceListener() {
                 public void onPartitionsRevoked(Collection<TopicPartition> tps) {
@@ -44,16 +44,19 @@ public class GroupClient {
                 }
                 public void onPartitionsAssigned(Collection<TopicPartition> tps) {
                     System.out.println("ASSIGNED " + partitions(tps));
+                    lastProgress[0] = System.currentTimeMillis();
                 }
             });
             while (System.currentTimeMillis() < deadline) {
                 ConsumerRecords<String, String> records = consumer.poll(Duration.ofMillis(200));
                 if (!records.isEmpty()) {
                     consumed += records.count();
-                    lastRecord = System.currentTimeMillis();
+                    lastProgress[0] = System.currentTimeMillis();
                     consumer.commitSync();
                 }
-                if (consumed >= expected || (lastRecord > 0 && System.currentTimeMillis() - lastRecord > 3000)) break;
+                if (consumed >= expected || (lastProgress[0] > 0 && System.currentTimeMillis() - lastProgress[0] > 3000)) {
+                    break;
+                }
             }
             ConsumerGroupMetadata m = consumer.groupMetadata();
             System.out.println("CONSUMED " + consumed);
