@@ -7,6 +7,11 @@ are committed and fetched, and the admin API describes the group as a CONSUMER g
 ``uniform`` assignor may differ in detail between the two brokers, so what is compared is what KIP-848
 specifies: every partition owned by exactly one member, balanced counts, no partition ever owned by two members
 at once (on_assign/on_revoke timestamps), member epochs only increasing.
+
+Also on both: raw heartbeats and commits (epochs, fencing, revoke before assign, OffsetCommit with the member's
+epoch or an older one), DeleteGroups of a consumer group, the refusals between classic and consumer groups, and
+(on Kafka 4.4; the lesson runs it on the mini broker) lesson 05's section 14: who stops consuming under each
+protocol.
 """
 from __future__ import annotations
 
@@ -271,6 +276,7 @@ def test_heartbeat_epochs_errors_and_revoke_before_assign(bootstrap):
         assert err == 0
         owned_a = got if got is not None else owned_a
     (tid,) = owned_a
+    e_full = ea   # the epoch at which A got every partition
     # a greater epoch than the coordinator's is fenced; an unknown member id is unknown
     assert heartbeat(bs, group, a, ea + 1)[0] == ErrorCode.FENCED_MEMBER_EPOCH
     assert heartbeat(bs, group, str(uuid.uuid4()), ea)[0] == ErrorCode.UNKNOWN_MEMBER_ID
@@ -304,15 +310,25 @@ def test_heartbeat_epochs_errors_and_revoke_before_assign(bootstrap):
     assert epochs_a == sorted(epochs_a) and epochs_b == sorted(epochs_b)
     keep = owned_a
     ea2, ea3 = revoked_at, ea
-    # a commit with an epoch the member does not have is refused (an older one is refused by the mini broker;
-    # Kafka 4.4 takes it for partitions the member held since that epoch: docs/differences.md)
-    commit = OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=ea3 + 1, member_id=a, topics=[
-        OffsetCommitRequest.OffsetCommitRequestTopic(name=topic, partitions=[
-            OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
-                partition_index=min(keep[tid]), committed_offset=0)])])
-    assert raw(bs, commit, OffsetCommitResponse, 9).topics[0].partitions[0].error_code == ErrorCode.STALE_MEMBER_EPOCH
-    commit.generation_id_or_member_epoch = ea3
-    assert raw(bs, commit, OffsetCommitResponse, 9).topics[0].partitions[0].error_code == 0
+    # a commit with a newer epoch than the member's is refused, with its epoch accepted
+    def commit_errors(epoch, partitions, version=9):
+        topic_field = {"topic_id": tid} if version >= 10 else {"name": topic}
+        commit = OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=epoch, member_id=a, topics=[
+            OffsetCommitRequest.OffsetCommitRequestTopic(**topic_field, partitions=[
+                OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
+                    partition_index=p, committed_offset=0) for p in partitions])])
+        return [p.error_code for p in raw(bs, commit, OffsetCommitResponse, version).topics[0].partitions]
+    stale = ErrorCode.STALE_MEMBER_EPOCH
+    assert commit_errors(ea3 + 1, [min(keep[tid])]) == [stale]
+    assert commit_errors(ea3, [min(keep[tid])]) == [0]
+    assert ea3 > e_full
+    # an older epoch is taken if the member has held every committed partition since then (Kafka 4.4), else the
+    # whole commit is refused
+    gone = sorted(set(range(4)) - keep[tid])
+    for version in (9, 10):
+        assert commit_errors(e_full, sorted(keep[tid]), version) == [0] * len(keep[tid])
+        assert commit_errors(e_full, [min(keep[tid]), gone[0]], version) == [stale, stale]
+        assert commit_errors(e_full - 1, [min(keep[tid])], version) == [stale]
     # ListGroups v5: the group's type
     listed = raw(bs, ListGroupsRequest(states_filter=[], types_filter=["consumer"]), ListGroupsResponse, 5)
     mine = [g for g in listed.groups if g.group_id == group]
@@ -357,3 +373,99 @@ def test_regex_subscription_is_resolved_by_the_broker(bootstrap):
         print(f"{backend}: a new topic matching the regex assigned after {took:.1f}s")
     finally:
         m.close("c")
+
+
+def test_who_stops_consuming_per_protocol(bootstrap):
+    """Lesson 05's section 14 on both brokers: the same three members under classic eager, classic cooperative-sticky
+    and the consumer protocol (kafkalab.tools.rebalance_scenario), and the lesson's claims about them."""
+    from kafkalab.tools.rebalance_scenario import PROTOCOLS, STEPS, run_protocols, summary
+    backend, bs = bootstrap
+    if backend == "mini":
+        pytest.skip("on the mini broker the lesson itself runs it (nbval, notebooks/05_consumer_groups_and_offsets)")
+    admin = AdminClient({"bootstrap.servers": bs})
+    topic = f"protocols-{uuid.uuid4().hex[:6]}"
+    admin.create_topics([NewTopic(topic, 6, 1)])[topic].result()
+    runs = run_protocols(bs, topic, 6, SESSION_MS, f"p-{uuid.uuid4().hex[:6]}", admin=admin)
+    rows = {r["protocol"]: r for r in summary(runs, 6)}
+    print(backend, rows)
+    eager = rows["classic eager"]
+    assert all(eager[f"{s}: a revoked"] == len(runs["classic eager"].owned("a", until=runs["classic eager"].steps[s])) > 0
+               for s in STEPS)
+    for p in ("classic cooperative", "consumer (KIP-848)"):
+        assert all(rows[p][f"{s}: a idle s"] == 0 for s in STEPS), rows[p]
+        assert 0 < rows[p]["k joins: a revoked"] < 6 and rows[p]["b leaves: a revoked"] == rows[p]["k killed: a revoked"] == 0
+    assert all(0.8 * SESSION_MS / 1000 <= rows[p]["k killed: unowned s"] <= SESSION_MS / 1000 + 5 for p in PROTOCOLS)
+    assert all(rows[p]["b leaves: unowned s"] < 3 for p in PROTOCOLS)
+    assert [runs[p].described.type for p in PROTOCOLS] == [ConsumerGroupType.CLASSIC, ConsumerGroupType.CLASSIC,
+                                                          ConsumerGroupType.CONSUMER]
+
+
+def test_delete_groups_deletes_an_empty_consumer_group(bootstrap):
+    backend, bs = bootstrap
+    admin = AdminClient({"bootstrap.servers": bs})
+    topic, group = f"del-{uuid.uuid4().hex[:6]}", f"gd-{uuid.uuid4().hex[:6]}"
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result()
+    try:   # FindCoordinator creates __consumer_offsets on Kafka
+        describe(admin, group)
+    except KafkaException:
+        pass
+    a = str(uuid.uuid4())
+    err, epoch, _ = heartbeat(bs, group, a, 0, topics=[topic], owned={}, rebalance_timeout_ms=30000)
+    assert err == 0
+    with pytest.raises(KafkaException) as refused:
+        admin.delete_consumer_groups([group])[group].result()
+    assert refused.value.args[0].code() == ErrorCode.NON_EMPTY_GROUP
+    assert heartbeat(bs, group, a, -1)[0] == 0
+    assert str(describe(admin, group).state).endswith("EMPTY")
+    admin.delete_consumer_groups([group])[group].result()
+    assert group not in {g.group_id for g in admin.list_consumer_groups().result().valid}
+    with pytest.raises(KafkaException) as gone:
+        admin.delete_consumer_groups([group])[group].result()
+    assert gone.value.args[0].code() == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def join_group(bs: str, group: str, protocol_type: str, member_id: str = ""):
+    """A classic JoinGroup v5 (the member id Kafka asks for, then the join): (error code, member id)."""
+    from kafka.protocol.consumer.group import JoinGroupRequest, JoinGroupResponse
+    req = JoinGroupRequest(group_id=group, session_timeout_ms=10000, rebalance_timeout_ms=10000, member_id=member_id,
+                           group_instance_id=None, protocol_type=protocol_type, protocols=[
+                               JoinGroupRequest.JoinGroupRequestProtocol(name="p", metadata=b"")])
+    deadline = time.time() + 30
+    while True:
+        resp = raw(bs, req, JoinGroupResponse, 5)
+        if resp.error_code not in RETRIABLE or time.time() > deadline:
+            break
+        time.sleep(0.2)
+    if resp.error_code == ErrorCode.MEMBER_ID_REQUIRED and not member_id:
+        return join_group(bs, group, protocol_type, resp.member_id)
+    return resp.error_code, resp.member_id
+
+
+def test_classic_and_consumer_groups_refuse_each_other_as_kafka_does(bootstrap):
+    """One coordinator, both kinds of group: a ConsumerGroupHeartbeat for a classic group that does not use the
+    consumer protocol (here a Connect-style ``protocol_type``) gets GROUP_ID_NOT_FOUND, and a JoinGroup of such a
+    protocol type for a consumer group with members gets INCONSISTENT_GROUP_PROTOCOL (Kafka 4.4 answers both so
+    whatever its ``group.consumer.migration.policy``; kafkalab serves no migration between the two)."""
+    backend, bs = bootstrap
+    admin = AdminClient({"bootstrap.servers": bs})
+    topic = f"mix-{uuid.uuid4().hex[:6]}"
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result()
+    classic, consumer = f"gc-{uuid.uuid4().hex[:6]}", f"gk-{uuid.uuid4().hex[:6]}"
+    for g in (classic, consumer):
+        try:   # FindCoordinator creates __consumer_offsets on Kafka
+            describe(admin, g)
+        except KafkaException:
+            pass
+    err, _ = join_group(bs, classic, "connect")
+    assert err == 0
+    resp = raw(bs, ConsumerGroupHeartbeatRequest(group_id=classic, member_id=str(uuid.uuid4()), member_epoch=0,
+                                                 rebalance_timeout_ms=30000, subscribed_topic_names=[topic],
+                                                 topic_partitions=[]), ConsumerGroupHeartbeatResponse, 1)
+    assert (resp.error_code, resp.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND, (
+        f"Cannot upgrade classic group {classic} to consumer group because the group does not use the consumer "
+        "embedded protocol."))
+    assert heartbeat(bs, consumer, str(uuid.uuid4()), 0, topics=[topic], owned={}, rebalance_timeout_ms=30000)[0] == 0
+    assert join_group(bs, consumer, "connect")[0] == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    listed = raw(bs, ListGroupsRequest(states_filter=[], types_filter=[]), ListGroupsResponse, 5).groups
+    types = {g.group_id: (g.group_type, g.protocol_type) for g in listed if g.group_id in (classic, consumer)}
+    assert types == {classic: ("classic", "connect"), consumer: ("consumer", "consumer")}, types

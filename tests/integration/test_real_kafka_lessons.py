@@ -20,6 +20,9 @@ the segment files, the offset and time indexes, offsetsForTimes) run the same wa
 broker of their own, whose files are on this machine; its steps from section 5 on set the broker's
 clock (retention and the cleaner run at a chosen time) and are tagged ``kafkalab-only``.
 
+Lesson 05 runs on the shared cluster without its section 14 (KIP-848's consumer protocol: Kafka 4), whose
+cells are tagged ``kafka4-only``.
+
 Lesson 07 (transactions) runs whole the same way, on one Kafka 3.9 broker of its own, reading Kafka's
 own segment and ``.txnindex`` files. Lab 07's solution runs on the shared cluster. Lab 02's solution
 runs on three Kafka 3.9 brokers of its own: its drill leaves out the faults, which only kafkalab's
@@ -80,12 +83,29 @@ def test_the_compose_settings_reach_the_kafka_brokers(lab):
 @pytest.mark.parametrize("notebook", [
     "notebooks/00_first_events.ipynb", "notebooks/01_partitions_and_keys.ipynb",
     "labs/00_first_events/solution.ipynb", "labs/01_partitions/solution.ipynb",
-    "labs/05_consumer_groups/solution.ipynb", "notebooks/05_consumer_groups_and_offsets.ipynb",
+    "labs/05_consumer_groups/solution.ipynb",
     "labs/06_word_count/solution.ipynb", "labs/07_exactly_once/solution.ipynb",
 ])
 def test_lessons_that_break_nothing_hold_on_kafka(lab, notebook):
     real, before = lab
     _run(notebook, real)
+    assert real.actions()[before:] == []
+
+
+def test_lesson_05_holds_on_kafka_but_its_kafka_4_section(lab, tmp_path):
+    """Lesson 05 on the shared cluster, without the cells tagged ``kafka4-only`` (section 14: KIP-848's consumer
+    protocol, which Kafka 3.9 does not serve with ZooKeeper)."""
+    real, before = lab
+    name = "notebooks/05_consumer_groups_and_offsets.ipynb"
+    nb = nbformat.read(os.path.join(ROOT, name), as_version=4)
+    only = ["kafka4-only" in c.get("metadata", {}).get("tags", []) for c in nb.cells]
+    assert sum(only) == 8, f"{name}: {sum(only)} cells tagged kafka4-only, not 8"
+    nb.cells = [c for c, o in zip(nb.cells, only) if not o]
+    assert not any("run_protocols(" in c.source or "runs[" in c.source for c in nb.cells if c.cell_type == "code"), \
+        "every cell of the consumer protocol's section is tagged kafka4-only"
+    copy = tmp_path / "05_consumer_groups_and_offsets_on_kafka_3_9.ipynb"
+    nbformat.write(nb, str(copy))
+    _run(str(copy), real)
     assert real.actions()[before:] == []
 
 

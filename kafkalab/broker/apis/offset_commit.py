@@ -57,7 +57,7 @@ async def handle_offset_commit(ctx, request):
                                                   p.committed_metadata or "", now)
     # a KIP-848 consumer group checks member id and member epoch itself (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID)
     cg_error = coordinator.validate_consumer_group_commit(request.group_id, request.member_id or "",
-                                                          request.generation_id_or_member_epoch, v)
+                                                          request.generation_id_or_member_epoch, v, list(to_commit))
     if to_commit and cg_error not in (None, ErrorCode.NONE):
         for tp in to_commit:
             errors[keys[tp]] = cg_error

@@ -66,9 +66,19 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned_partitions: Assignment = field(default_factory=dict)
     partitions_pending_revocation: Assignment = field(default_factory=dict)
+    #: (topic id, partition) -> the member epoch at which the member got it (Kafka 4.4: an OffsetCommit with an
+    #: older member epoch is accepted for partitions the member has held since that epoch)
+    assignment_epochs: dict = field(default_factory=dict)
     # timers (loop.call_later handles): session.timeout and the rebalance timeout of a revocation
     session_handle: Any = None
     rebalance_handle: Any = None
+
+    def assignment_epoch(self, topic_id, partition: int) -> int | None:
+        """The epoch at which the member got the partition (assigned or pending revocation); None if it has not."""
+        if partition in self.assigned_partitions.get(topic_id, ()) or \
+                partition in self.partitions_pending_revocation.get(topic_id, ()):
+            return self.assignment_epochs.get((topic_id, partition), self.member_epoch)
+        return None
 
     def update_member_epoch(self, epoch: int) -> None:
         self.previous_member_epoch, self.member_epoch = self.member_epoch, epoch

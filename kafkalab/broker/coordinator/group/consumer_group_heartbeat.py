@@ -24,10 +24,11 @@ the heartbeat response, one reconciliation step at a time
   ("not a consumer group"); an Empty classic group is replaced (its offsets stay).
 
 Regex subscriptions (SubscribedTopicRegex, v1) are resolved against the topics
-this broker knows, with Python's ``re`` (Kafka uses RE2/J). Groups are kept in
-memory only: kafkalab writes none of the consumer group records
-(ConsumerGroupMetadata, ...MemberMetadata, ...TargetAssignment...) to
-``__consumer_offsets``; committed offsets are written as for classic groups.
+this broker knows, with Python's ``re`` (Kafka uses RE2/J). What a heartbeat
+changes is written to ``__consumer_offsets`` as Kafka 4's consumer group records
+(:mod:`.consumer_group_records`) and replayed when the coordinator loads the
+partition: after a restart, or when it moves in a cluster, the group keeps its
+epochs and assignments.
 
 :class:`ConsumerGroupHeartbeats` is a part of ``GroupCoordinator`` (a mixin)
 using its ``groups``, ``consumer_groups``, ``config``, ``loop`` and
@@ -44,6 +45,7 @@ from . import current_assignment_builder
 from .assignors import ASSIGNORS
 from .consumer_group import (JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
                              ConsumerGroup, ConsumerGroupMember, ConsumerGroupState, MemberState)
+from .consumer_group_records import replay
 
 log = logging.getLogger("kafkalab.broker.coordinator")
 
@@ -64,6 +66,10 @@ class ConsumerGroupHeartbeats:
         except KafkaError as exc:
             return {"error_code": exc.code, "error_message": exc.message, "member_epoch": 0,
                     "heartbeat_interval_ms": 0}
+        finally:   # what the heartbeat changed goes to __consumer_offsets (consumer_group_records)
+            group = self.consumer_groups.get(request.group_id)
+            if group is not None and self.group_status_error(request.group_id) is None:
+                self.consumer_group_persister.persist(group)
 
     def _validate_heartbeat(self, r, version: int) -> None:
         """Kafka's ``throwIfConsumerGroupHeartbeatRequestIsInvalid``."""
@@ -194,7 +200,8 @@ class ConsumerGroupHeartbeats:
                                           member_epoch=old.previous_member_epoch,
                                           previous_member_epoch=old.previous_member_epoch,
                                           state=old.state, assigned_partitions=old.assigned_partitions,
-                                          partitions_pending_revocation=old.partitions_pending_revocation)
+                                          partitions_pending_revocation=old.partitions_pending_revocation,
+                                          assignment_epochs=dict(old.assignment_epochs))
                 group.target_assignment[member_id] = target
                 return new, False
         existing = group.members.get(member_id)
@@ -242,6 +249,8 @@ class ConsumerGroupHeartbeats:
         group.group_epoch += 1
         group.maybe_update_state()
         log.info("group %s: member %s %s; epoch %d", group.group_id, member.member_id, why, group.group_epoch)
+        if self.consumer_groups.get(group.group_id) is group:
+            self.consumer_group_persister.persist(group)
 
     # -- the group, its target assignment, timers --------------------------------------------
 
@@ -250,8 +259,11 @@ class ConsumerGroupHeartbeats:
         if group is not None:
             return group
         classic = self.groups.get(group_id)
-        if classic is not None and classic.members:
-            raise _err(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+        if classic is not None and classic.members:   # Kafka 4's online upgrade, which kafkalab does not serve
+            why = ("the group does not use the consumer embedded protocol" if classic.protocol_type != "consumer"
+                   else "the online upgrade is disabled")
+            raise _err(ErrorCode.GROUP_ID_NOT_FOUND,
+                       f"Cannot upgrade classic group {group_id} to consumer group because {why}.")
         if not create:
             raise _err(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
         group = self.consumer_groups[group_id] = ConsumerGroup(group_id)
@@ -358,10 +370,12 @@ class ConsumerGroupHeartbeats:
                 "assignment_epoch": group.assignment_epoch,
                 "assignor_name": group.assignor_name or self._assignor_names()[0], "members": members}
 
-    def validate_consumer_group_commit(self, group_id: str, member_id: str, member_epoch: int,
-                                       version: int) -> ErrorCode | None:
-        """Kafka's ``ConsumerGroup.validateOffsetCommit``; None when the commit may go on (or the group is
-        not a consumer group)."""
+    def validate_consumer_group_commit(self, group_id: str, member_id: str, member_epoch: int, version: int,
+                                       partitions=()) -> ErrorCode | None:
+        """Kafka's ``ConsumerGroup.validateOffsetCommit``: None when the group is not a consumer group, else the
+        error code for the whole commit (NONE: it may go on). A member epoch older than the member's is
+        accepted, as Kafka 4.4 does, if the member has held every committed partition (``partitions``:
+        (topic name, partition)) since that epoch; else the whole commit gets STALE_MEMBER_EPOCH."""
         group = self.consumer_groups.get(group_id)
         if group is None:
             return None
@@ -372,8 +386,15 @@ class ConsumerGroupHeartbeats:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if version < 9:
             return ErrorCode.UNSUPPORTED_VERSION
-        if member_epoch != member.member_epoch:
+        if member_epoch == member.member_epoch:
+            return ErrorCode.NONE
+        if member_epoch > member.member_epoch:
             return ErrorCode.STALE_MEMBER_EPOCH
+        for name, p in partitions:   # Kafka 4.4's assignment epoch validator
+            meta = self.broker.metadata_cache.get(name)
+            since = member.assignment_epoch(meta.topic_id, p) if meta is not None else None
+            if since is None or member_epoch < since:
+                return ErrorCode.STALE_MEMBER_EPOCH
         return ErrorCode.NONE
 
     def validate_consumer_group_fetch(self, group_id: str, member_id: str | None,
@@ -397,7 +418,39 @@ class ConsumerGroupHeartbeats:
         if not group.is_empty():
             return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
         del self.consumer_groups[group_id]
+        self.consumer_group_persister.delete(group_id)
         return None
+
+    def delete_consumer_group(self, group_id: str) -> ErrorCode:
+        """DeleteGroups of a consumer group: only an Empty one goes, with its records and offsets (tombstones)."""
+        group = self.consumer_groups[group_id]
+        if not group.is_empty():
+            return ErrorCode.NON_EMPTY_GROUP
+        offsets = self.groups.get(group_id)
+        try:
+            if offsets is not None:
+                self.manager.delete_group(offsets)
+        except KafkaError as exc:
+            return exc.code
+        self.groups.pop(group_id, None)
+        del self.consumer_groups[group_id]
+        self.consumer_group_persister.delete(group_id)
+        return ErrorCode.NONE
+
+    def load_consumer_groups(self, records_by_group: dict[str, dict[bytes, bytes]]) -> None:
+        """The consumer groups a (re)loaded ``__consumer_offsets`` holds, as they were written: epochs,
+        members and assignments. Every member's session starts again (``group.consumer.session.timeout.ms``),
+        as Kafka's coordinator does on load; a member still to revoke gets its rebalance timeout."""
+        for group_id, records in records_by_group.items():
+            group = replay(group_id, records)
+            if group is None:
+                continue
+            self.consumer_groups[group_id] = group
+            self.consumer_group_persister.loaded(group_id, records)
+            for member in group.members.values():
+                self._schedule_consumer_session(group, member)
+                self._schedule_rebalance_timeout(group, member)
+            log.info("group %s: loaded at epoch %d with %d members", group_id, group.group_epoch, len(group.members))
 
     def consumer_group_listing(self, group: ConsumerGroup) -> dict:
         return {"group_id": group.group_id, "protocol_type": "consumer", "group_state": str(group.state),

@@ -81,6 +81,7 @@ def _next(member, member_epoch, target_epoch, target, current_partition_epoch, o
         new.update_member_epoch(member_epoch)
         new.assigned_partitions = assigned
         new.partitions_pending_revocation = revoking
+        new.assignment_epochs = _assignment_epochs(member, new)
         return new
     for topic_id, parts in pending.items():
         assigned.setdefault(topic_id, set()).update(parts)
@@ -88,4 +89,16 @@ def _next(member, member_epoch, target_epoch, target, current_partition_epoch, o
     new.update_member_epoch(target_epoch)
     new.assigned_partitions = assigned
     new.partitions_pending_revocation = {}
+    new.assignment_epochs = _assignment_epochs(member, new)
     return new
+
+
+def _assignment_epochs(old: ConsumerGroupMember, new: ConsumerGroupMember) -> dict:
+    """A partition the member keeps keeps the epoch it was assigned at; a new one gets the member's new epoch."""
+    out = {}
+    for assignment in (new.assigned_partitions, new.partitions_pending_revocation):
+        for topic_id, parts in assignment.items():
+            for p in parts:
+                before = old.assignment_epoch(topic_id, p)
+                out[(topic_id, p)] = before if before is not None else new.member_epoch
+    return out

@@ -85,6 +85,7 @@ import logging
 from ...common.errors import ErrorCode, KafkaError
 from .consumer_group import ConsumerGroup
 from .consumer_group_heartbeat import ConsumerGroupHeartbeats
+from .consumer_group_records import ConsumerGroupPersister
 from .group_metadata import GroupMetadata
 from .group_metadata_manager import GroupMetadataManager
 from .group_offsets import GroupOffsets
@@ -108,6 +109,8 @@ class GroupCoordinator(JoinSyncHandlers, Rebalancing, MemberSessions, GroupOffse
         #: KIP-848 groups (group.protocol=consumer), beside the classic ones; their offsets stay in ``groups``
         self.consumer_groups: dict[str, ConsumerGroup] = {}
         self.manager = GroupMetadataManager(broker)
+        #: writes each KIP-848 group's records (types 3-8) to __consumer_offsets when it changes
+        self.consumer_group_persister = ConsumerGroupPersister(self.manager, broker)
         self.loop: asyncio.AbstractEventLoop | None = None
         self._cleanup_handle: asyncio.TimerHandle | None = None
         #: cluster mode: the __consumer_offsets partitions this broker leads (loaded) and is loading
@@ -127,12 +130,14 @@ class GroupCoordinator(JoinSyncHandlers, Rebalancing, MemberSessions, GroupOffse
             rm.leadership_listeners.append(self.on_leadership_change)
             self._schedule_cleanup()
             return
-        self.groups = self.manager.load()
+        self.groups, consumer_records = self.manager.load_all()
         for group in self.groups.values():
             for member in group.members.values():
                 self._schedule_heartbeat(group, member)
-        if self.groups:
-            log.info("loaded %d groups from __consumer_offsets", len(self.groups))
+        self.load_consumer_groups(consumer_records)
+        if self.groups or self.consumer_groups:
+            log.info("loaded %d groups and %d consumer groups from __consumer_offsets", len(self.groups),
+                     len(self.consumer_groups))
         self._schedule_cleanup()
 
     async def stop(self) -> None:
@@ -174,10 +179,11 @@ class GroupCoordinator(JoinSyncHandlers, Rebalancing, MemberSessions, GroupOffse
         if index not in self.loading_partitions:
             return  # resigned before the load ran
         try:
-            loaded = self.manager.load(only_partition=index)
+            loaded, consumer_records = self.manager.load_all(only_partition=index)
         except Exception:
             log.exception("loading __consumer_offsets-%d failed", index)
-            loaded = {}
+            loaded, consumer_records = {}, {}
+        self.load_consumer_groups({g: r for g, r in consumer_records.items() if g not in self.consumer_groups})
         for group_id, group in loaded.items():
             if group_id in self.groups:
                 continue
@@ -198,9 +204,10 @@ class GroupCoordinator(JoinSyncHandlers, Rebalancing, MemberSessions, GroupOffse
             self._unload_group(group)
             del self.groups[group.group_id]
         for cgroup in [g for g in self.consumer_groups.values() if self.manager.partition_for(g.group_id) == index]:
-            for member in cgroup.members.values():  # KIP-848 groups are in memory only: they go with the partition
+            for member in cgroup.members.values():  # the new coordinator loads them from the partition
                 member.cancel_timers()
             del self.consumer_groups[cgroup.group_id]
+            self.consumer_group_persister.forget(cgroup.group_id)
         log.info("unloaded %d groups of __consumer_offsets-%d: no longer its leader", len(gone), index)
 
     def _unload_group(self, group: GroupMetadata) -> None:

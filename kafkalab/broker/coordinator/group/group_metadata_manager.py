@@ -10,7 +10,9 @@ internal compacted topic ``__consumer_offsets``:
   keeps those of a transaction still open pending);
 * a finished rebalance (the leader's SyncGroup) and a group becoming Empty
   write the group's metadata, key (group);
-* DeleteGroups and offset expiry write tombstones (null values).
+* DeleteGroups and offset expiry write tombstones (null values);
+* a KIP-848 consumer group is written as records of types 3-8
+  (:mod:`.consumer_group_records`), replayed by :meth:`load_all`.
 
 The topic is created on first use (FindCoordinator, or a commit) with
 ``offsets.topic.num.partitions`` partitions, ``offsets.topic.replication.factor``
@@ -29,6 +31,8 @@ import logging
 from ...common.errors import ErrorCode, KafkaError
 from ...common.records import (COMMIT, TRANSACTIONAL_MASK, Record, build_batch, control_record_type, iter_batches,
                                iter_records)
+from .consumer_group_records import RECORD_TYPES, record_type
+from .consumer_group_records import decode as decode_consumer_group_record
 from .group_metadata import GroupMetadata, GroupState, MemberMetadata, now_ms
 from .offsets_topic import (OFFSETS_TOPIC, GroupMetadataKey, GroupMetadataValue, MemberRecord, OffsetAndMetadata,
                             OffsetCommitKey, decode_key, decode_value, group_metadata_key, group_metadata_value,
@@ -238,6 +242,12 @@ class GroupMetadataManager:
     def load(self, only_partition: int | None = None) -> dict[str, GroupMetadata]:
         """Replay ``__consumer_offsets`` (or one of its partitions): the groups and committed offsets
         as they were at shutdown, or as the previous leader of the partition left them."""
+        return self.load_all(only_partition)[0]
+
+    def load_all(self, only_partition: int | None = None) -> tuple[dict[str, GroupMetadata],
+                                                                   dict[str, dict[bytes, bytes]]]:
+        """:meth:`load`, plus the latest KIP-848 consumer group records (types 3-8, tombstones applied)
+        by group id, for :func:`.consumer_group_records.replay`."""
         latest: dict[bytes, bytes | None] = {}
         #: transactional offset commits waiting for their marker: producer id -> {key: value}
         pending: dict[int, dict[bytes, bytes | None]] = {}
@@ -252,9 +262,18 @@ class GroupMetadataManager:
                 latest[key] = value  # the latest record per key wins, as compaction keeps it
         offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
         metadata: dict[str, GroupMetadataValue] = {}
+        consumer_records: dict[str, dict[bytes, bytes]] = {}
         for key_bytes, value_bytes in latest.items():
             if value_bytes is None:
                 continue  # a tombstone: the offset or the group was deleted
+            if len(key_bytes) >= 2 and record_type(key_bytes) in RECORD_TYPES:   # a KIP-848 consumer group record
+                try:
+                    group_id = decode_consumer_group_record(key_bytes, None)[1].group_id
+                except Exception as exc:
+                    log.warning("skipping unreadable %s record: %r", OFFSETS_TOPIC, exc)
+                    continue
+                consumer_records.setdefault(group_id, {})[key_bytes] = value_bytes
+                continue
             try:
                 key = decode_key(key_bytes)
                 value = decode_value(key, value_bytes)
@@ -283,7 +302,7 @@ class GroupMetadataManager:
             group.pending_transactional_offsets = open_txns.get(group_id, {})
             if group_id in metadata:
                 self._restore(group, metadata[group_id])
-        return groups
+        return groups, consumer_records
 
     @staticmethod
     def _restore(group: GroupMetadata, value: GroupMetadataValue) -> None:

@@ -226,6 +226,9 @@ class GroupOffsets:
             if (status := self.group_status_error(group_id)) is not None:
                 out[group_id] = status
                 continue
+            if group_id in self.consumer_groups:   # a KIP-848 group: its records and its offsets go
+                out[group_id] = self.delete_consumer_group(group_id)
+                continue
             group = self.groups.get(group_id)
             if group is None or group.is_(DEAD):
                 out[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
