@@ -115,8 +115,11 @@ def test_lesson_03_replication_and_failure_holds_on_kafka(lab):
     controller failing over: every claim measured on Kafka's own brokers."""
     real, before = lab
     _run("notebooks/03_replication_and_failure.ipynb", real)
-    done = [(a, b) for a, b, _ in real.actions()[before:]]
+    actions = real.actions()[before:]
+    done = [(a, b) for a, b, _ in actions]
     assert lesson_03_done_as_expected(done), done
+    assert all(q == {"signal": "SIGKILL"} for a, _, q in actions if a == "kill")
+    assert all(q == {"t": "30"} for a, _, q in actions if a == "stop")   # compose's stop_grace_period
 
 
 def test_lab_03_drill_holds_on_kafka(lab):
@@ -124,6 +127,7 @@ def test_lab_03_drill_holds_on_kafka(lab):
     _run("labs/03_replication/solution.ipynb", real)
     actions = real.actions()[before:]
     assert sorted(a for a, _, _ in actions) == ["kill", "kill", "start", "start", "start", "stop"]
+    assert sorted(b for a, b, _ in actions if a == "start") == [1, 2, 3]
 
 
 def test_lesson_06_word_count_holds_on_kafka(lab):
