@@ -69,6 +69,7 @@ class FileQuorumStateStore:
     def write(self, state: ElectionState) -> None:
         """Write through a temporary file, fsynced, then renamed (atomic on POSIX), as Kafka does."""
         tmp = self.path + ".tmp"
+        os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(state.to_json())
             f.flush()
