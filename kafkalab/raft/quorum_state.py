@@ -4,7 +4,9 @@ Kafka's ``QuorumState`` checks every transition (an illegal one is a bug and rai
 the new election state (epoch, leader id, voted id) before the replica acts on it, so that after
 a crash it neither votes twice in an epoch nor goes back to an older epoch. The legal moves:
 
-* to **Unattached**(e): only to a higher epoch (a request or response showed one);
+* to **Unattached**(e): only to a higher epoch (a request or response showed one); an Unattached,
+  Voted or Candidate replica keeps its election timer running (a disruptive candidate whose log is
+  behind must not hold off an election for ever);
 * to **Voted**(e, c): from Unattached in e, or to a higher epoch; a voter only;
 * to **Candidate**: from any state but Leader, epoch + 1, voting for itself; a voter only;
 * to **Leader**: from a Candidate that a majority granted;
@@ -112,7 +114,14 @@ class QuorumState:
         if epoch <= self.epoch:
             raise IllegalStateError(f"cannot become Unattached in epoch {epoch} from {self.state.name} "
                                     f"in epoch {self.epoch}")
-        self._set(UnattachedState(epoch, self._election_deadline()))
+        state = self.state
+        if isinstance(state, (UnattachedState, VotedState, CandidateState)):
+            # keep the election timer running (Kafka does): else a candidate that cannot win (its log is
+            # behind) but keeps bumping the epoch would reset everyone's timer forever, and no one else stands
+            deadline = state.election_deadline
+        else:
+            deadline = self._election_deadline()
+        self._set(UnattachedState(epoch, deadline))
 
     def transition_to_voted(self, epoch: int, candidate_id: int) -> None:
         if not self.is_voter or candidate_id not in self.voters:

@@ -148,3 +148,16 @@ def test_high_watermark_needs_a_majority_and_an_offset_of_the_leaders_epoch():
     assert state.high_watermark == 11 and 9 in state.observers
     assert state.update_replica(3, 15, 0, 20) and state.high_watermark == 15
     assert not state.update_replica(3, 12, 0, 20) and state.high_watermark == 15   # never backwards
+
+
+def test_a_higher_epoch_does_not_reset_a_running_election_timer(tmp_path):
+    """A candidate whose log is behind keeps bumping the epoch and losing; the voters it asks move to each new
+    epoch but keep their election timer (as Kafka's transitionToUnattached), so one of them stands in time."""
+    q = quorum(tmp_path)
+    deadline = q.state.election_deadline
+    for epoch in range(1, 6):
+        q.transition_to_unattached(epoch)
+        assert q.state.election_deadline == deadline
+    q.transition_to_follower(6, 2)
+    q.transition_to_unattached(7)                   # from a follower: a fresh random timeout
+    assert q.state.election_deadline != deadline

@@ -1,0 +1,97 @@
+"""Three mini KRaft controllers as processes (``python -m kafkalab.raft``): elections, SIGKILL, SIGSTOP, a lost
+majority, and nothing committed lost (issue #21, Raft slice).
+
+Committed means below the high watermark a leader reported in DescribeQuorum. Timing bounds here are
+generous deadlines for something to happen, never measurements (those are in benchmarks/raft_failover.py).
+"""
+from __future__ import annotations
+
+import time
+
+from kafkalab.cluster.quorum import quorum_table
+from kafkalab.cluster.raft_quorum import RaftQuorum
+from kafkalab.raft.kafka_metadata_log import KafkaMetadataLog
+
+
+def wait_for_hw(q: RaftQuorum, at_least: int, timeout_s: float = 15.0, exclude=None) -> dict:
+    deadline = time.monotonic() + timeout_s
+    answer = None
+    while time.monotonic() < deadline:
+        answer = q.describe()
+        if answer is not None and answer["high_watermark"] >= at_least and answer["leader_id"] not in (exclude or ()):
+            return answer
+        time.sleep(0.05)
+    raise AssertionError(f"the high watermark did not reach {at_least} in {timeout_s} s: last answer {answer}")
+
+
+def test_three_controllers_elect_fail_over_and_lose_nothing_committed(tmp_path):
+    committed = 0
+    with RaftQuorum(3, base_dir=str(tmp_path)) as q:
+        # -- an election: one leader, every voter in its epoch, the same table as Kafka's quorum gives
+        first = q.wait_for_leader()
+        leader, epoch = first["leader_id"], first["leader_epoch"]
+        answer = wait_for_hw(q, 3)
+        committed = answer["high_watermark"]
+        table = quorum_table(answer)
+        assert sorted(table["status"]) == ["Follower", "Follower", "Leader"]
+        assert {q.quorum_state(i)["leaderEpoch"] for i in q.ids} == {answer["leader_epoch"]}
+
+        # -- a paused follower (SIGSTOP): the other two are a majority, commits go on
+        paused = next(i for i in q.ids if i != answer["leader_id"])
+        q.pause(paused)
+        answer = wait_for_hw(q, committed + 3)
+        committed = answer["high_watermark"]
+        q.resume(paused)
+        answer = wait_for_hw(q, committed + 2)
+        committed = answer["high_watermark"]
+
+        # -- the leader SIGKILLed: a new one, in a higher epoch
+        leader, epoch = answer["leader_id"], answer["leader_epoch"]
+        q.kill(leader)
+        after = q.wait_for_leader(exclude={leader}, min_epoch=epoch + 1)
+        assert after["leader_id"] != leader and after["leader_epoch"] > epoch
+        answer = wait_for_hw(q, committed + 2, exclude={leader})
+        committed = answer["high_watermark"]
+
+        # -- two of three down: the last one may lead, but nothing more is committed
+        survivor = answer["leader_id"]
+        other = next(i for i in q.ids if i not in (leader, survivor))
+        q.kill(other)
+        time.sleep(1.0)
+        stalled = q.describe()
+        hw_stalled = stalled["high_watermark"]
+        time.sleep(2.0)
+        later = q.describe()
+        if later is not None:   # it still leads: it appends NoOps, but they are not committed
+            assert later["high_watermark"] == hw_stalled, "a leader alone committed records"
+            own = next(v for v in later["voters"] if v["node_id"] == later["leader_id"])
+            assert own["log_end_offset"] > later["high_watermark"]
+        committed = max(committed, hw_stalled)
+
+        # -- both back: the quorum commits again, past what the lonely leader wrote
+        q.restart(leader)
+        q.restart(other)
+        answer = wait_for_hw(q, committed + 3, timeout_s=20)
+        committed = answer["high_watermark"]
+        final_leader = answer["leader_id"]
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:   # the restarted replicas catch up with the leader
+            answer = q.describe()
+            if answer and all(v["log_end_offset"] >= committed for v in answer["voters"]):
+                break
+            time.sleep(0.05)
+        for i in q.ids:
+            q.kill(i)
+
+    # -- nothing committed lost: every log holds the same batches below the highest committed offset
+    logs = {i: KafkaMetadataLog(str(tmp_path / f"node-{i}")) for i in (1, 2, 3)}
+    try:
+        prefixes = {i: [(b["base_offset"], b["epoch"], b["control"], b["values"]) for b in lg.batches()
+                        if b["last_offset"] < committed] for i, lg in logs.items()}
+        assert all(lg.end_offset >= committed for lg in logs.values())
+        assert prefixes[1] == prefixes[2] == prefixes[3]
+        assert sum(b[2] for b in prefixes[final_leader]) >= 2   # at least two LeaderChange records: two epochs
+        assert prefixes[1][-1][0] + len(prefixes[1][-1][3]) == committed
+    finally:
+        for lg in logs.values():
+            lg.close()
