@@ -6,11 +6,17 @@ generous deadlines for something to happen, never measurements (those are in ben
 """
 from __future__ import annotations
 
+import glob
+import io
+import subprocess
 import time
 
+from kafkalab.cluster.distribution import fetch_kafka
+from kafkalab.cluster.kraft_config import KRaftBackend
 from kafkalab.cluster.quorum import quorum_table
 from kafkalab.cluster.raft_quorum import RaftQuorum
 from kafkalab.raft.kafka_metadata_log import KafkaMetadataLog
+from kafkalab.tools import dump_log
 
 
 def wait_for_hw(q: RaftQuorum, at_least: int, timeout_s: float = 15.0, exclude=None) -> dict:
@@ -95,3 +101,13 @@ def test_three_controllers_elect_fail_over_and_lose_nothing_committed(tmp_path):
     finally:
         for lg in logs.values():
             lg.close()
+
+    # -- Kafka 4.4's own kafka-dump-log.sh reads the mini quorum's log, as kafkalab's dump-log does
+    segment = sorted(glob.glob(str(tmp_path / f"node-{final_leader}" / "__cluster_metadata-0" / "*.log")))[0]
+    kafka = subprocess.run(KRaftBackend(str(fetch_kafka("4"))).dump_log_command([segment], "--cluster-metadata-decoder"),
+                           capture_output=True, text=True, timeout=120)
+    assert kafka.returncode == 0, kafka.stderr
+    out, err = io.StringIO(), io.StringIO()
+    dump_log(segment, cluster_metadata_decoder=True, file=out, err=err)
+    assert out.getvalue().splitlines() == kafka.stdout.splitlines()
+    assert "LeaderChange:" in kafka.stdout and "NO_OP_RECORD" in kafka.stdout and "Error" not in kafka.stdout
