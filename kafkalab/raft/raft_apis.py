@@ -11,7 +11,8 @@ learns that it is out of date; a newer one moves this replica into it first
   log's, epoch first (Raft's election restriction: a leader always holds every committed record).
 * **BeginQuorumEpoch**: follow the new leader.
 * **EndQuorumEpoch**: the leader steps down: a follower of it stands for election soon, sooner the
-  higher it is in the preferred successors (the most up-to-date logs first).
+  higher it is in the preferred successors (the most up-to-date logs first): the first at once, the
+  others after a strictly exponential back-off up to ``controller.quorum.election.backoff.max.ms``.
 * **Fetch** (to the leader only: NOT_LEADER_OR_FOLLOWER otherwise, with the leader it knows): check
   the follower's (fetch offset, last fetched epoch) against the leader's log; if the follower's log
   went another way, answer with the *diverging epoch* (the largest epoch <= its last fetched epoch
@@ -104,14 +105,17 @@ def handle_end_quorum_epoch(client, request) -> dict:
         client.maybe_transition(p.leader_epoch, p.leader_id)
     state = quorum.state
     if isinstance(state, FollowerState) and state.leader == p.leader_id and quorum.is_voter:
-        # Kafka's endEpochElectionBackoff: the n-th preferred successor waits about 2^n back-off units
+        # Kafka's endEpochElectionBackoff: the first preferred successor stands at once, the n-th (n >= 1) after
+        # backoff_max / 2^(successors-1) * 2^(n-1) ms (at most backoff_max); one not in the list after backoff_max
         successors = list(p.preferred_successors or [])
         max_ms = client.config.election_backoff_max_ms
-        if client.node_id in successors:
-            position = successors.index(client.node_id)
-            backoff_ms = min(max_ms, (2 ** position - 1) * 50 + client.rng.randrange(50))
-        else:
+        position = successors.index(client.node_id) if client.node_id in successors else -1
+        if position == 0:
+            backoff_ms = 0
+        elif position < 0:
             backoff_ms = max_ms
+        else:
+            backoff_ms = min(max_ms, (max_ms >> (len(successors) - 1)) << (position - 1))
         state.fetch_deadline = min(state.fetch_deadline, time.monotonic() + backoff_ms / 1000)
         client.notify()
     return _wrap(_partition_answer(client, NONE))
