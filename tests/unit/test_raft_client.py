@@ -274,6 +274,36 @@ def test_election_records_and_graceful_resignation(tmp_path):
     asyncio.run(scenario())
 
 
+def test_an_observer_fetches_the_log_but_never_votes_or_counts(tmp_path):
+    async def scenario():
+        voters = {i: ("127.0.0.1", free_port()) for i in (1, 2, 3)}
+        nodes = {i: RaftNode(config(i, voters), str(tmp_path / f"node-{i}"), idle_interval_ms=50,
+                             rng=random.Random(i)) for i in (1, 2)}          # voter 3 never starts
+        observer = RaftNode(config(9, voters), str(tmp_path / "observer"), idle_interval_ms=50,
+                            listen=("127.0.0.1", free_port()))
+        for n in [*nodes.values(), observer]:
+            await n.start()
+        assert observer.client.quorum.is_observer
+        for _ in range(300):
+            leaders = [n for n in nodes.values() if n.client.quorum.is_leader]
+            if leaders and observer.client.high_watermark and observer.client.high_watermark > 3:
+                break
+            await asyncio.sleep(0.02)
+        leader = leaders[0].client
+        assert isinstance(observer.client.quorum.state, FollowerState)
+        assert observer.client.quorum.leader_id == leader.node_id
+        assert [b["epoch"] for b in observer.client.log.batches()][:1] == [leader.quorum.epoch]
+        dq = partition(handle_describe_quorum(leader, build(DescribeQuorumRequest, 2, {"topics": topics()})))
+        assert [o["replica_id"] for o in dq["observers"]] == [9]
+        assert [v["replica_id"] for v in dq["current_voters"]] == [1, 2, 3]
+        # the observer is never a candidate and never asked; it did not write a vote
+        assert all(name in ("Unattached", "Follower") for _, name, _, _ in observer.client.quorum.history)
+        assert observer.client.quorum.state.voted_id == -1
+        for n in [observer, *nodes.values()]:
+            await n.stop(resign=False)
+    asyncio.run(scenario())
+
+
 def test_bad_input_closes_one_connection_and_the_controller_keeps_serving(tmp_path):
     async def scenario():
         voters = {i: ("127.0.0.1", free_port()) for i in (1,)}
