@@ -80,6 +80,7 @@ class KafkaRaftClient:
         self._tasks: set[asyncio.Task] = set()
         self._clients: dict[tuple[int, str], NetworkClient] = {}
         self._running = False
+        self._shutting_down = False    # resigned to shut down: stay Resigned, never stand again
         #: (diverging epoch, its end offset, log end before, after) for each truncation a leader asked for
         self.truncations: list[tuple[int, int, int, int]] = []
         self.elections: list[dict] = []     # {"epoch", "won_at" (monotonic), "granted"}, for tests and benchmarks
@@ -206,6 +207,8 @@ class KafkaRaftClient:
             if isinstance(state, FollowerState) and now >= state.fetch_deadline:
                 self.quorum.state = UnattachedState(state.epoch)   # look for the leader again (not persisted)
             return
+        if isinstance(state, ResignedState) and self._shutting_down:
+            return    # as Kafka's graceful shutdown: Resigned until an election bumps the epoch
         if isinstance(state, (UnattachedState, VotedState, ResignedState)) and now >= state.election_deadline:
             self.become_candidate()
         elif isinstance(state, FollowerState) and now >= state.fetch_deadline:
@@ -287,6 +290,7 @@ class KafkaRaftClient:
         others = sorted((r for r in state.replicas.values() if r.node_id != self.node_id),
                         key=lambda r: (-r.end_offset, r.node_id))
         successors = [r.node_id for r in others]
+        self._shutting_down = True
         self.quorum.transition_to_resigned(successors)
         self.notify()
         request = build(EndQuorumEpochRequest, END_QUORUM_EPOCH_VERSION, {"cluster_id": self.config.cluster_id,

@@ -50,13 +50,19 @@ class RaftNode:
                 except NotLeaderError:
                     pass
 
-    async def stop(self, resign: bool = True) -> None:
-        """Stop; a leader first resigns (EndQuorumEpoch), as a controller shutting down cleanly does."""
+    async def stop(self, resign: bool = True, shutdown_timeout_s: float = 5.0) -> None:
+        """Stop; a leader first resigns (EndQuorumEpoch), as a controller shutting down cleanly does, and, as
+        Kafka's graceful shutdown, stays (Resigned, answering votes) until an election bumps the epoch or
+        ``shutdown_timeout_s`` passes: its vote may be the one a successor needs."""
         if self._idle_task is not None:
             self._idle_task.cancel()
         if resign:
             try:
-                await self.client.resign()
+                epoch = self.client.quorum.epoch
+                if await self.client.resign():
+                    deadline = asyncio.get_running_loop().time() + shutdown_timeout_s
+                    while self.client.quorum.epoch == epoch and asyncio.get_running_loop().time() < deadline:
+                        await self.client.wait_for_change(0.05)
             except Exception:
                 log.exception("node %d: resigning failed", self.config.node_id)
         await self.server.stop()

@@ -263,9 +263,10 @@ def test_election_records_and_graceful_resignation(tmp_path):
         assert noops and set(noops) == {"NoOpRecord"}
         assert all(n.client.quorum.epoch == epoch for n in nodes.values())
         await nodes[first].stop(resign=True)                         # EndQuorumEpoch, not a fetch timeout
-        resigned = nodes[first].client.quorum.state
-        assert isinstance(resigned, ResignedState) and resigned.acknowledged == set(voters) - {first}
-        assert resigned.preferred_successors and set(resigned.preferred_successors) == set(voters) - {first}
+        old = nodes[first].client.quorum
+        assert ("Resigned", epoch) in [(name, ep) for _, name, ep, _ in old.history]
+        # as Kafka's graceful shutdown, it stayed until an election in a higher epoch (it may have voted in it)
+        assert old.epoch > epoch and not isinstance(old.state, ResignedState)
         second = await leader(exclude={first})
         assert nodes[second].client.quorum.epoch > epoch
         for i, n in nodes.items():
