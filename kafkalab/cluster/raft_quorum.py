@@ -19,6 +19,7 @@ watchdog and ``atexit``, as for the mini brokers.
 from __future__ import annotations
 
 import atexit
+import base64
 import json
 import os
 import shutil
@@ -28,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 
 from .processes import Watchdog, spawn
 from .quorum import QuorumError, describe_quorum, quorum_answer
@@ -49,6 +51,8 @@ class RaftQuorum:
         self.base_dir = base_dir or tempfile.mkdtemp(prefix="kafkalab-raft-")
         self.configs = {**LAB_RAFT_CONFIGS, **(configs or {})}
         self.voters = {i: ("127.0.0.1", _free_port()) for i in self.ids}
+        #: a cluster id as ``kafka-storage.sh random-uuid`` prints one (base64url of 16 random bytes)
+        self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         self.procs: dict[int, subprocess.Popen] = {}
         self.paused: set[int] = set()
         self._watchdog: Watchdog | None = None
@@ -69,7 +73,7 @@ class RaftQuorum:
     def start_node(self, node_id: int) -> None:
         voters = ",".join(f"{i}@{h}:{p}" for i, (h, p) in self.voters.items())
         cmd = [sys.executable, "-m", "kafkalab.raft", "--node-id", str(node_id), "--voters", voters,
-               "--metadata-log-dir", self.node_dir(node_id), "--parent-pid", str(os.getpid()), "--seed",
+               "--metadata-log-dir", self.node_dir(node_id), "--cluster-id", self.cluster_id, "--parent-pid", str(os.getpid()), "--seed",
                str(node_id * 7919 + int(time.time() * 1000) % 1000)]
         for name, value in self.configs.items():
             cmd += ["--config", f"{name}={value}"]

@@ -46,6 +46,7 @@ def parse_args(argv=None):
     p.add_argument("--listen", default=None, help="host:port for an observer (a voter listens where --voters says)")
     p.add_argument("--config", action="append", default=[], help="name=value (controller.quorum.*, "
                                                                   f"{IDLE_INTERVAL})")
+    p.add_argument("--cluster-id", default=None, help="the cluster id DescribeCluster gives (kafka-storage's)")
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--parent-pid", type=int, default=None)
     p.add_argument("--log-level", default="INFO")
@@ -90,7 +91,7 @@ def main(argv=None) -> int:
     if args.listen:
         host, _, port = args.listen.rpartition(":")
         listen = (host, int(port))
-    config = RaftConfig(args.node_id, voters, **settings)
+    config = RaftConfig(args.node_id, voters, cluster_id=args.cluster_id, **settings)
     node = RaftNode(config, args.metadata_log_dir, idle_ms, random.Random(args.seed), listen)
     asyncio.run(run(node, args.parent_pid))
     return 0

@@ -208,3 +208,26 @@ def handle_describe_quorum(client, request) -> dict:
     return {"error_code": NONE, "topics": [{"topic_name": METADATA_TOPIC, "partitions": [
         {**base, "error_code": NONE, "high_watermark": _hw(state), "current_voters": voters,
          "observers": observers}]}], "nodes": nodes}
+
+
+# -- DescribeCluster (KIP-919: an admin client bootstrapped from the controllers) ------------------------------
+
+CONTROLLER_ENDPOINT, MISMATCHED_ENDPOINT_TYPE, UNSUPPORTED_ENDPOINT_TYPE = 2, 114, 115
+
+
+def handle_describe_cluster(client, request) -> dict:
+    """What a controller answers an admin client (``kafka-metadata-quorum.sh --bootstrap-controller``): the
+    controllers as its nodes and the Raft leader as the controller id (-1 when none is known)."""
+    answer = {"throttle_time_ms": 0, "error_code": NONE, "error_message": None, "endpoint_type": CONTROLLER_ENDPOINT,
+              "cluster_id": client.config.cluster_id or "", "controller_id": client.quorum.leader_id, "brokers": []}
+    requested = getattr(request, "endpoint_type", 1)
+    if requested != CONTROLLER_ENDPOINT:
+        version_0 = requested == 1 and not hasattr(request, "endpoint_type")
+        known = requested in (1, CONTROLLER_ENDPOINT)
+        answer["error_code"] = INVALID_REQUEST if version_0 else (
+            MISMATCHED_ENDPOINT_TYPE if known else UNSUPPORTED_ENDPOINT_TYPE)
+        answer["error_message"] = f"this is a controller endpoint; endpoint type {requested} was asked for"
+        return answer
+    answer["brokers"] = [{"broker_id": v, "host": h, "port": port, "rack": None, "is_fenced": False}
+                         for v, (h, port) in sorted(client.config.voters.items())]
+    return answer

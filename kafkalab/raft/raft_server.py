@@ -3,7 +3,8 @@
 The same framing as the broker's :class:`~kafkalab.broker.network.socket_server.SocketServer`
 (4-byte size, request header, one request at a time per connection, responses in order), serving
 the quorum's APIs only: Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch (of ``__cluster_metadata``)
-and DescribeQuorum, plus ApiVersions. Bad input closes that one connection, never the controller:
+and DescribeQuorum, plus ApiVersions and DescribeCluster v1-v2 (KIP-919), so that Kafka's own
+``kafka-metadata-quorum.sh --bootstrap-controller`` can ask the mini quorum. Bad input closes that one connection, never the controller:
 a frame size out of range, an unknown API or version, a request that cannot be parsed.
 """
 from __future__ import annotations
@@ -13,6 +14,7 @@ import inspect
 import logging
 import struct
 
+from kafka.protocol.admin import DescribeClusterRequest, DescribeClusterResponse
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
 from ..broker.apis.messages import build, null_violation
@@ -37,6 +39,7 @@ APIS = {
          raft_apis.handle_begin_quorum_epoch),
     54: (EndQuorumEpochRequest, EndQuorumEpochResponse, 0, END_QUORUM_EPOCH_VERSION, raft_apis.handle_end_quorum_epoch),
     55: (DescribeQuorumRequest, DescribeQuorumResponse, 0, DESCRIBE_QUORUM_VERSION, raft_apis.handle_describe_quorum),
+    60: (DescribeClusterRequest, DescribeClusterResponse, 1, 2, raft_apis.handle_describe_cluster),
 }
 
 

@@ -87,6 +87,17 @@ def test_three_controllers_elect_fail_over_and_lose_nothing_committed(tmp_path):
             if answer and all(v["log_end_offset"] >= committed for v in answer["voters"]):
                 break
             time.sleep(0.05)
+        # -- Kafka 4.4's own kafka-metadata-quorum.sh asks the mini quorum (ApiVersions, DescribeCluster, DescribeQuorum)
+        backend = KRaftBackend(str(fetch_kafka("4")))
+        boot = ",".join(f"{h}:{p}" for h, p in q.voters.values())
+        tool = subprocess.run([*backend._java("-Xms32m -Xmx128m", str(tmp_path)), "org.apache.kafka.tools.MetadataQuorumCommand",
+                               "--bootstrap-controller", boot, "describe", "--status"],
+                              capture_output=True, text=True, timeout=120)
+        assert tool.returncode == 0, tool.stderr[-2000:]
+        status = dict(line.split(":", 1) for line in tool.stdout.splitlines() if ":" in line and not line.startswith("["))
+        status = {k.strip(): v.strip() for k, v in status.items()}
+        assert status["ClusterId"] == q.cluster_id and int(status["LeaderId"]) == final_leader
+        assert int(status["LeaderEpoch"]) == answer["leader_epoch"] and int(status["HighWatermark"]) >= committed
         for i in q.ids:
             q.kill(i)
 
@@ -105,7 +116,7 @@ def test_three_controllers_elect_fail_over_and_lose_nothing_committed(tmp_path):
 
     # -- Kafka 4.4's own kafka-dump-log.sh reads the mini quorum's log, as kafkalab's dump-log does
     segment = sorted(glob.glob(str(tmp_path / f"node-{final_leader}" / "__cluster_metadata-0" / "*.log")))[0]
-    kafka = subprocess.run(KRaftBackend(str(fetch_kafka("4"))).dump_log_command([segment], "--cluster-metadata-decoder"),
+    kafka = subprocess.run(backend.dump_log_command([segment], "--cluster-metadata-decoder"),
                            capture_output=True, text=True, timeout=120)
     assert kafka.returncode == 0, kafka.stderr
     out, err = io.StringIO(), io.StringIO()

@@ -329,3 +329,18 @@ def test_bad_input_closes_one_connection_and_the_controller_keeps_serving(tmp_pa
         await conn.close()
         await node.stop()
     asyncio.run(scenario())
+
+
+def test_describe_cluster_names_the_controllers_and_refuses_a_broker_endpoint(tmp_path):
+    from kafka.protocol.admin import DescribeClusterRequest
+    from kafkalab.raft.raft_apis import MISMATCHED_ENDPOINT_TYPE, handle_describe_cluster
+    c = client(tmp_path)
+    c.config.cluster_id = "g1lziIowRQ-BfTpnNmKScA"
+    c.quorum.transition_to_follower(2, 3)
+    answer = handle_describe_cluster(c, build(DescribeClusterRequest, 2, {"include_cluster_authorized_operations": False,
+                                                                          "endpoint_type": 2}))
+    assert answer["error_code"] == 0 and answer["controller_id"] == 3 and answer["cluster_id"] == c.config.cluster_id
+    assert [b["broker_id"] for b in answer["brokers"]] == [1, 2, 3]
+    wrong = handle_describe_cluster(c, build(DescribeClusterRequest, 2, {"include_cluster_authorized_operations": False,
+                                                                         "endpoint_type": 1}))
+    assert wrong["error_code"] == MISMATCHED_ENDPOINT_TYPE and wrong["brokers"] == []
