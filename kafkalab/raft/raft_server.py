@@ -30,6 +30,8 @@ _SIZE = struct.Struct(">i")
 _PREFIX = struct.Struct(">hhi")
 MAX_REQUEST_BYTES = 100 * 1024 * 1024
 API_VERSIONS_KEY = 18
+API_VERSIONS_MAX = 4
+UNSUPPORTED_VERSION = 35
 
 #: api key -> (request class, response class, lowest, highest version, handler)
 APIS = {
@@ -94,11 +96,16 @@ class RaftServer:
     async def _handle(self, frame: bytes):
         api_key, version, correlation_id = _PREFIX.unpack_from(frame)
         if api_key == API_VERSIONS_KEY:
-            request = ApiVersionsRequest.decode(frame, version=min(version, 3), header=True)
-            keys = [{"api_key": k, "min_version": lo, "max_version": hi} for k, (_, _, lo, hi, _) in sorted(APIS.items())]
-            keys.append({"api_key": API_VERSIONS_KEY, "min_version": 0, "max_version": 3})
-            response = build(ApiVersionsResponse, min(version, 3), {"error_code": 0 if version <= 3 else 35,
-                                                                    "api_keys": keys, "throttle_time_ms": 0})
+            own = {"api_key": API_VERSIONS_KEY, "min_version": 0, "max_version": API_VERSIONS_MAX}
+            if not 0 <= version <= API_VERSIONS_MAX:
+                # KIP-511: a version we do not know is answered in v0, UNSUPPORTED_VERSION, ApiVersions' range only
+                response = build(ApiVersionsResponse, 0, {"error_code": UNSUPPORTED_VERSION, "api_keys": [own]})
+                version = 0
+            else:
+                keys = [{"api_key": k, "min_version": lo, "max_version": hi}
+                        for k, (_, _, lo, hi, _) in sorted(APIS.items())]
+                response = build(ApiVersionsResponse, version, {"error_code": 0, "api_keys": sorted(
+                    [*keys, own], key=lambda k: k["api_key"]), "throttle_time_ms": 0})
         else:
             if api_key not in APIS:
                 raise InvalidRequest(f"API key {api_key} is not served by a controller")

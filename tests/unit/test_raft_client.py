@@ -344,3 +344,29 @@ def test_describe_cluster_names_the_controllers_and_refuses_a_broker_endpoint(tm
     wrong = handle_describe_cluster(c, build(DescribeClusterRequest, 2, {"include_cluster_authorized_operations": False,
                                                                          "endpoint_type": 1}))
     assert wrong["error_code"] == MISMATCHED_ENDPOINT_TYPE and wrong["brokers"] == []
+
+
+def test_api_versions_lists_the_quorum_apis_and_answers_an_unknown_version_in_v0(tmp_path):
+    async def scenario():
+        from kafka.protocol.metadata import ApiVersionsRequest
+        from kafkalab.broker.network.network_client import NetworkClient
+        voters = {1: ("127.0.0.1", free_port())}
+        node = RaftNode(config(1, voters), str(tmp_path / "n1"), idle_interval_ms=0)
+        await node.start()
+        conn = NetworkClient(*voters[1])
+        answer = await conn.send(build(ApiVersionsRequest, 3, {"client_software_name": "t",
+                                                                "client_software_version": "1"}))
+        assert answer.error_code == 0
+        assert {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys} == {
+            1: (13, 17), 18: (0, 4), 52: (0, 0), 53: (0, 0), 54: (0, 0), 55: (0, 2), 60: (1, 2)}
+        await conn.close()
+        reader, writer = await asyncio.open_connection(*voters[1])
+        writer.write(struct.pack(">ihhih", 10, 18, 99, 7, -1))              # ApiVersions v99
+        await writer.drain()
+        size = struct.unpack(">i", await reader.readexactly(4))[0]
+        frame = await reader.readexactly(size)
+        correlation, error = struct.unpack_from(">ih", frame)
+        assert (correlation, error) == (7, 35)                             # v0 header and body: UNSUPPORTED_VERSION
+        writer.close()
+        await node.stop()
+    asyncio.run(scenario())
