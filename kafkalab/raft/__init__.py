@@ -16,7 +16,7 @@ leader's *high watermark* says how far that is. Modules, named as Kafka's classe
 ``record_serde.py``            the records written: NoOpRecord, the LeaderChange control record
 ``kafka_raft_client.py``       ``KafkaRaftClient``: timers, elections, fetching, resigning
 ``raft_apis.py``               the requests answered: Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch,
-                               DescribeQuorum
+                               DescribeQuorum, DescribeCluster (for ``kafka-metadata-quorum.sh``)
 ``raft_messages.py``, ``schemas/``  their codecs
 ``raft_server.py``             ``RaftServer``: the controller listener
 ``raft_node.py``, ``__main__``  one controller (``python -m kafkalab.raft``)

@@ -117,6 +117,9 @@ def test_follower_transitions(tmp_path):
     q.transition_to_voted(4, 3)
     q.transition_to_follower(4, 3)              # the candidate it voted for won
     assert q.state.voted_id == 3 and file(tmp_path)["votedId"] == 3
+    q.transition_to_candidate()                 # its leader went quiet: stands in epoch 5
+    q.transition_to_follower(5, 2)              # another won epoch 5 first (BeginQuorumEpoch)
+    assert isinstance(q.state, FollowerState) and q.state.leader == 2 and q.state.voted_id == 1
 
 
 def test_only_a_leader_resigns_and_observers_never_stand(tmp_path):
