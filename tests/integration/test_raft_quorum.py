@@ -1,5 +1,6 @@
 """Three mini KRaft controllers as processes (``python -m kafkalab.raft``): elections, SIGKILL, SIGSTOP, a lost
-majority, and nothing committed lost (issue #21, Raft slice).
+majority (a lonely leader whose appends are never committed, and later truncated by the next leader), and
+nothing committed lost (issue #21, Raft slice). Kafka 4.4's own tools read the quorum and its log.
 
 Committed means below the high watermark a leader reported in DescribeQuorum. Timing bounds here are
 generous deadlines for something to happen, never measurements (those are in benchmarks/raft_failover.py).
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import glob
 import io
+import re
 import subprocess
 import time
 
@@ -28,6 +30,11 @@ def wait_for_hw(q: RaftQuorum, at_least: int, timeout_s: float = 15.0, exclude=N
             return answer
         time.sleep(0.05)
     raise AssertionError(f"the high watermark did not reach {at_least} in {timeout_s} s: last answer {answer}")
+
+
+def _node_log(q: RaftQuorum, node_id: int) -> str:
+    with open(f"{q.base_dir}/node-{node_id}.log", errors="replace") as f:
+        return f.read()
 
 
 def test_three_controllers_elect_fail_over_and_lose_nothing_committed(tmp_path):
@@ -75,12 +82,28 @@ def test_three_controllers_elect_fail_over_and_lose_nothing_committed(tmp_path):
         assert own["log_end_offset"] > later["high_watermark"]
         committed = max(committed, hw_stalled)
 
-        # -- both back: the quorum commits again, past what the lonely leader wrote
+        # -- the lonely leader dies with its uncommitted tail; the other two elect a leader of their own ...
+        lonely_epoch = later["leader_epoch"]
+        lonely_end = own["log_end_offset"]
+        q.kill(survivor)
         q.restart(leader)
         q.restart(other)
-        answer = wait_for_hw(q, committed + 3, timeout_s=20)
+        answer = wait_for_hw(q, committed + 3, timeout_s=20, exclude={survivor})
+        assert answer["leader_epoch"] > lonely_epoch
+        # -- ... and when it comes back, its leader finds its log diverged (the DivergingEpoch of Fetch): truncated
+        q.restart(survivor)
+        answer = wait_for_hw(q, answer["high_watermark"] + 3, timeout_s=20)
         committed = answer["high_watermark"]
         final_leader = answer["leader_id"]
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and f"node {survivor}: log diverged" not in _node_log(q, survivor):
+            time.sleep(0.05)
+        truncation = next(line for line in _node_log(q, survivor).splitlines() if "log diverged" in line)
+        before, after = map(int, re.search(r"truncated from (\d+) to (\d+)", truncation).groups())
+        # its uncommitted tail goes (it may have appended a NoOp or two more before it died) ...
+        assert before >= lonely_end > hw_stalled and after < before, truncation
+        # ... but never below what was committed: Raft truncates only what no majority had
+        assert after >= hw_stalled, truncation
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:   # the restarted replicas catch up with the leader
             answer = q.describe()
