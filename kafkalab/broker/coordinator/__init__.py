@@ -17,3 +17,10 @@ def make_transaction_coordinator(broker) -> TransactionCoordinator:
     """The transaction coordinator (in cluster mode, of the ``__transaction_state`` partitions the
     broker leads)."""
     return TransactionCoordinator(broker)
+
+
+def make_share_partition_manager(broker):
+    """KIP-932: the share-partitions this broker leads, their share sessions (and, standalone, the share
+    coordinator keeping their state in ``__share_group_state``)."""
+    from ..server.share.share_partition_manager import SharePartitionManager
+    return SharePartitionManager(broker)

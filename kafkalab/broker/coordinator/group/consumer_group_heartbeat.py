@@ -250,7 +250,7 @@ class ConsumerGroupHeartbeats:
         if group is not None:
             return group
         classic = self.groups.get(group_id)
-        if classic is not None and classic.members:
+        if (classic is not None and classic.members) or group_id in self.share_groups:
             raise _err(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         if not create:
             raise _err(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
