@@ -64,7 +64,7 @@ async def handle_share_fetch(ctx, request):
         return _top_error(ErrorCode.INVALID_REQUEST, "GroupId and MemberId must be set", lock_ms)
     group_id, member_id, epoch = request.group_id, request.member_id, request.share_session_epoch
     try:
-        session = manager.session_for(group_id, member_id, epoch)
+        session = manager.session_for(group_id, member_id, epoch, ctx.connection_id)
     except KafkaError as exc:
         return _top_error(exc.code, exc.message, lock_ms)
     cache = ctx.broker.metadata_cache

@@ -11,7 +11,9 @@ consumer fetches from each leader of the partitions it is assigned in a **share 
   partitions with records, acknowledgement results or errors. A wrong epoch is INVALID_SHARE_SESSION_EPOCH, a
   session this broker does not have SHARE_SESSION_NOT_FOUND (the consumer opens a new one);
 * epoch **-1** closes the session: its acknowledgements are applied, the member's other acquired records of
-  the session's partitions are released, and nothing is fetched.
+  the session's partitions are released, and nothing is fetched. So does the **connection closing** (as
+  Kafka's ``ConnectionDisconnectListener``): a SIGKILLed consumer's records come back at once, and only a
+  consumer that is alive but stuck (its connection open) keeps them until their acquisition locks expire.
 
 A ShareFetch first applies the acknowledgements it carries (:class:`.share_partition.SharePartition`), then
 reads each session partition from its next available record up to the high watermark and acquires what it
@@ -45,6 +47,7 @@ class ShareSession:
     def __init__(self, group_id: str, member_id: str):
         self.group_id, self.member_id = group_id, member_id
         self.epoch = 1                       # the epoch the next request must carry
+        self.connection_id: int | None = None   # the connection that opened it
         self.partitions: dict[tuple, str] = {}   # (topic id, partition) -> topic name
 
 
@@ -136,11 +139,19 @@ class SharePartitionManager:
 
     # -- sessions ---------------------------------------------------------------------------
 
-    def session_for(self, group_id: str, member_id: str, epoch: int) -> ShareSession:
+    def connection_closed(self, connection_id: int) -> None:
+        """Kafka's share session ``ConnectionDisconnectListener``: a session whose connection closed (the
+        consumer crashed, was killed, or closed without a final request) is removed and its member's acquired
+        records are released at once, without waiting for their locks."""
+        for session in [s for s in self.sessions.values() if s.connection_id == connection_id]:
+            self.close_session(session)
+
+    def session_for(self, group_id: str, member_id: str, epoch: int, connection_id: int | None = None) -> ShareSession:
         """The session a request with ``epoch`` uses (KafkaError SHARE_SESSION_NOT_FOUND / INVALID_SHARE_SESSION_EPOCH)."""
         key = (group_id, member_id)
         if epoch == INITIAL_EPOCH:
             session = self.sessions[key] = ShareSession(group_id, member_id)
+            session.connection_id = connection_id
             return session
         session = self.sessions.get(key)
         if session is None:

@@ -1,0 +1,258 @@
+"""KIP-932 share groups ("queues for Kafka") with confluent-kafka's ``ShareConsumer``, on the mini broker and on
+real Apache Kafka 4.4 (KRaft) as the oracle: the same scenarios, the same observable results.
+
+* ``share.auto.offset.reset=earliest`` set with IncrementalAlterConfigs on the GROUP resource (the default,
+  latest, would skip the records produced before the group first reads);
+* explicit acknowledgement: RELEASE -> the record comes back with delivery count 2; REJECT -> archived, never
+  again; ACCEPT -> done;
+* three consumers on one partition divide its records: every record delivered, none to two consumers;
+* a consumer SIGKILLed (a child process) while holding records: its connection closes, and another member
+  gets them at once, with delivery count 2; one SIGSTOPped (alive, connection open): only after
+  ``group.share.record.lock.duration.ms``;
+* ``group.share.delivery.count.limit``: a "poison" record released at every delivery is archived after the
+  limit and never delivered again;
+* ShareGroupDescribe (raw) and ListGroups show the group as a share group;
+* (mini broker) a restart keeps the share-partition start offset and the delivery counts.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Producer, ShareConsumer
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic,
+                                   ResourceType)
+
+import kafka_wire as wire
+from cluster_helpers import wait_until
+from kafka.protocol.admin.groups import ListGroupsRequest, ListGroupsResponse
+import kafkalab
+from kafkalab.broker.apis.messages import build
+from kafkalab.broker.apis.share_group_describe import ShareGroupDescribeRequest, ShareGroupDescribeResponse
+
+LOCK_MS = 3000          # group.share.record.lock.duration.ms (Kafka's default: 30000)
+LIMIT = 3               # group.share.delivery.count.limit (Kafka's default: 5)
+CONFIGS = {"group.share.heartbeat.interval.ms": 500, "group.share.session.timeout.ms": 6000,
+           "group.share.record.lock.duration.ms": LOCK_MS, "group.share.delivery.count.limit": LIMIT}
+# Kafka 4.4 bounds them by group.share.min.* (5000, 45000, 15000; the count limit's minimum, 2, is fine)
+KAFKA_CONFIGS = {**CONFIGS, "group.share.min.heartbeat.interval.ms": 500, "group.share.min.session.timeout.ms": 6000,
+                 "group.share.min.record.lock.duration.ms": 1000}
+ACCEPT, RELEASE, REJECT = 1, 2, 3
+
+CHILD = textwrap.dedent("""
+    import sys, time
+    from confluent_kafka import ShareConsumer
+    c = ShareConsumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2],
+                       "share.acknowledgement.mode": "explicit"})
+    c.subscribe([sys.argv[3]])
+    while True:
+        ms = [m for m in c.poll(0.5) if not m.error()]
+        if ms:
+            print("HOLDING", " ".join(str(m.offset()) for m in ms), flush=True)
+            time.sleep(3600)   # holds them, unacknowledged, until killed
+""")
+
+
+@pytest.fixture(scope="module", params=["mini", pytest.param("kafka-4.4", marks=pytest.mark.cluster)])
+def bootstrap(request, tmp_path_factory):
+    if request.param == "mini":
+        with kafkalab.mini(log_dir=str(tmp_path_factory.mktemp("kip932")), **CONFIGS) as b:
+            yield request.param, b.bootstrap_servers
+        return
+    from kafkalab.cluster.distribution import fetch_kafka
+    from kafkalab.cluster.kraft_config import KRaftBackend
+    with kafkalab.cluster(brokers=1, dir=str(tmp_path_factory.mktemp("kip932kraft") / "cluster"),
+                          backend=KRaftBackend(str(fetch_kafka("4"))), mode="kraft", combined=True,
+                          **KAFKA_CONFIGS) as c:
+        yield request.param, c.bootstrap_servers
+
+
+def setup_topic(bs: str, records: int, partitions: int = 1) -> tuple[str, str]:
+    """A new topic with ``records`` records (one batch each) and a new group reading it from the earliest."""
+    topic, group = f"q-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bs})
+    for f in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
+        f.result(30)
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
+    for f in admin.incremental_alter_configs([resource]).values():
+        f.result(30)
+
+    def reset_is_earliest():   # (Kafka 4.4 answers from its metadata, which the change reaches a moment later)
+        [f] = admin.describe_configs([ConfigResource(ResourceType.GROUP, group)]).values()
+        return f.result(30)["share.auto.offset.reset"].value == "earliest"
+    wait_until(reset_is_earliest, "share.auto.offset.reset=earliest to be described", timeout=30)
+    p = Producer({"bootstrap.servers": bs, "linger.ms": 0})
+    for i in range(records):
+        p.produce(topic, value=b"r%d" % i)
+        p.flush(30)
+    return topic, group
+
+
+def consumer(bs: str, group: str, topic: str, **extra) -> ShareConsumer:
+    c = ShareConsumer({"bootstrap.servers": bs, "group.id": group, "share.acknowledgement.mode": "explicit",
+                       **extra})
+    c.subscribe([topic])
+    return c
+
+
+def poll_until(consumers: dict, on_message, done, timeout: float = 40.0) -> None:
+    """Poll the consumers round-robin, calling ``on_message(name, consumer, message)``, until ``done()``."""
+    deadline = time.time() + timeout
+    while not done():
+        assert time.time() < deadline, "timed out"
+        for name, c in consumers.items():
+            for m in c.poll(0.2):
+                assert m.error() is None, m.error()
+                on_message(name, c, m)
+            c.commit_sync(10)
+
+
+def close_all(consumers) -> None:
+    for c in consumers.values():
+        c.close()
+
+
+def test_release_redelivers_and_reject_archives(bootstrap):
+    _, bs = bootstrap
+    topic, group = setup_topic(bs, 10)
+    c = consumer(bs, group, topic)
+    seen: list[tuple[int, int]] = []
+
+    def on_message(_name, c, m):
+        seen.append((m.offset(), m.delivery_count()))
+        kind = RELEASE if (m.offset() == 3 and m.delivery_count() == 1) else REJECT if m.offset() == 5 else ACCEPT
+        c.acknowledge(m, kind)
+    poll_until({"c": c}, on_message, lambda: len(seen) >= 11)
+    # nothing more comes: 5 was rejected (archived), everything else accepted
+    end = time.time() + 2 * 0.5
+    while time.time() < end:
+        assert not [m for m in c.poll(0.2) if m.error() is None]
+    c.close()
+    assert sorted(seen) == sorted([(o, 1) for o in range(10)] + [(3, 2)]), seen
+
+
+def test_consumers_on_one_partition_divide_the_records(bootstrap):
+    _, bs = bootstrap
+    n = 30
+    topic, group = setup_topic(bs, n)
+    consumers = {name: consumer(bs, group, topic, **{"max.poll.records": 2}) for name in ("a", "b", "c")}
+    got: dict[str, list[int]] = {name: [] for name in consumers}
+
+    def on_message(name, c, m):
+        got[name].append(m.offset())
+        c.acknowledge(m, ACCEPT)
+    try:
+        poll_until(consumers, on_message, lambda: sum(map(len, got.values())) >= n)
+    finally:
+        close_all(consumers)
+    every = [o for offsets in got.values() for o in offsets]
+    assert sorted(every) == list(range(n)), got        # every record once: none delivered to two consumers
+    assert sum(1 for offsets in got.values() if offsets) >= 2, got   # and shared out
+
+
+def hold_in_child(bs: str, group: str, topic: str) -> tuple[subprocess.Popen, list[int]]:
+    """A share consumer in a child process that polls records and holds them unacknowledged."""
+    child = subprocess.Popen([sys.executable, "-c", CHILD, bs, group, topic], stdout=subprocess.PIPE, text=True)
+    try:
+        line = child.stdout.readline()
+        assert line.startswith("HOLDING"), line
+    except BaseException:
+        child.kill()
+        child.wait(10)
+        raise
+    return child, [int(x) for x in line.split()[1:]]
+
+
+def read_all(bs: str, group: str, topic: str, n: int) -> dict[int, int]:
+    """Offset -> delivery count of the first ``n`` offsets, as another member of the group gets them."""
+    c = consumer(bs, group, topic)
+    seen: dict[int, int] = {}
+
+    def on_message(_name, c, m):
+        seen[m.offset()] = m.delivery_count()
+        c.acknowledge(m, ACCEPT)
+    try:
+        poll_until({"c": c}, on_message, lambda: set(range(n)) <= set(seen))
+    finally:
+        c.close()
+    return seen
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGSTOP"])
+def test_records_held_by_a_dead_or_stuck_consumer_are_redelivered(bootstrap, how):
+    """SIGKILL closes the consumer's connections: its share sessions end and its records are released at once
+    (Kafka's ConnectionDisconnectListener). SIGSTOP leaves them open: the records come back only when their
+    acquisition locks expire (group.share.record.lock.duration.ms). Either way another member gets them with
+    delivery count 2."""
+    _, bs = bootstrap
+    topic, group = setup_topic(bs, 5)
+    child, held = hold_in_child(bs, group, topic)
+    try:
+        stopped_at = time.monotonic()
+        child.send_signal(getattr(signal, how))
+        seen = read_all(bs, group, topic, 5)
+        waited = time.monotonic() - stopped_at
+    finally:
+        child.kill()
+        child.wait(10)
+    assert held and all(seen[o] == 2 for o in held), (held, seen)      # delivered once before, to the child
+    assert all(seen[o] == 1 for o in range(5) if o not in held), seen
+    if how == "SIGSTOP":   # a lower bound only: no record comes back before its lock expires
+        assert waited >= LOCK_MS / 1000 * 0.9, waited
+
+
+def test_delivery_count_limit_archives_a_poison_record(bootstrap):
+    _, bs = bootstrap
+    topic, group = setup_topic(bs, 3)
+    c = consumer(bs, group, topic)
+    deliveries: list[tuple[int, int]] = []
+
+    def on_message(_name, c, m):
+        deliveries.append((m.offset(), m.delivery_count()))
+        c.acknowledge(m, RELEASE if m.offset() == 1 else ACCEPT)    # record 1 is "poison": always released
+    try:
+        poll_until({"c": c}, on_message, lambda: (1, LIMIT) in deliveries)
+        end = time.time() + 2.0
+        while time.time() < end:     # after the limit it never comes back
+            for m in c.poll(0.2):
+                deliveries.append((m.offset(), m.delivery_count()))
+    finally:
+        c.close()
+    assert [d for d in deliveries if d[0] == 1] == [(1, k) for k in range(1, LIMIT + 1)], deliveries
+    assert sorted(d for d in deliveries if d[0] != 1) == [(0, 1), (2, 1)], deliveries
+
+
+def test_share_group_is_described_and_listed(bootstrap):
+    _, bs = bootstrap
+    topic, group = setup_topic(bs, 1)
+    c = consumer(bs, group, topic)
+    try:
+        # (Kafka 4.4 assigns a partition once its share state is initialized: a heartbeat or two later)
+        poll_until({"c": c}, lambda _n, c, m: c.acknowledge(m, ACCEPT),
+                   lambda: [m for m in described(bs, group)["members"] if m["assignment"]["topic_partitions"]])
+        d = described(bs, group)
+        assert d["error_code"] == 0 and d["group_state"] == "Stable" and d["assignor_name"] == "simple", d
+        [member] = d["members"]
+        assert member["subscribed_topic_names"] == [topic] and member["member_epoch"] > 0
+        assert [t["topic_name"] for t in member["assignment"]["topic_partitions"]] == [topic]
+        listed = wire.call(bs, build(ListGroupsRequest, 5, {"states_filter": [], "types_filter": ["share"]}),
+                           ListGroupsResponse, 5).to_dict()["groups"]
+        [mine] = [g for g in listed if g["group_id"] == group]
+        assert (mine["group_type"], mine["protocol_type"], mine["group_state"]) == ("share", "share", "Stable"), mine
+    finally:
+        c.close()
+    unknown = described(bs, "no-such-group")
+    assert unknown["error_code"] == 69, unknown       # GROUP_ID_NOT_FOUND
+
+
+def described(bs: str, group: str) -> dict:
+    r = wire.call(bs, build(ShareGroupDescribeRequest, 1, {"group_ids": [group], "include_authorized_operations": False}),
+                  ShareGroupDescribeResponse, 1).to_dict()
+    return r["groups"][0]
