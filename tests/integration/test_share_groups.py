@@ -32,6 +32,7 @@ from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, 
 import kafka_wire as wire
 from cluster_helpers import wait_until
 from kafka.protocol.admin.groups import ListGroupsRequest, ListGroupsResponse
+from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 import kafkalab
 from kafkalab.broker.apis.messages import build
 from kafkalab.broker.apis.share_group_describe import ShareGroupDescribeRequest, ShareGroupDescribeResponse
@@ -256,3 +257,89 @@ def described(bs: str, group: str) -> dict:
     r = wire.call(bs, build(ShareGroupDescribeRequest, 1, {"group_ids": [group], "include_authorized_operations": False}),
                   ShareGroupDescribeResponse, 1).to_dict()
     return r["groups"][0]
+
+
+def test_share_api_versions_are_within_kafka_4_4s(bootstrap):
+    """What the mini broker serves of the APIs Kafka 3.9 lacks (test_differential's NOT_IN_KAFKA_3_9) is what it
+    advertises, and within what Kafka 4.4 advertises."""
+    from test_differential import NOT_IN_KAFKA_3_9
+    name, bs = bootstrap
+    r = wire.call(bs, build(ApiVersionsRequest, 3, {"client_software_name": "kafkalab-tests",
+                                                    "client_software_version": "1.0"}), ApiVersionsResponse, 3)
+    served = {k["api_key"]: (k["min_version"], k["max_version"]) for k in r.to_dict()["api_keys"]}
+    for key, (lo, hi) in NOT_IN_KAFKA_3_9.items():
+        if name == "mini":
+            assert served[key] == (lo, hi), (key, served.get(key))
+        else:
+            assert served[key][0] <= lo and hi <= served[key][1], (key, served[key])
+
+
+def test_a_restart_keeps_the_start_offset_and_the_delivery_counts(tmp_path):
+    """Mini broker only (a restart of Kafka is not needed to know Kafka keeps them: KIP-932's share coordinator
+    exists for it). Records 0-4 accepted and 5-9 released before the restart: after it the group goes on at 5,
+    and 5-9 come with delivery count 2."""
+    from kafkalab.broker.coordinator.share.share_coordinator import (SHARE_STATE_TOPIC, decode_key,
+                                                                     decode_snapshot_value)
+    with kafkalab.mini(log_dir=str(tmp_path), **CONFIGS) as b:
+        topic, group = setup_topic(b.bootstrap_servers, 10)
+        c = consumer(b.bootstrap_servers, group, topic)
+        seen = []
+
+        def on_message(_n, c, m):
+            seen.append(m.offset())
+            c.acknowledge(m, ACCEPT if m.offset() < 5 else RELEASE)
+        try:
+            poll_until({"c": c}, on_message, lambda: set(range(10)) <= set(seen))
+        finally:
+            c.close()
+    with kafkalab.mini(log_dir=str(tmp_path), **CONFIGS) as b:
+        seen2 = read_all_from(b.bootstrap_servers, group, topic, range(5, 10))
+        snapshots = share_state_snapshots(b.bootstrap_servers)
+    assert seen2 == {o: 2 for o in range(5, 10)}, seen2
+    # what the share coordinator wrote before the restart (ShareSnapshot records keyed by group, topic id, partition)
+    mine = [v for (g, _, p), v in snapshots if g == group and p == 0]
+    assert mine[0]["start_offset"] == 0 and mine[0]["state_batches"] == []         # InitializeShareGroupState
+    before = [v for v in mine if v["start_offset"] == 5]
+    assert before and before[0]["state_batches"] == [
+        {"first_offset": 5, "last_offset": 9, "delivery_state": 0, "delivery_count": 1}], mine
+    assert mine[-1]["start_offset"] == 10, mine[-1]                              # all accepted after it
+
+
+def share_state_snapshots(bs: str) -> list[tuple[tuple, dict]]:
+    """Every ShareSnapshot record of ``__share_group_state``, decoded, in offset order per partition."""
+    from confluent_kafka import Consumer, TopicPartition
+    from kafkalab.broker.coordinator.share.share_coordinator import SHARE_STATE_TOPIC, decode_key, decode_snapshot_value
+    admin = AdminClient({"bootstrap.servers": bs})
+    n = len(admin.list_topics(SHARE_STATE_TOPIC, timeout=30).topics[SHARE_STATE_TOPIC].partitions)
+    c = Consumer({"bootstrap.servers": bs, "group.id": "reader", "enable.partition.eof": True,
+                  "enable.auto.commit": False})
+    c.assign([TopicPartition(SHARE_STATE_TOPIC, p, 0) for p in range(n)])
+    out, eof, deadline = [], set(), time.time() + 30
+    while len(eof) < n and time.time() < deadline:
+        m = c.poll(0.5)
+        if m is None:
+            continue
+        if m.error():
+            eof.add(m.partition())
+            continue
+        out.append((decode_key(m.key()), decode_snapshot_value(m.value())))
+    c.close()
+    return out
+
+
+def read_all_from(bs: str, group: str, topic: str, offsets) -> dict[int, int]:
+    c = consumer(bs, group, topic)
+    seen: dict[int, int] = {}
+
+    def on_message(_name, c, m):
+        seen[m.offset()] = m.delivery_count()
+        c.acknowledge(m, ACCEPT)
+    try:
+        poll_until({"c": c}, on_message, lambda: set(offsets) <= set(seen))
+        end = time.time() + 1.0
+        while time.time() < end:     # and nothing below the start offset comes again
+            for m in c.poll(0.2):
+                seen[m.offset()] = m.delivery_count()
+    finally:
+        c.close()
+    return seen

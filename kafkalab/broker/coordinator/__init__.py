@@ -23,4 +23,9 @@ def make_share_partition_manager(broker):
     """KIP-932: the share-partitions this broker leads, their share sessions (and, standalone, the share
     coordinator keeping their state in ``__share_group_state``)."""
     from ..server.share.share_partition_manager import SharePartitionManager
-    return SharePartitionManager(broker)
+    from .share.share_coordinator import ShareCoordinator
+    if getattr(broker, "zk_mode", False):    # cluster mode: the share-partitions' state is kept in memory only
+        return SharePartitionManager(broker)
+    coordinator = ShareCoordinator(broker)
+    coordinator.load()
+    return SharePartitionManager(broker, persister=coordinator)
