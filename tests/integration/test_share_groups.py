@@ -343,3 +343,29 @@ def read_all_from(bs: str, group: str, topic: str, offsets) -> dict[int, int]:
     finally:
         c.close()
     return seen
+
+
+@pytest.mark.cluster
+def test_share_groups_on_a_mini_cluster(tmp_path):
+    """Three mini brokers on a real ZooKeeper: the share group lives on the leader of its __consumer_offsets
+    partition (FindCoordinator), each partition's share state on that partition's leader; the group config set
+    through any broker reaches them all (ZooKeeper). Two consumers divide three partitions' records."""
+    with kafkalab.cluster(brokers=3, dir=str(tmp_path / "cluster"), **CONFIGS) as cl:
+        bs = cl.bootstrap_servers
+        topic, group = setup_topic(bs, 0, partitions=3)
+        p = Producer({"bootstrap.servers": bs, "linger.ms": 0})
+        for i in range(30):
+            p.produce(topic, value=b"r%d" % i, partition=i % 3)
+            p.flush(30)
+        consumers = {name: consumer(bs, group, topic, **{"max.poll.records": 3}) for name in ("a", "b")}
+        got: dict[str, list[tuple[int, int]]] = {name: [] for name in consumers}
+
+        def on_message(name, c, m):
+            got[name].append((m.partition(), m.offset()))
+            c.acknowledge(m, RELEASE if (m.partition(), m.offset(), m.delivery_count()) == (1, 2, 1) else ACCEPT)
+        try:
+            poll_until(consumers, on_message, lambda: sum(map(len, got.values())) >= 31, timeout=60)
+        finally:
+            close_all(consumers)
+        every = sorted(x for xs in got.values() for x in xs)
+        assert every == sorted([(p, o) for p in range(3) for o in range(10)] + [(1, 2)]), got

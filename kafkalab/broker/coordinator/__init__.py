@@ -25,7 +25,9 @@ def make_share_partition_manager(broker):
     from ..server.share.share_partition_manager import SharePartitionManager
     from .share.share_coordinator import ShareCoordinator
     if getattr(broker, "zk_mode", False):    # cluster mode: the share-partitions' state is kept in memory only
-        return SharePartitionManager(broker)
+        manager = SharePartitionManager(broker)
+        manager.load_zk_group_configs()
+        return manager
     coordinator = ShareCoordinator(broker)
     coordinator.load()
     return SharePartitionManager(broker, persister=coordinator)

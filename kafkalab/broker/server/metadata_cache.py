@@ -262,6 +262,10 @@ class ConfigChangeListener:
                         changed.append(topic)
                 elif entity and entity.startswith(("clients/", "users/")):   # client quotas: reload them
                     quotas_changed = True
+                elif entity and entity.startswith("groups/"):   # KIP-932 group configs (share.auto.offset.reset)
+                    shares = getattr(self.broker, "share_partition_manager", None)
+                    if shares is not None:
+                        shares.load_zk_group_configs(entity[len("groups/"):])
                 self.last_executed = name
                 if ctime and now_ms - ctime > self.CHANGE_EXPIRATION_MS:
                     zk.delete_config_change_notification(name)

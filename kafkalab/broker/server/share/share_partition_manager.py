@@ -23,7 +23,9 @@ an expiring acquisition lock. Each partition's delivery state is written to the 
 broker continues from it.
 
 Group configs (KIP-932 ``share.auto.offset.reset``, set with IncrementalAlterConfigs on a GROUP resource) are
-kept here, in ``<log.dirs>/share-group-configs.json`` (Kafka keeps them in its KRaft metadata).
+kept here, in ``<log.dirs>/share-group-configs.json``; in cluster mode also in ZooKeeper
+(``/config/groups/<group>`` and a ``/config/changes`` notification, as topic configs), so that every broker
+leading a partition of the group knows them (Kafka keeps them in its KRaft metadata).
 """
 from __future__ import annotations
 
@@ -86,11 +88,36 @@ class SharePartitionManager:
                 raise KafkaError(ErrorCode.INVALID_CONFIG, f"{name} is not a list config: APPEND/SUBTRACT do not apply")
         if validate_only:
             return
-        self.group_configs[group_id] = current
+        zk = self.broker.zk_client if getattr(self.broker, "zk_mode", False) else None
+        if zk is not None:   # cluster mode: every broker hears of it (the leaders of the group's partitions)
+            zk.set_or_create_entity_configs(f"/config/groups/{group_id}", current)
+            zk.create_config_change_notification(f"groups/{group_id}")
+        self._set_group_configs(group_id, current)
+
+    def _set_group_configs(self, group_id: str, configs: dict[str, str]) -> None:
+        self.group_configs[group_id] = configs
         tmp = self._configs_path + ".tmp"
         with open(tmp, "w") as f:
             json.dump(self.group_configs, f)
         os.replace(tmp, self._configs_path)
+
+    def load_zk_group_configs(self, only: str | None = None) -> None:
+        """Cluster mode: the group configs in ZooKeeper's ``/config/groups/<group>`` (all of them at start, one
+        on its change notification; kafkalab's own znodes: Kafka 3.9 has no group configs, Kafka 4 keeps them in
+        its KRaft metadata)."""
+        from kazoo.exceptions import NoNodeError
+        from ...zk import zk_data as zd
+        kz = self.broker.zk_client.zk
+        try:
+            names = [only] if only is not None else kz.get_children("/config/groups")
+        except NoNodeError:
+            return
+        for name in names:
+            try:
+                data, _ = kz.get(f"/config/groups/{name}")
+            except NoNodeError:
+                continue
+            self._set_group_configs(name, zd.decode_topic_config(data))
 
     def describe_group_configs(self, group_id: str) -> list[dict]:
         set_ = self.group_configs.get(group_id, {})
