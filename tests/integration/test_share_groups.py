@@ -23,6 +23,7 @@ import sys
 import textwrap
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer, ShareConsumer
@@ -346,10 +347,11 @@ def read_all_from(bs: str, group: str, topic: str, offsets) -> dict[int, int]:
 
 
 @pytest.mark.cluster
-def test_share_groups_on_a_mini_cluster(tmp_path):
+def test_share_groups_on_a_mini_cluster(tmp_path, share_client):
     """Three mini brokers on a real ZooKeeper: the share group lives on the leader of its __consumer_offsets
     partition (FindCoordinator), each partition's share state on that partition's leader; the group config set
-    through any broker reaches them all (ZooKeeper). Two consumers divide three partitions' records."""
+    through any broker reaches them all (ZooKeeper). Two consumers divide three partitions' records; then Java's
+    KafkaShareConsumer runs its scenario there too."""
     with kafkalab.cluster(brokers=3, dir=str(tmp_path / "cluster"), **CONFIGS) as cl:
         bs = cl.bootstrap_servers
         topic, group = setup_topic(bs, 0, partitions=3)
@@ -369,3 +371,38 @@ def test_share_groups_on_a_mini_cluster(tmp_path):
             close_all(consumers)
         every = sorted(x for xs in got.values() for x in xs)
         assert every == sorted([(p, o) for p in range(3) for o in range(10)] + [(1, 2)]), got
+        topic, group = setup_topic(bs, 8)
+        deliveries = share_client(bs, group, topic, 8)
+        assert sorted(deliveries) == sorted([(o, 1) for o in range(8)] + [(3, 2)]), deliveries
+
+
+SHARE_CLIENT = Path(__file__).resolve().parent.parent / "java" / "ShareClient.java"
+
+
+@pytest.fixture(scope="module")
+def share_client():
+    """Kafka's Java ``KafkaShareConsumer`` (kafka-clients 4.4, from the Kafka 4.4 distribution kafkalab caches),
+    as tests/java/ShareClient.java; skipped only where Java or Kafka 4.4 cannot be had."""
+    from kafkalab.cluster.distribution import fetch_kafka
+    from kafkalab.streams.jvm import StreamsJvmError, java_command
+    try:
+        home = Path(fetch_kafka("4"))
+        prefix = java_command(home, [], ["-Xmx128m"], source=SHARE_CLIENT)
+    except (StreamsJvmError, Exception) as e:   # noqa: BLE001 - no Java, or no Kafka 4 download here
+        pytest.skip(f"no Java share consumer here: {e}")
+
+    def run(*args, timeout=90):
+        done = subprocess.run([*prefix, "share", *map(str, args)], capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, f"ShareClient failed:\n{done.stdout}\n{done.stderr[-3000:]}"
+        return [tuple(map(int, line.split()[1:])) for line in done.stdout.splitlines() if line.startswith("DELIVERED")]
+    return run
+
+
+def test_java_share_consumer(bootstrap, share_client):
+    """The same RELEASE / REJECT / ACCEPT scenario with Java's KafkaShareConsumer (it negotiates ShareFetch v1
+    with the mini broker, v2 with Kafka 4.4)."""
+    _, bs = bootstrap
+    topic, group = setup_topic(bs, 8)
+    deliveries = share_client(bs, group, topic, 8)
+    assert sorted(deliveries) == sorted([(o, 1) for o in range(8)] + [(3, 2)]), deliveries
