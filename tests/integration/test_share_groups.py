@@ -16,7 +16,6 @@ real Apache Kafka 4.4 (KRaft) as the oracle: the same scenarios, the same observ
 """
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -255,8 +254,8 @@ def test_share_group_is_described_and_listed(bootstrap):
 
 
 def described(bs: str, group: str) -> dict:
-    r = wire.call(bs, build(ShareGroupDescribeRequest, 1, {"group_ids": [group], "include_authorized_operations": False}),
-                  ShareGroupDescribeResponse, 1).to_dict()
+    request = build(ShareGroupDescribeRequest, 1, {"group_ids": [group], "include_authorized_operations": False})
+    r = wire.call(bs, request, ShareGroupDescribeResponse, 1).to_dict()
     return r["groups"][0]
 
 

@@ -27,9 +27,11 @@ def states(sp):
 
 def test_acquire_gives_each_record_to_one_member():
     sp = make()
-    assert sp.acquire("a", [0, 1, 2, 3], 4, max_records=2) == [{"first_offset": 0, "last_offset": 1, "delivery_count": 1}]
+    assert sp.acquire("a", [0, 1, 2, 3], 4, max_records=2) == [
+        {"first_offset": 0, "last_offset": 1, "delivery_count": 1}]
     assert sp.next_fetch_offset() == 2
-    assert sp.acquire("b", [0, 1, 2, 3], 4, max_records=10) == [{"first_offset": 2, "last_offset": 3, "delivery_count": 1}]
+    assert sp.acquire("b", [0, 1, 2, 3], 4, max_records=10) == [
+        {"first_offset": 2, "last_offset": 3, "delivery_count": 1}]
     assert sp.acquire("c", [0, 1, 2, 3], 4, max_records=10) == []
     assert {o: m for o, (_, _, m) in states(sp).items()} == {0: "a", 1: "a", 2: "b", 3: "b"}
 

@@ -92,7 +92,8 @@ def group_config_entries(broker, group_id: str, keys, include_docs: bool) -> lis
     for c in broker.share_partition_manager.describe_group_configs(group_id):
         if keys is not None and c["name"] not in keys:
             continue
-        out.append({"name": c["name"], "value": c["value"], "read_only": False, "config_source": 5 if c["is_default"] else 8,
+        out.append({"name": c["name"], "value": c["value"], "read_only": False,
+                    "config_source": 5 if c["is_default"] else 8,
                     "is_default": c["is_default"], "is_sensitive": False, "synonyms": [], "config_type": 2,
                     "documentation": "KIP-932: where a share group starts reading a partition it has not read yet"
                     if include_docs else None})

@@ -94,7 +94,8 @@ class ShareGroupHeartbeats:
         elif member is None:
             raise _err(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {r.member_id} is not a member of group {group.group_id}.")
         elif r.member_epoch != member.member_epoch:
-            raise _err(ErrorCode.FENCED_MEMBER_EPOCH, f"The share group member has a {'greater' if r.member_epoch > member.member_epoch else 'smaller'} "
+            which = "greater" if r.member_epoch > member.member_epoch else "smaller"
+            raise _err(ErrorCode.FENCED_MEMBER_EPOCH, f"The share group member has a {which} "
                        f"member epoch ({r.member_epoch}) than the one known by the group coordinator "
                        f"({member.member_epoch}). The member must abandon all its partitions and rejoin.")
         member.client_id, member.client_host = client_id, client_host
@@ -189,8 +190,8 @@ class ShareGroupHeartbeats:
             return {**entry, "error_code": status}
         group = self.share_groups.get(group_id)
         if group is None:
-            msg = (f"Group {group_id} is not a share group." if group_id in self.groups or group_id in self.consumer_groups
-                   else f"Group {group_id} not found.")
+            other = group_id in self.groups or group_id in self.consumer_groups
+            msg = f"Group {group_id} is not a share group." if other else f"Group {group_id} not found."
             return {**entry, "error_code": ErrorCode.GROUP_ID_NOT_FOUND, "error_message": msg}
         cache = self.broker.metadata_cache
 

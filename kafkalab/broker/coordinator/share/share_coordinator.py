@@ -145,7 +145,8 @@ class ShareCoordinator:
         self.broker.admin_manager.create_topic(
             SHARE_STATE_TOPIC, cfg["share.coordinator.state.topic.num.partitions"], rf,
             {"cleanup.policy": "compact", "segment.bytes": str(SEGMENT_BYTES), "compression.type": "producer"})
-        log.info("created %s with %d partitions", SHARE_STATE_TOPIC, cfg["share.coordinator.state.topic.num.partitions"])
+        log.info("created %s with %d partitions", SHARE_STATE_TOPIC,
+                 cfg["share.coordinator.state.topic.num.partitions"])
 
     # -- WriteShareGroupState / InitializeShareGroupState ------------------------------------
 

@@ -121,7 +121,8 @@ class SharePartitionManager:
 
     def describe_group_configs(self, group_id: str) -> list[dict]:
         set_ = self.group_configs.get(group_id, {})
-        return [{"name": n, "value": set_.get(n, d), "is_default": n not in set_} for n, (d, _) in GROUP_CONFIGS.items()]
+        return [{"name": n, "value": set_.get(n, d), "is_default": n not in set_}
+                for n, (d, _) in GROUP_CONFIGS.items()]
 
     # -- share-partitions --------------------------------------------------------------------
 
@@ -174,7 +175,8 @@ class SharePartitionManager:
             self.close_session(session)
 
     def session_for(self, group_id: str, member_id: str, epoch: int, connection_id: int | None = None) -> ShareSession:
-        """The session a request with ``epoch`` uses (KafkaError SHARE_SESSION_NOT_FOUND / INVALID_SHARE_SESSION_EPOCH)."""
+        """The session a request with ``epoch`` uses (KafkaError SHARE_SESSION_NOT_FOUND or
+        INVALID_SHARE_SESSION_EPOCH)."""
         key = (group_id, member_id)
         if epoch == INITIAL_EPOCH:
             session = self.sessions[key] = ShareSession(group_id, member_id)
@@ -200,7 +202,8 @@ class SharePartitionManager:
 
     # -- acknowledging and acquiring --------------------------------------------------------
 
-    def acknowledge(self, group_id: str, member_id: str, topic: str, topic_id, index: int, batches) -> tuple[int, str | None]:
+    def acknowledge(self, group_id: str, member_id: str, topic: str, topic_id, index: int,
+                    batches) -> tuple[int, str | None]:
         """Apply one partition's acknowledgement batches: (error code, message)."""
         try:
             _, log_ = self._leader_log(topic, index)
