@@ -45,6 +45,9 @@ CONFIGS = {"group.share.heartbeat.interval.ms": 500, "group.share.session.timeou
 KAFKA_CONFIGS = {**CONFIGS, "group.share.min.heartbeat.interval.ms": 500, "group.share.min.session.timeout.ms": 6000,
                  "group.share.min.record.lock.duration.ms": 1000}
 ACCEPT, RELEASE, REJECT = 1, 2, 3
+#: the mini clusters': a small __share_group_state (Kafka's default, 50 partitions of 3 replicas, takes three
+#: Python brokers seconds to create)
+CLUSTER_CONFIGS = {**CONFIGS, "share.coordinator.state.topic.num.partitions": 3}
 
 CHILD = textwrap.dedent("""
     import sys, time
@@ -74,11 +77,11 @@ def bootstrap(request, tmp_path_factory):
         yield request.param, c.bootstrap_servers
 
 
-def setup_topic(bs: str, records: int, partitions: int = 1) -> tuple[str, str]:
+def setup_topic(bs: str, records: int, partitions: int = 1, replication: int = 1) -> tuple[str, str]:
     """A new topic with ``records`` records (one batch each) and a new group reading it from the earliest."""
     topic, group = f"q-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bs})
-    for f in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
+    for f in admin.create_topics([NewTopic(topic, partitions, replication)]).values():
         f.result(30)
     resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
         ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
@@ -345,36 +348,6 @@ def read_all_from(bs: str, group: str, topic: str, offsets) -> dict[int, int]:
     return seen
 
 
-@pytest.mark.cluster
-def test_share_groups_on_a_mini_cluster(tmp_path, share_client):
-    """Three mini brokers on a real ZooKeeper: the share group lives on the leader of its __consumer_offsets
-    partition (FindCoordinator), each partition's share state on that partition's leader; the group config set
-    through any broker reaches them all (ZooKeeper). Two consumers divide three partitions' records; then Java's
-    KafkaShareConsumer runs its scenario there too."""
-    with kafkalab.cluster(brokers=3, dir=str(tmp_path / "cluster"), **CONFIGS) as cl:
-        bs = cl.bootstrap_servers
-        topic, group = setup_topic(bs, 0, partitions=3)
-        p = Producer({"bootstrap.servers": bs, "linger.ms": 0})
-        for i in range(30):
-            p.produce(topic, value=b"r%d" % i, partition=i % 3)
-            p.flush(30)
-        consumers = {name: consumer(bs, group, topic, **{"max.poll.records": 3}) for name in ("a", "b")}
-        got: dict[str, list[tuple[int, int]]] = {name: [] for name in consumers}
-
-        def on_message(name, c, m):
-            got[name].append((m.partition(), m.offset()))
-            c.acknowledge(m, RELEASE if (m.partition(), m.offset(), m.delivery_count()) == (1, 2, 1) else ACCEPT)
-        try:
-            poll_until(consumers, on_message, lambda: sum(map(len, got.values())) >= 31, timeout=60)
-        finally:
-            close_all(consumers)
-        every = sorted(x for xs in got.values() for x in xs)
-        assert every == sorted([(p, o) for p in range(3) for o in range(10)] + [(1, 2)]), got
-        topic, group = setup_topic(bs, 8)
-        deliveries = share_client(bs, group, topic, 8)
-        assert sorted(deliveries) == sorted([(o, 1) for o in range(8)] + [(3, 2)]), deliveries
-
-
 SHARE_CLIENT = Path(__file__).resolve().parent.parent / "java" / "ShareClient.java"
 
 
@@ -405,3 +378,65 @@ def test_java_share_consumer(bootstrap, share_client):
     topic, group = setup_topic(bs, 8)
     deliveries = share_client(bs, group, topic, 8)
     assert sorted(deliveries) == sorted([(o, 1) for o in range(8)] + [(3, 2)]), deliveries
+
+
+@pytest.mark.cluster
+def test_share_groups_on_a_mini_cluster(tmp_path, share_client):
+    """Three mini brokers on a real ZooKeeper: the share group lives on the leader of its __consumer_offsets
+    partition (FindCoordinator), each partition's share state on that partition's leader, kept by the share
+    coordinator (the leader of its ``__share_group_state`` partition: one partition here); the group config set
+    through any broker reaches them all (ZooKeeper).
+
+    1. two confluent-kafka consumers divide three partitions' records; Java's KafkaShareConsumer runs its
+       scenario;
+    2. records 0-4 of another topic accepted and 5-9 released; then the share coordinator's leader and the
+       topic partition's leader are SIGKILLed. The new leaders carry on from the state the share coordinator
+       replicated: the group goes on at 5, and 5-9 come with delivery count 2."""
+    from kafkalab.broker.coordinator.share.share_coordinator import SHARE_STATE_TOPIC
+    configs = {**CLUSTER_CONFIGS, "share.coordinator.state.topic.num.partitions": 1}
+    with kafkalab.cluster(brokers=3, dir=str(tmp_path / "cluster"), **configs) as cl:
+        bs = cl.bootstrap_servers
+        topic, group = setup_topic(bs, 0, partitions=3)
+        p = Producer({"bootstrap.servers": bs, "linger.ms": 0})
+        for i in range(30):
+            p.produce(topic, value=b"r%d" % i, partition=i % 3)
+            p.flush(30)
+        consumers = {name: consumer(bs, group, topic, **{"max.poll.records": 3}) for name in ("a", "b")}
+        got: dict[str, list[tuple[int, int]]] = {name: [] for name in consumers}
+
+        def on_message(name, c, m):
+            got[name].append((m.partition(), m.offset()))
+            c.acknowledge(m, RELEASE if (m.partition(), m.offset(), m.delivery_count()) == (1, 2, 1) else ACCEPT)
+        try:
+            poll_until(consumers, on_message, lambda: sum(map(len, got.values())) >= 31, timeout=60)
+        finally:
+            close_all(consumers)
+        every = sorted(x for xs in got.values() for x in xs)
+        assert every == sorted([(p, o) for p in range(3) for o in range(10)] + [(1, 2)]), got
+        topic, group = setup_topic(bs, 8)
+        deliveries = share_client(bs, group, topic, 8)
+        assert sorted(deliveries) == sorted([(o, 1) for o in range(8)] + [(3, 2)]), deliveries
+
+        # 2. the share state moves with the leaders
+        topic, group = setup_topic(bs, 10, replication=3)
+        c = consumer(bs, group, topic)
+        seen: list[int] = []
+
+        def accept_five(_n, c, m):
+            seen.append(m.offset())
+            c.acknowledge(m, ACCEPT if m.offset() < 5 else RELEASE)
+        try:
+            poll_until({"c": c}, accept_five, lambda: set(range(10)) <= set(seen))
+        finally:
+            c.close()
+        admin = AdminClient({"bootstrap.servers": bs})
+
+        def leader(t):
+            return admin.list_topics(t, timeout=10).topics[t].partitions[0].leader
+        killed: list[int] = []
+        for t in (SHARE_STATE_TOPIC, topic):
+            if leader(t) not in killed:
+                killed.append(leader(t))
+                cl.kill(killed[-1])
+            wait_until(lambda t=t: leader(t) not in killed + [-1], f"a new leader of {t}", timeout=60)
+        assert read_all_from(bs, group, topic, range(5, 10)) == {o: 2 for o in range(5, 10)}

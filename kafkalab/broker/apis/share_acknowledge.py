@@ -39,7 +39,7 @@ async def handle_share_acknowledge(ctx, request):
     except KafkaError as exc:
         return top(exc.code, exc.message)
     results: dict[tuple, tuple] = {}
-    apply_acknowledgements(ctx, manager, request.group_id, request.member_id, request.topics, results)
+    await apply_acknowledgements(ctx, manager, request.group_id, request.member_id, request.topics, results)
     if request.share_session_epoch == FINAL_EPOCH:
         manager.close_session(session)
     by_topic: dict = {}

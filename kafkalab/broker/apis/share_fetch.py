@@ -41,7 +41,7 @@ def partition_error(index: int, code: int, message: str | None = None) -> dict:
             "records": None, "acquired_records": []}
 
 
-def apply_acknowledgements(ctx, manager, group_id, member_id, topics, results) -> None:
+async def apply_acknowledgements(ctx, manager, group_id, member_id, topics, results) -> None:
     """Acknowledgement batches of each named partition; the (code, message) of each into ``results``."""
     cache = ctx.broker.metadata_cache
     for t in topics or []:
@@ -52,7 +52,7 @@ def apply_acknowledgements(ctx, manager, group_id, member_id, topics, results) -
             if meta is None:
                 results[(t.topic_id, p.partition_index)] = (ErrorCode.UNKNOWN_TOPIC_ID, None)
                 continue
-            results[(t.topic_id, p.partition_index)] = manager.acknowledge(
+            results[(t.topic_id, p.partition_index)] = await manager.acknowledge(
                 group_id, member_id, meta.name, t.topic_id, p.partition_index, p.acknowledgement_batches)
 
 
@@ -69,7 +69,7 @@ async def handle_share_fetch(ctx, request):
         return _top_error(exc.code, exc.message, lock_ms)
     cache = ctx.broker.metadata_cache
     ack_results: dict[tuple, tuple] = {}
-    apply_acknowledgements(ctx, manager, group_id, member_id, request.topics, ack_results)
+    await apply_acknowledgements(ctx, manager, group_id, member_id, request.topics, ack_results)
     if epoch == FINAL_EPOCH:
         manager.close_session(session)
         fetch_keys = []
@@ -92,7 +92,7 @@ async def handle_share_fetch(ctx, request):
                 results[(topic_id, index)] = partition_error(index, ErrorCode.UNKNOWN_TOPIC_ID)
                 continue
             try:
-                answer = manager.acquire(group_id, member_id, name, topic_id, index, max(budget, 1),
+                answer = await manager.acquire(group_id, member_id, name, topic_id, index, max(budget, 1),
                                          max_records - acquired)
             except KafkaError as exc:
                 results[(topic_id, index)] = partition_error(index, exc.code, exc.message)

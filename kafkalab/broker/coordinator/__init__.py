@@ -20,14 +20,15 @@ def make_transaction_coordinator(broker) -> TransactionCoordinator:
 
 
 def make_share_partition_manager(broker):
-    """KIP-932: the share-partitions this broker leads, their share sessions (and, standalone, the share
-    coordinator keeping their state in ``__share_group_state``)."""
+    """KIP-932: the share coordinator (``broker.share_coordinator``: the states in the ``__share_group_state``
+    partitions this broker leads), and the share-partitions this broker leads with their share sessions."""
+    from ..server.share.persister import SharePersister
     from ..server.share.share_partition_manager import SharePartitionManager
     from .share.share_coordinator import ShareCoordinator
-    if getattr(broker, "zk_mode", False):    # cluster mode: the share-partitions' state is kept in memory only
-        manager = SharePartitionManager(broker)
+    coordinator = broker.share_coordinator = ShareCoordinator(broker)
+    coordinator.start()
+    manager = SharePartitionManager(broker, persister=SharePersister(broker, coordinator))
+    if getattr(broker, "zk_mode", False):
         manager.load_zk_group_configs()
-        return manager
-    coordinator = ShareCoordinator(broker)
-    coordinator.load()
-    return SharePartitionManager(broker, persister=coordinator)
+        broker.replica_manager.leadership_listeners.append(manager.on_leadership_change)
+    return manager

@@ -116,6 +116,7 @@ class KafkaServer:
         self.producer_id_manager = None
         self.transaction_coordinator = None   # set in start(), as the group coordinator
         self.share_partition_manager = None   # KIP-932 share-partitions and share sessions, set in start()
+        self.share_coordinator = None         # KIP-932 share coordinator (__share_group_state), set in start()
         self._background: list[asyncio.Task] = []
         # -- cluster mode ----------------------------------------------------------
         self.zk_client = None           # KafkaZkClient, connected in start()
@@ -203,6 +204,8 @@ class KafkaServer:
         self._background.clear()
         if self.config_change_listener is not None:
             self.config_change_listener.stop()
+        if self.share_partition_manager is not None:
+            await self.share_partition_manager.stop()
         if self.group_coordinator is not None:
             await self.group_coordinator.stop()
         if self.transaction_coordinator is not None:

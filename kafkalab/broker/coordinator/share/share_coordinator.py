@@ -121,12 +121,28 @@ def coordinator_key(group_id: str, topic_id, partition: int) -> str:
 
 
 class ShareCoordinator:
-    """The persister of a standalone broker's share-partitions (see the module docstring)."""
+    """Kafka's ``ShareCoordinator``: the share-partition states of the ``__share_group_state`` partitions this
+    broker leads (a standalone broker: all of them). Partition leaders reach it through
+    :class:`kafkalab.broker.server.share.persister.SharePersister` (directly, or with ReadShareGroupState /
+    WriteShareGroupState from another broker)."""
 
     def __init__(self, broker):
         self.broker = broker
+        self.zk_mode: bool = getattr(broker, "zk_mode", False)
         self.states: dict[tuple, dict] = {}       # (group, topic id, partition) -> the last snapshot
+        #: cluster mode: the __share_group_state partitions this broker leads (loaded) and is loading
+        self.owned_partitions: set[int] = set()
+        self.loading_partitions: set[int] = set()
         self.writes = 0
+
+    def start(self) -> None:
+        if self.zk_mode:   # loaded partition by partition, as this broker becomes their leader
+            rm = self.broker.replica_manager
+            if not hasattr(rm, "leadership_listeners"):
+                rm.leadership_listeners = []
+            rm.leadership_listeners.append(self.on_leadership_change)
+        else:
+            self.load()
 
     @property
     def num_partitions(self) -> int:
@@ -137,50 +153,79 @@ class ShareCoordinator:
     def partition_for(self, group_id: str, topic_id, partition: int) -> int:
         return abs(java_string_hash(coordinator_key(group_id, topic_id, partition))) % self.num_partitions
 
-    def _ensure_topic(self) -> None:
+    def ensure_topic(self) -> None:
+        """Create ``__share_group_state`` the first time a share-partition is initialized (as Kafka does);
+        in cluster mode COORDINATOR_NOT_AVAILABLE until the controller has made its leaders."""
         if self.broker.metadata_cache.get(SHARE_STATE_TOPIC) is not None:
             return
         cfg = self.broker.config
-        rf = min(cfg["share.coordinator.state.topic.replication.factor"], self.broker.live_broker_count)
-        self.broker.admin_manager.create_topic(
-            SHARE_STATE_TOPIC, cfg["share.coordinator.state.topic.num.partitions"], rf,
-            {"cleanup.policy": "compact", "segment.bytes": str(SEGMENT_BYTES), "compression.type": "producer"})
+        rf = cfg["share.coordinator.state.topic.replication.factor"]
+        if not self.zk_mode:
+            rf = min(rf, self.broker.live_broker_count)
+        try:
+            self.broker.admin_manager.create_topic(
+                SHARE_STATE_TOPIC, cfg["share.coordinator.state.topic.num.partitions"], rf,
+                {"cleanup.policy": "compact", "segment.bytes": str(SEGMENT_BYTES), "compression.type": "producer"})
+        except KafkaError as exc:
+            if not (self.zk_mode and exc.code == ErrorCode.TOPIC_ALREADY_EXISTS):
+                raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"cannot create {SHARE_STATE_TOPIC}: "
+                                 f"{exc.message}") from None
+        if self.zk_mode:
+            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                             f"{SHARE_STATE_TOPIC} is being created; its partitions have no leaders yet")
         log.info("created %s with %d partitions", SHARE_STATE_TOPIC,
                  cfg["share.coordinator.state.topic.num.partitions"])
 
+    def _check_status(self, index: int) -> None:
+        """Kafka's coordinator runtime: NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS for a partition not loaded."""
+        if not self.zk_mode:
+            return
+        if index in self.loading_partitions:
+            raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, f"{SHARE_STATE_TOPIC}-{index} is loading")
+        if index not in self.owned_partitions:
+            raise KafkaError(ErrorCode.NOT_COORDINATOR, f"broker {self.broker.broker_id} does not lead "
+                             f"{SHARE_STATE_TOPIC}-{index}")
+
     # -- WriteShareGroupState / InitializeShareGroupState ------------------------------------
 
-    def write(self, sp) -> None:
-        self._ensure_topic()
-        key = (sp.group_id, sp.topic_id, sp.partition)
+    async def write(self, group_id: str, topic_id, partition: int, state_epoch: int, leader_epoch: int,
+                    start_offset: int, batches: list[dict]) -> None:
+        """Append a ShareSnapshot of the share-partition (KafkaError with a coordinator error code)."""
+        key = (group_id, topic_id, partition)
+        index = self.partition_for(*key)
+        self._check_status(index)
         old = self.states.get(key)
-        batches = sp.state_batches()
-        value = snapshot_value(sp.state_epoch, 0, sp.start_offset, batches,
+        value = snapshot_value(state_epoch, leader_epoch, start_offset, batches,
                                snapshot_epoch=old["snapshot_epoch"] + 1 if old else 0,
                                create_ts=old["create_timestamp"] if old else None)
-        record = Record(0, int(time.time() * 1000), snapshot_key(*key), value, [])
+        batch = build_batch([Record(0, int(time.time() * 1000), snapshot_key(*key), value, [])])
+        rm = self.broker.replica_manager
         try:
-            self.broker.replica_manager.append_records(SHARE_STATE_TOPIC, self.partition_for(*key),
-                                                       build_batch([record]), -1)
+            if self.zk_mode:   # acks=all: the state counts once the ISR has it
+                await rm.append_records_and_wait(SHARE_STATE_TOPIC, index, batch, -1, timeout_ms=5000)
+            else:
+                rm.append_records(SHARE_STATE_TOPIC, index, batch, -1)
         except KafkaError as exc:
-            log.warning("writing the state of share-partition %s failed: %s", key, exc.message)
-            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{SHARE_STATE_TOPIC}: {exc.message}") from None
+            code = (ErrorCode.NOT_COORDINATOR if exc.code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+                    else ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            raise KafkaError(code, f"writing to {SHARE_STATE_TOPIC}-{index}: {exc.message}") from None
         self.states[key] = decode_snapshot_value(value)
         self.writes += 1
 
     # -- ReadShareGroupState ------------------------------------------------------------------
 
     def read(self, group_id: str, topic_id, partition: int) -> dict | None:
+        self._check_status(self.partition_for(group_id, topic_id, partition))
         return self.states.get((group_id, topic_id, partition))
 
-    def delete(self, group_id: str, topic_id, partition: int) -> None:
-        self.states.pop((group_id, topic_id, partition), None)
+    # -- loading: at start (standalone), or as the leader of a partition (cluster mode) ---------
 
-    def load(self) -> int:
-        """Replay ``__share_group_state``: the last snapshot of each share-partition (a null value deletes)."""
+    def load(self, only_partition: int | None = None) -> int:
+        """Replay ``__share_group_state`` (or one partition): the last snapshot of each share-partition."""
         from ..group.group_metadata_manager import GroupMetadataManager
         count = 0
-        for header, key, value in GroupMetadataManager(self.broker).read_log(topic_name=SHARE_STATE_TOPIC):
+        records = GroupMetadataManager(self.broker).read_log(only_partition, topic_name=SHARE_STATE_TOPIC)
+        for header, key, value in records:
             if header.is_control or key is None:
                 continue
             k = decode_key(key)
@@ -191,6 +236,33 @@ class ShareCoordinator:
             elif struct.unpack_from(">h", key)[0] == SHARE_SNAPSHOT:
                 self.states[k] = decode_snapshot_value(value)
                 count += 1
-        if self.states:
-            log.info("loaded the state of %d share-partitions from %s", len(self.states), SHARE_STATE_TOPIC)
+        if count:
+            log.info("loaded %d share-partition snapshots from %s%s", count, SHARE_STATE_TOPIC,
+                     "" if only_partition is None else f"-{only_partition}")
         return count
+
+    def on_leadership_change(self, topic: str, index: int, is_leader: bool, leader_epoch: int) -> None:
+        """ReplicaManager's leadership listener: load a partition's states when this broker becomes its leader,
+        forget them when it stops being it (the share coordinator moves with the partition's leadership)."""
+        if topic != SHARE_STATE_TOPIC:
+            return
+        if is_leader:
+            if index not in self.owned_partitions and index not in self.loading_partitions:
+                self.loading_partitions.add(index)
+                self.broker.loop.call_soon(self._load_partition, index)
+            return
+        self.loading_partitions.discard(index)
+        if index in self.owned_partitions:
+            self.owned_partitions.discard(index)
+            for key in [k for k in self.states if self.partition_for(*k) == index]:
+                del self.states[key]
+
+    def _load_partition(self, index: int) -> None:
+        if index not in self.loading_partitions:
+            return   # resigned before the load ran
+        try:
+            self.load(only_partition=index)
+        except Exception:
+            log.exception("loading %s-%d failed", SHARE_STATE_TOPIC, index)
+        self.loading_partitions.discard(index)
+        self.owned_partitions.add(index)

@@ -29,6 +29,7 @@ leading a partition of the group knows them (Kafka keeps them in its KRaft metad
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -60,11 +61,19 @@ class SharePartitionManager:
         self.persister = persister
         self.partitions: dict[tuple, SharePartition] = {}     # (group, topic id, partition)
         self.sessions: dict[tuple[str, str], ShareSession] = {}
+        self._loading: dict[tuple, asyncio.Future] = {}
+        self._tasks: set[asyncio.Task] = set()    # background state writes
         self._configs_path = os.path.join(broker.log_dir, "share-group-configs.json")
         self.group_configs: dict[str, dict[str, str]] = {}
         if os.path.exists(self._configs_path):
             with open(self._configs_path) as f:
                 self.group_configs = json.load(f)
+
+    async def stop(self) -> None:
+        from ...utils.async_util import cancel_and_wait
+        await cancel_and_wait(list(self._tasks))
+        if self.persister is not None:
+            await self.persister.close()
 
     # -- group configs -----------------------------------------------------------------------
 
@@ -126,33 +135,76 @@ class SharePartitionManager:
 
     # -- share-partitions --------------------------------------------------------------------
 
-    def share_partition(self, group_id: str, topic: str, topic_id, index: int, log_) -> SharePartition:
+    async def share_partition(self, group_id: str, topic: str, topic_id, index: int, partition,
+                              log_) -> SharePartition:
+        """The share-partition of (group, topic, partition), loaded from the share coordinator or initialized
+        from ``share.auto.offset.reset`` the first time (Kafka's ReadShareGroupState, InitializeShareGroupState)."""
         key = (group_id, topic_id, index)
+        while (pending := self._loading.get(key)) is not None:   # another request is loading it
+            await asyncio.shield(pending)
         sp = self.partitions.get(key)
         if sp is None:
-            reset = self.group_config(group_id, "share.auto.offset.reset")
-            start = log_.log_start_offset if reset == "earliest" else log_.high_watermark
-            sp = SharePartition(group_id, topic, topic_id, index, start_offset=start,
-                                lock_duration_ms=self.config["group.share.record.lock.duration.ms"],
-                                delivery_count_limit=self.config["group.share.delivery.count.limit"],
-                                max_in_flight=self.config["group.share.partition.max.record.locks"])
-            state = self.persister.read(group_id, topic_id, index) if self.persister is not None else None
-            if state is not None:
-                sp.load_state(state["start_offset"], state["state_epoch"], state["state_batches"])
-                log.info("share-partition %s %s-%d: loaded SPSO %d", group_id, topic, index, sp.start_offset)
-            elif self.persister is not None:   # Kafka's InitializeShareGroupState: the start offset is decided once
-                self.persister.write(sp)
-            self.partitions[key] = sp
+            self._loading[key] = asyncio.get_running_loop().create_future()
+            try:
+                sp = await self._load(group_id, topic, topic_id, index, partition, log_)
+                self.partitions[key] = sp
+            finally:
+                self._loading.pop(key).set_result(None)
+        sp.leader_epoch = partition.leader_epoch
         if sp.start_offset < log_.log_start_offset:     # records deleted (retention, DeleteRecords) under the SPSO
             sp.load_state(log_.log_start_offset, sp.state_epoch,
                           [b for b in sp.state_batches() if b["last_offset"] >= log_.log_start_offset])
         return sp
 
+    async def _load(self, group_id, topic, topic_id, index, partition, log_) -> SharePartition:
+        reset = self.group_config(group_id, "share.auto.offset.reset")
+        start = log_.log_start_offset if reset == "earliest" else log_.high_watermark
+        sp = SharePartition(group_id, topic, topic_id, index, start_offset=start,
+                            lock_duration_ms=self.config["group.share.record.lock.duration.ms"],
+                            delivery_count_limit=self.config["group.share.delivery.count.limit"],
+                            max_in_flight=self.config["group.share.partition.max.record.locks"])
+        sp.leader_epoch, sp.write_lock = partition.leader_epoch, asyncio.Lock()
+        if self.persister is None:
+            return sp
+        state = await self.persister.read(group_id, topic_id, index)
+        if state is not None and state["start_offset"] >= 0:
+            sp.load_state(state["start_offset"], state["state_epoch"], state["state_batches"])
+            log.info("share-partition %s %s-%d: loaded SPSO %d", group_id, topic, index, sp.start_offset)
+        else:   # Kafka's InitializeShareGroupState: the start offset is decided once, and kept
+            await self.persister.write(sp, sp.leader_epoch)
+        return sp
+
+    async def persist(self, sp: SharePartition) -> None:
+        """Write the share-partition's state as it is when the write starts (one write at a time per
+        share-partition, so the last one written is always the newest)."""
+        if self.persister is None:
+            return
+        async with sp.write_lock:
+            await self.persister.write(sp, sp.leader_epoch)
+
     def _changed(self, sp: SharePartition) -> None:
-        """Records became available or done: wake waiting fetches, write the state."""
+        """Records became available (released, expired): wake waiting fetches, write the state (in the
+        background: nobody waits for it)."""
         self.broker.replica_manager.notify_data_arrived(sp.topic, sp.partition)
         if self.persister is not None:
-            self.persister.write(sp)
+            task = asyncio.get_running_loop().create_task(self._persist_quietly(sp))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _persist_quietly(self, sp: SharePartition) -> None:
+        try:
+            await self.persist(sp)
+        except KafkaError as exc:
+            log.warning("share-partition %s %s-%d: writing its state failed: %s", sp.group_id, sp.topic,
+                        sp.partition, exc.message)
+
+    def on_leadership_change(self, topic: str, index: int, is_leader: bool, leader_epoch: int) -> None:
+        """Cluster mode: a partition this broker no longer leads drops its share-partitions (the new leader loads
+        them from the share coordinator); their sessions answer NOT_LEADER_OR_FOLLOWER for it."""
+        if is_leader:
+            return
+        for key in [k for k, sp in self.partitions.items() if (sp.topic, sp.partition) == (topic, index)]:
+            del self.partitions[key]
 
     def member_left(self, group_id: str, member_id: str) -> None:
         for (g, _, _), sp in self.partitions.items():
@@ -202,24 +254,25 @@ class SharePartitionManager:
 
     # -- acknowledging and acquiring --------------------------------------------------------
 
-    def acknowledge(self, group_id: str, member_id: str, topic: str, topic_id, index: int,
-                    batches) -> tuple[int, str | None]:
-        """Apply one partition's acknowledgement batches: (error code, message)."""
+    async def acknowledge(self, group_id: str, member_id: str, topic: str, topic_id, index: int,
+                          batches) -> tuple[int, str | None]:
+        """Apply one partition's acknowledgement batches and write the new state: (error code, message)."""
         try:
-            _, log_ = self._leader_log(topic, index)
-            sp = self.share_partition(group_id, topic, topic_id, index, log_)
+            partition, log_ = self._leader_log(topic, index)
+            sp = await self.share_partition(group_id, topic, topic_id, index, partition, log_)
             sp.acknowledge(member_id, [(b.first_offset, b.last_offset, list(b.acknowledge_types)) for b in batches])
+            self.broker.replica_manager.notify_data_arrived(sp.topic, sp.partition)
+            await self.persist(sp)
         except KafkaError as exc:
             return exc.code, exc.message
-        self._changed(sp)
         return ErrorCode.NONE, None
 
-    def acquire(self, group_id: str, member_id: str, topic: str, topic_id, index: int, max_bytes: int,
-                max_records: int) -> dict:
+    async def acquire(self, group_id: str, member_id: str, topic: str, topic_id, index: int, max_bytes: int,
+                      max_records: int) -> dict:
         """Read the partition from its next available record and acquire what was read: a PartitionData
         (without partition_index / acknowledge fields)."""
         partition, log_ = self._leader_log(topic, index)
-        sp = self.share_partition(group_id, topic, topic_id, index, log_)
+        sp = await self.share_partition(group_id, topic, topic_id, index, partition, log_)
         if sp.expire_locks():
             self._changed(sp)
         leader = {"leader_id": partition.leader_id, "leader_epoch": partition.leader_epoch}
