@@ -16,6 +16,7 @@ real Apache Kafka 4.4 (KRaft) as the oracle: the same scenarios, the same observ
 """
 from __future__ import annotations
 
+import itertools
 import signal
 import subprocess
 import sys
@@ -440,3 +441,70 @@ def test_share_groups_on_a_mini_cluster(tmp_path, share_client):
                 cl.kill(killed[-1])
             wait_until(lambda t=t: leader(t) not in killed + [-1], f"a new leader of {t}", timeout=60)
         assert read_all_from(bs, group, topic, range(5, 10)) == {o: 2 for o in range(5, 10)}
+
+
+def test_bad_share_requests_get_kafkas_error_codes(bootstrap):
+    """Raw ShareGroupHeartbeat / ShareFetch / ShareAcknowledge requests that are wrong in some way: the same error
+    codes from both brokers, on one connection that stays open."""
+    from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+    from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+    from kafkalab.broker.apis.share_acknowledge import ShareAcknowledgeRequest, ShareAcknowledgeResponse
+    from kafkalab.broker.apis.share_fetch import ShareFetchRequest, ShareFetchResponse
+    from kafkalab.broker.apis.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
+    _, bs = bootstrap
+    topic, group = setup_topic(bs, 3)
+    md = wire.call(bs, build(MetadataRequest, 12, {"topics": [{"name": topic, "topic_id": None}],
+                                                   "allow_auto_topic_creation": False,
+                                                   "include_topic_authorized_operations": False}), MetadataResponse, 12)
+    topic_id = md.to_dict()["topics"][0]["topic_id"]
+    sock = wire.connect(bs)
+    correlation = itertools.count(1)
+
+    def call(req, resp, data, version=1):
+        return wire.roundtrip(sock, build(req, version, data), resp, version, next(correlation)).to_dict()
+
+    def heartbeat(member, epoch, topics=None):
+        return call(ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, {
+            "group_id": group, "member_id": member, "member_epoch": epoch, "rack_id": None,
+            "subscribed_topic_names": topics})
+
+    def fetch(member, epoch, acks=None, topic_id=topic_id):
+        parts = [{"partition_index": 0, "acknowledgement_batches": acks or []}]
+        return call(ShareFetchRequest, ShareFetchResponse, {
+            "group_id": group, "member_id": member, "share_session_epoch": epoch, "max_wait_ms": 100,
+            "min_bytes": 1, "max_bytes": 1 << 20, "max_records": 10, "batch_size": 10,
+            "topics": [{"topic_id": topic_id, "partitions": parts}] if epoch >= 0 else [],
+            "forgotten_topics_data": []})
+
+    def ack(first, last, *types):
+        return [{"first_offset": first, "last_offset": last, "acknowledge_types": list(types)}]
+
+    def partition(r):
+        [t] = r["responses"]
+        [p] = t["partitions"]
+        return p
+    member = str(uuid.uuid4())
+    try:
+        # a client asks FindCoordinator first (Kafka creates __consumer_offsets then: until it is loaded, its
+        # group coordinator answers COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR)
+        def coordinator_ready():
+            r = call(FindCoordinatorRequest, FindCoordinatorResponse, {"key_type": 0, "coordinator_keys": [group]},
+                     version=4)
+            return r["coordinators"][0]["error_code"] == 0 and heartbeat(member, 5)["error_code"] not in (14, 15, 16)
+        wait_until(coordinator_ready, "the group coordinator", timeout=30, interval=0.5)
+        assert heartbeat(member, 5)["error_code"] == 69                    # GROUP_ID_NOT_FOUND: no such group
+        assert heartbeat("", 0, [topic])["error_code"] == 42                # INVALID_REQUEST: no member id
+        assert heartbeat(member, 0, None)["error_code"] == 42               # no subscription when joining
+        assert fetch(member, 5)["error_code"] == 122                        # SHARE_SESSION_NOT_FOUND
+        assert fetch(member, -1)["error_code"] == 122
+        assert heartbeat(member, 0, [topic])["error_code"] == 0
+        assert fetch(member, 0)["error_code"] == 0                          # opens the session
+        assert fetch(member, 7)["error_code"] == 123                        # INVALID_SHARE_SESSION_EPOCH
+        assert partition(fetch(member, 1, ack(100, 100, 1)))["acknowledge_error_code"] == 121  # INVALID_RECORD_STATE
+        assert partition(fetch(member, 2, ack(0, 1, 9)))["acknowledge_error_code"] == 42       # unknown type
+        assert partition(fetch(member, 3, topic_id=uuid.uuid4()))["error_code"] == 100         # UNKNOWN_TOPIC_ID
+        assert call(ShareAcknowledgeRequest, ShareAcknowledgeResponse, {
+            "group_id": group, "member_id": member, "share_session_epoch": 0, "topics": []})["error_code"] == 123
+        assert heartbeat(member, 99)["error_code"] == 110                   # FENCED_MEMBER_EPOCH
+    finally:
+        sock.close()
