@@ -31,6 +31,7 @@ written.
 """
 from __future__ import annotations
 
+import base64
 import logging
 import struct
 import time
@@ -115,9 +116,10 @@ def decode_snapshot_value(data: bytes) -> dict:
 
 
 def coordinator_key(group_id: str, topic_id, partition: int) -> str:
-    """Kafka's ``SharePartitionKey.asCoordinatorKey()``: ``group:topicId:partition`` (topic id in base64)."""
-    from ...server.kafka_server import kafka_uuid_string
-    return f"{group_id}:{kafka_uuid_string(_uuid_bytes(topic_id))}:{partition}"
+    """Kafka's ``SharePartitionKey.asCoordinatorKey()``: ``group:topicId:partition`` (the topic id as Kafka prints
+    a Uuid: URL-safe base64 without padding)."""
+    topic = base64.urlsafe_b64encode(_uuid_bytes(topic_id)).decode().rstrip("=")
+    return f"{group_id}:{topic}:{partition}"
 
 
 class ShareCoordinator:
