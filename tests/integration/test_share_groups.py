@@ -16,6 +16,7 @@ real Apache Kafka 4.4 (KRaft) as the oracle: the same scenarios, the same observ
 """
 from __future__ import annotations
 
+import base64
 import itertools
 import signal
 import subprocess
@@ -506,5 +507,11 @@ def test_bad_share_requests_get_kafkas_error_codes(bootstrap):
         assert call(ShareAcknowledgeRequest, ShareAcknowledgeResponse, {
             "group_id": group, "member_id": member, "share_session_epoch": 0, "topics": []})["error_code"] == 123
         assert heartbeat(member, 99)["error_code"] == 110                   # FENCED_MEMBER_EPOCH
+        # the share coordinator of a share-partition (what brokers ask): key group:topicId:partition
+        tid = base64.urlsafe_b64encode(topic_id.bytes if isinstance(topic_id, uuid.UUID) else uuid.UUID(topic_id).bytes)
+        for key, code in ((f"{group}:{tid.decode().rstrip('=')}:0", 0), ("nope", 42), (f"{group}:x:y", 42)):
+            [found] = call(FindCoordinatorRequest, FindCoordinatorResponse, {"key_type": 2, "coordinator_keys": [key]},
+                           version=6)["coordinators"]
+            assert found["error_code"] == code and (found["node_id"] >= 0) == (code == 0), (key, found)
     finally:
         sock.close()
