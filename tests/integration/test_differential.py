@@ -725,6 +725,7 @@ NOT_IN_KAFKA_3_9: dict[int, tuple[int, int]] = {
     79: (1, 1),    # ShareAcknowledge (Kafka 4.4: v1-2)
     84: (0, 0),    # ReadShareGroupState, inter-broker (Kafka 4.4: v0)
     85: (0, 0),    # WriteShareGroupState, inter-broker (Kafka 4.4: v0-1)
+    90: (0, 1),    # DescribeShareGroupOffsets (Kafka 4.4: v0-1)
 }
 
 

@@ -303,7 +303,7 @@ def test_a_restart_keeps_the_start_offset_and_the_delivery_counts(tmp_path):
     assert seen2 == {o: 2 for o in range(5, 10)}, seen2
     # what the share coordinator wrote before the restart (ShareSnapshot records keyed by group, topic id, partition)
     mine = [v for (g, _, p), v in snapshots if g == group and p == 0]
-    assert mine[0]["start_offset"] == 0 and mine[0]["state_batches"] == []         # InitializeShareGroupState
+    assert mine[0]["start_offset"] == -1 and mine[0]["state_batches"] == []        # InitializeShareGroupState
     before = [v for v in mine if v["start_offset"] == 5]
     assert before and before[0]["state_batches"] == [
         {"first_offset": 5, "last_offset": 9, "delivery_state": 0, "delivery_count": 1}], mine
@@ -501,9 +501,18 @@ def test_bad_share_requests_get_kafkas_error_codes(bootstrap):
         assert heartbeat(member, 0, [topic])["error_code"] == 0
         assert fetch(member, 0)["error_code"] == 0                          # opens the session
         assert fetch(member, 7)["error_code"] == 123                        # INVALID_SHARE_SESSION_EPOCH
-        assert partition(fetch(member, 1, ack(100, 100, 1)))["acknowledge_error_code"] == 121  # INVALID_RECORD_STATE
-        assert partition(fetch(member, 2, ack(0, 1, 9)))["acknowledge_error_code"] == 42       # unknown type
-        assert partition(fetch(member, 3, topic_id=uuid.uuid4()))["error_code"] == 100         # UNKNOWN_TOPIC_ID
+        epoch = itertools.count(1)
+        # (until the member holds records: Kafka 4.4 answers INVALID_REQUEST for acknowledgements to a
+        # share-partition with nothing in flight, INVALID_RECORD_STATE once it has some)
+        wait_until(lambda: [p for t in fetch(member, next(epoch))["responses"] for p in t["partitions"]
+                            if p["acquired_records"]], "records acquired", timeout=20, interval=0.2)
+        def ack_error(*batch):
+            return partition(fetch(member, next(epoch), ack(*batch)))["acknowledge_error_code"]
+        assert ack_error(100, 100, 1) == 42      # INVALID_REQUEST: past the records in flight
+        assert ack_error(0, 1, 9) == 42          # an unknown acknowledge type
+        assert ack_error(1, 1, 1) == 0           # record 1 accepted (0 stays acquired: the start offset stays)
+        assert ack_error(1, 1, 1) == 121         # INVALID_RECORD_STATE: 1 is not acquired any more
+        assert partition(fetch(member, next(epoch), topic_id=uuid.uuid4()))["error_code"] == 100    # UNKNOWN_TOPIC_ID
         assert call(ShareAcknowledgeRequest, ShareAcknowledgeResponse, {
             "group_id": group, "member_id": member, "share_session_epoch": 0, "topics": []})["error_code"] == 123
         assert heartbeat(member, 99)["error_code"] == 110                   # FENCED_MEMBER_EPOCH
@@ -515,3 +524,45 @@ def test_bad_share_requests_get_kafkas_error_codes(bootstrap):
             assert found["error_code"] == code and (found["node_id"] >= 0) == (code == 0), (key, found)
     finally:
         sock.close()
+
+
+def test_describe_share_group_offsets(bootstrap):
+    """DescribeShareGroupOffsets v1 (what Java's Admin.listShareGroupOffsets sends): records 0-2 and 4 accepted,
+    3 rejected, 5-9 released (one acknowledgement); the lag is 5 (records from the start offset to the high
+    watermark not done yet). A partition the group was assigned but never acknowledged anything of has start
+    offset -1 (initialized, not yet written by its leader); an unknown group has no offsets (and no error)."""
+    from kafkalab.broker.apis.describe_share_group_offsets import (DescribeShareGroupOffsetsRequest,
+                                                                   DescribeShareGroupOffsetsResponse)
+    _, bs = bootstrap
+    topic, group = setup_topic(bs, 0, partitions=2)
+    p = Producer({"bootstrap.servers": bs, "linger.ms": 0})
+    for i in range(10):
+        p.produce(topic, value=b"r%d" % i, partition=0)
+        p.flush(30)
+    c = consumer(bs, group, topic)
+    seen: list[int] = []
+
+    def on_message(_n, c, m):
+        seen.append((m.partition(), m.offset()))
+        c.acknowledge(m, REJECT if m.offset() == 3 else ACCEPT if m.offset() < 5 else RELEASE)
+    try:
+        poll_until({"c": c}, on_message, lambda: len(seen) >= 10)
+    finally:
+        c.close()
+    assert {p for p, _ in seen} == {0}
+
+    def describe(group_id, topics):
+        request = build(DescribeShareGroupOffsetsRequest, 1, {"groups": [{"group_id": group_id, "topics": topics}]})
+        return wire.call(bs, request, DescribeShareGroupOffsetsResponse, 1).to_dict()["groups"][0]
+
+    def offsets():
+        g = describe(group, [{"topic_name": topic, "partitions": [0, 1]}])
+        assert g["error_code"] == 0, g
+        return {p["partition_index"]: (p["start_offset"], p["lag"], p["error_code"])
+                for p in g["topics"][0]["partitions"]}
+    # Kafka 4.4 persists (and so describes) the start offset the share-partition had before the acknowledgement
+    # it writes, 0 here (measured); the mini broker the one after it. The lag is the same.
+    expected = {0: (5 if bootstrap[0] == "mini" else 0, 5, 0), 1: (-1, -1, 0)}
+    wait_until(lambda: offsets() == expected, f"start offsets {expected} (last: {offsets()})", timeout=20)
+    assert describe("no-such-group", None) == {"group_id": "no-such-group", "topics": [], "error_code": 0,
+                                               "error_message": None}

@@ -52,13 +52,15 @@ class SharePersister:
                                       for b in result.state_batches]}
         return await self._call(group_id, topic_id, partition, local, remote)
 
-    async def write(self, sp, leader_epoch: int) -> None:
-        """WriteShareGroupState: the share-partition's SPSO and state batches as they are now."""
+    async def write(self, sp, leader_epoch: int, start_offset: int | None = None) -> None:
+        """WriteShareGroupState: the share-partition's SPSO and state batches as they are now (``start_offset``
+        -1 and no batches: the initial state, Kafka's InitializeShareGroupState)."""
         group_id, topic_id, partition = sp.group_id, sp.topic_id, sp.partition
+        start = sp.start_offset if start_offset is None else start_offset
+        batches = sp.state_batches() if start_offset is None else []
 
         async def local():
-            await self.coordinator.write(group_id, topic_id, partition, sp.state_epoch, leader_epoch,
-                                         sp.start_offset, sp.state_batches())
+            await self.coordinator.write(group_id, topic_id, partition, sp.state_epoch, leader_epoch, start, batches)
 
         async def remote(client):
             from ...apis.write_share_group_state import WriteShareGroupStateRequest
@@ -66,7 +68,7 @@ class SharePersister:
             response = await client.send(build(WriteShareGroupStateRequest, 0, {"group_id": group_id, "topics": [
                 {"topic_id": topic_id, "partitions": [{
                     "partition": partition, "state_epoch": sp.state_epoch, "leader_epoch": leader_epoch,
-                    "start_offset": sp.start_offset, "state_batches": sp.state_batches()}]}]}))
+                    "start_offset": start, "state_batches": batches}]}]}))
             [result] = [p for t in response.results for p in t.partitions]
             if result.error_code:
                 raise KafkaError(result.error_code, result.error_message or "WriteShareGroupState failed")

@@ -157,10 +157,11 @@ class SharePartition:
         for first, last, types in batches:
             if last < first or not types or (len(types) != 1 and len(types) != last - first + 1):
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"bad acknowledgement batch {first}-{last} {list(types)}")
+            if any(kind not in AcknowledgeType._value2member_map_ for kind in types):
+                raise KafkaError(ErrorCode.INVALID_REQUEST, f"Invalid acknowledge type: {list(types)}")
+            self._check_in_flight(first, last)
             for i, offset in enumerate(range(first, last + 1)):
                 kind = types[0] if len(types) == 1 else types[i]
-                if kind not in AcknowledgeType._value2member_map_:
-                    raise KafkaError(ErrorCode.INVALID_REQUEST, f"unknown acknowledge type {kind}")
                 record = self.records.get(offset)
                 if record is None or record.state != RecordState.ACQUIRED or record.member_id != member_id:
                     if kind == AcknowledgeType.GAP and (record is None or record.state == RecordState.ARCHIVED):
@@ -178,6 +179,21 @@ class SharePartition:
             else:   # REJECT, GAP
                 record.state, record.member_id = RecordState.ARCHIVED, None
         self._advance_start()
+
+    def _check_in_flight(self, first: int, last: int) -> None:
+        """Kafka's checks of an acknowledgement batch against the in-flight records: nothing in flight at or
+        below its first offset (and the SPSO not inside it) is INVALID_RECORD_STATE; offsets past the last
+        in-flight record are INVALID_REQUEST."""
+        if not self.records or (first < min(self.records) and not first <= self.start_offset <= last):
+            raise KafkaError(ErrorCode.INVALID_RECORD_STATE,
+                             "Batch record not found. The request batch offsets are not found in the cache.")
+        end = max(self.records)
+        if first > end:
+            raise KafkaError(ErrorCode.INVALID_REQUEST,
+                             "Batch record not found. The first offset in request is past acquired records.")
+        if last > end:
+            raise KafkaError(ErrorCode.INVALID_REQUEST,
+                             "Batch record not found. The last offset in request is past acquired records.")
 
     def release_member(self, member_id: str) -> bool:
         """The member left (or closed its share session): its acquired records are released now."""

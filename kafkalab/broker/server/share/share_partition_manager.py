@@ -167,11 +167,12 @@ class SharePartitionManager:
         if self.persister is None:
             return sp
         state = await self.persister.read(group_id, topic_id, index)
-        if state is not None and state["start_offset"] >= 0:
+        if state is None:   # Kafka's InitializeShareGroupState: state with start offset -1, "not initialized"
+            await self.persister.write(sp, sp.leader_epoch, start_offset=-1)
+        elif state["start_offset"] >= 0:
             sp.load_state(state["start_offset"], state["state_epoch"], state["state_batches"])
             log.info("share-partition %s %s-%d: loaded SPSO %d", group_id, topic, index, sp.start_offset)
-        else:   # Kafka's InitializeShareGroupState: the start offset is decided once, and kept
-            await self.persister.write(sp, sp.leader_epoch)
+        # (start offset -1: share.auto.offset.reset decides, and the first acknowledgement or release writes it)
         return sp
 
     async def persist(self, sp: SharePartition) -> None:
