@@ -8,8 +8,9 @@ leader epoch of the state's last write, and the lag: records from the SPSO to th
 acknowledged or archived. A partition whose share state was never initialized (the group never read it) has
 start offset -1; with ``Topics`` null the answer lists the partitions of the topics the group's members
 subscribe to that have state. An unknown group answers no error and no topics (as Kafka 4.4); the id of a
-classic or consumer group GROUP_ID_NOT_FOUND (kafkalab's answer, not compared with Kafka). Simplified: in cluster mode the lag is -1 ("unknown") unless this broker has a replica of the
-partition (Kafka asks the partition leader for its offsets).
+classic or consumer group GROUP_ID_NOT_FOUND (kafkalab's answer, not compared with Kafka). Simplified: in cluster
+mode the lag is -1 ("unknown") unless this broker has a replica of the partition (Kafka asks the partition
+leader for its offsets).
 """
 from kafka.protocol.api_message import ApiMessage
 
