@@ -566,3 +566,36 @@ def test_describe_share_group_offsets(bootstrap):
     wait_until(lambda: offsets() == expected, f"start offsets {expected} (last: {offsets()})", timeout=20)
     assert describe("no-such-group", None) == {"group_id": "no-such-group", "topics": [], "error_code": 0,
                                                "error_message": None}
+
+
+@pytest.mark.parametrize("members, partitions", [(2, 3), (4, 2)])
+def test_simple_assignor_spreads_partitions(bootstrap, members, partitions):
+    """The ``simple`` assignor as ShareGroupDescribe shows it: with fewer members than partitions each partition
+    goes to one member (counts differ by at most one); with more members, every member gets one partition and
+    the partitions are shared."""
+    _, bs = bootstrap
+    topic, group = setup_topic(bs, 0, partitions=partitions)
+    consumers = {f"c{i}": consumer(bs, group, topic) for i in range(members)}
+
+    def settled():
+        for c in consumers.values():
+            c.poll(0.1)
+        d = described(bs, group)
+        assigned = {m["member_id"]: [p for t in m["assignment"]["topic_partitions"] for p in t["partitions"]]
+                    for m in d["members"]}
+        everything = sorted(p for ps in assigned.values() for p in ps)
+        if len(assigned) != members or set(everything) != set(range(partitions)):
+            return None
+        if members <= partitions and len(everything) != partitions:
+            return None
+        return assigned
+    try:
+        wait_until(settled, "every member assigned", timeout=40, interval=0.2)
+        assigned = settled() or settled()
+    finally:
+        close_all(consumers)
+    counts = sorted(len(ps) for ps in assigned.values())
+    if members <= partitions:
+        assert counts[-1] - counts[0] <= 1 and sum(counts) == partitions, assigned
+    else:
+        assert counts == [1] * members, assigned

@@ -12,12 +12,13 @@ that come from what a share group is for:
   heartbeat, and the group has no Assigning or Reconciling state, only Empty and Stable (and Dead).
 * the assignor is not chosen by the client (``simple``, Kafka's only share assignor).
 
-``simple`` (kafkalab's version of Kafka's ``SimpleAssignor``, same rule, simpler code): every subscribed
-partition is assigned to at least one member subscribed to its topic. With at least as many partitions as
-members, the partitions are dealt round-robin (member counts differ by at most one); with more members than
-partitions, every member gets one partition, and the partitions are shared (partition *i* goes to members
-*i*, *i + P*, *i + 2P*, ...). Kafka's is also sticky across epochs (it keeps a member's partitions where it
-can); kafkalab's recomputes from the sorted member ids.
+``simple`` (kafkalab's version of Kafka 4.4's ``SimpleAssignor``, the default of ``group.share.assignors``):
+every subscribed partition is assigned to at least one member subscribed to its topic. With at least as many
+partitions as members, the partitions are dealt round-robin (member counts differ by at most one); with more
+members than partitions, every member gets one partition, and the partitions are shared (partition *i* goes to
+members *i*, *i + P*, *i + 2P*, ...). Both shapes are what Kafka 4.4 assigns (measured with ShareGroupDescribe,
+``test_simple_assignor_spreads_partitions``); which member gets which partition may differ: Kafka's builders
+are also sticky across epochs, kafkalab's recomputes from the sorted member ids.
 """
 from __future__ import annotations
 
