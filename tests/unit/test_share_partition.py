@@ -114,3 +114,11 @@ def test_member_release_and_the_persisted_state_round_trip():
     assert restored.acquire("b", [0, 1, 2, 3], 4, 10) == [
         {"first_offset": 0, "last_offset": 0, "delivery_count": 2},
         {"first_offset": 3, "last_offset": 3, "delivery_count": 2}]
+
+
+def test_a_gap_before_the_first_record_moves_the_start_offset_without_state():
+    sp = make()
+    # a compacted topic: the first record read is at offset 1_000_000
+    assert sp.acquire("a", [1_000_000], 1_000_001, 10) == [
+        {"first_offset": 1_000_000, "last_offset": 1_000_000, "delivery_count": 1}]
+    assert sp.start_offset == 1_000_000 and len(sp.records) == 1

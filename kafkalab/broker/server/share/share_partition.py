@@ -115,6 +115,10 @@ class SharePartition:
         archived as gaps. Returns Kafka's AcquiredRecords: ranges with one delivery count each."""
         self.expire_locks()
         present = set(offsets)
+        if not self.records:   # nothing in flight: offsets before the first record read hold none (compacted,
+            skip_to = min(offsets[0] if offsets else covered_to, covered_to)   # deleted): the SPSO moves past them
+            if skip_to > self.end_offset:
+                self.start_offset = self.end_offset = skip_to
         for offset in range(self.end_offset, covered_to):   # offsets of the read that hold no record
             if offset not in present:
                 self.records[offset] = InFlightRecord(RecordState.ARCHIVED)
