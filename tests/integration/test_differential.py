@@ -721,8 +721,8 @@ NEWER_THAN_KAFKA_3_9: dict[int, tuple[int, int]] = {
 NOT_IN_KAFKA_3_9: dict[int, tuple[int, int]] = {
     76: (1, 1),    # ShareGroupHeartbeat (KIP-932; Kafka 4.4 serves v1)
     77: (1, 1),    # ShareGroupDescribe (Kafka 4.4: v1)
-    78: (1, 1),    # ShareFetch (Kafka 4.4: v1-2)
-    79: (1, 1),    # ShareAcknowledge (Kafka 4.4: v1-2)
+    78: (1, 2),    # ShareFetch (Kafka 4.4: v1-2)
+    79: (1, 2),    # ShareAcknowledge (Kafka 4.4: v1-2)
     84: (0, 0),    # ReadShareGroupState, inter-broker (Kafka 4.4: v0)
     85: (0, 0),    # WriteShareGroupState, inter-broker (Kafka 4.4: v0-1)
     90: (0, 1),    # DescribeShareGroupOffsets (Kafka 4.4: v0-1)

@@ -600,3 +600,76 @@ def test_simple_assignor_spreads_partitions(bootstrap, members, partitions):
         assert counts[-1] - counts[0] <= 1 and sum(counts) == partitions, assigned
     else:
         assert counts == [1] * members, assigned
+
+
+def test_renew_keeps_records_acquired(bootstrap):
+    """ShareFetch / ShareAcknowledge v2 (KIP-1222): a RENEW (4) acknowledgement in a request with IsRenewAck keeps
+    the record acquired (with a fresh lock), so the member can still ACCEPT it, where a RELEASE gives it up; a
+    renewing ShareFetch (its fetch limits all 0) acquires nothing new; RENEW without IsRenewAck is
+    INVALID_REQUEST."""
+    from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+    from kafkalab.broker.apis.share_acknowledge import ShareAcknowledgeRequest, ShareAcknowledgeResponse
+    from kafkalab.broker.apis.share_fetch import ShareFetchRequest, ShareFetchResponse
+    from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+    from kafkalab.broker.apis.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
+    _, bs = bootstrap
+    topic, group = setup_topic(bs, 4)
+    md = wire.call(bs, build(MetadataRequest, 12, {"topics": [{"name": topic, "topic_id": None}],
+                                                   "allow_auto_topic_creation": False,
+                                                   "include_topic_authorized_operations": False}), MetadataResponse, 12)
+    topic_id = md.to_dict()["topics"][0]["topic_id"]
+    member, correlation, epoch = str(uuid.uuid4()), itertools.count(1), itertools.count(0)
+    sock = wire.connect(bs)
+
+    def call(req, resp, data, version=2):
+        return wire.roundtrip(sock, build(req, version, data), resp, version, next(correlation)).to_dict()
+
+    def fetch(acks=(), renew=False, limits=(200, 1, 1 << 20, 2, 2)):
+        wait, min_bytes, max_bytes, max_records, batch = limits
+        return call(ShareFetchRequest, ShareFetchResponse, {
+            "group_id": group, "member_id": member, "share_session_epoch": next(epoch), "max_wait_ms": wait,
+            "min_bytes": min_bytes, "max_bytes": max_bytes, "max_records": max_records, "batch_size": batch,
+            "share_acquire_mode": 1,
+            "is_renew_ack": renew, "topics": [{"topic_id": topic_id, "partitions": [
+                {"partition_index": 0, "acknowledgement_batches": [
+                    {"first_offset": o, "last_offset": o, "acknowledge_types": [k]} for o, k in acks]}]}],
+            "forgotten_topics_data": []})
+
+    def parts(r):
+        return [p for t in r["responses"] for p in t["partitions"]]
+
+    def acknowledge(acks, renew=False):
+        r = call(ShareAcknowledgeRequest, ShareAcknowledgeResponse, {
+            "group_id": group, "member_id": member, "share_session_epoch": next(epoch), "is_renew_ack": renew,
+            "topics": [{"topic_id": topic_id, "partitions": [{"partition_index": 0, "acknowledgement_batches": [
+                {"first_offset": o, "last_offset": o, "acknowledge_types": [k]} for o, k in acks]}]}]})
+        return [p["error_code"] for p in parts(r)]
+    try:
+        def joined():   # (FindCoordinator first: Kafka creates __consumer_offsets then)
+            found = call(FindCoordinatorRequest, FindCoordinatorResponse, {"key_type": 0, "coordinator_keys": [group]},
+                         version=4)
+            if found["coordinators"][0]["error_code"]:
+                return False
+            r = call(ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, {
+                "group_id": group, "member_id": member, "member_epoch": 0, "rack_id": None,
+                "subscribed_topic_names": [topic]}, version=1)
+            return r["error_code"] == 0
+        wait_until(joined, "the member to join", timeout=30, interval=0.5)
+        acquired = []
+        wait_until(lambda: acquired.extend(a for p in parts(fetch()) for a in p["acquired_records"]) or acquired,
+                   "records acquired", timeout=20, interval=0.2)
+        first = acquired[0]["first_offset"]
+        assert acknowledge([(first, 4)]) == [42]                   # RENEW without IsRenewAck: INVALID_REQUEST
+        # a renewing ShareFetch fetches nothing: with fetch limits set Kafka 4.4 refuses it (INVALID_REQUEST)
+        assert fetch([(first, 4)], renew=True)["error_code"] == 42
+        epoch = itertools.count(next(epoch) - 1)   # (a refused request does not move the session's epoch)
+        renewed = fetch([(first, 4)], renew=True, limits=(0, 0, 0, 0, 0))
+        assert [p["acknowledge_error_code"] for p in parts(renewed)] == [0], renewed
+        assert not [a for p in parts(renewed) for a in p["acquired_records"]], renewed   # nothing new acquired
+        assert acknowledge([(first, 4)], renew=True) == [0]       # renew again, with ShareAcknowledge v2
+        assert acknowledge([(first, 1)]) == [0]                    # still acquired: the ACCEPT holds
+        released = first + 1 if acquired[0]["last_offset"] > first else acquired[1]["first_offset"]
+        assert acknowledge([(released, 2)]) == [0]                 # RELEASE gives it up ...
+        assert acknowledge([(released, 1)]) == [121]               # ... so an ACCEPT after it is refused
+    finally:
+        sock.close()

@@ -1,8 +1,8 @@
-"""ShareAcknowledge (key 79), version 1: acknowledge records in a share session without fetching (KIP-932).
+"""ShareAcknowledge (key 79), versions 1-2: acknowledge records in a share session without fetching (KIP-932).
 
 v0   Kafka 4.0's early access (not served)
 v1   flexible; the first production version (Kafka 4.1); what confluent-kafka 2.16 sends (commit_sync, close)
-Not implemented: v2 (IsRenewAck, AcquisitionLockTimeoutMs in the response; Kafka 4.2+).
+v2   + IsRenewAck (KIP-1222: RENEW (4) acknowledgements extend locks), AcquisitionLockTimeoutMs in the response
 
 Acknowledgement batches per partition, as in ShareFetch: types 0 gap, 1 ACCEPT (the record is done),
 2 RELEASE (available again, to any member; the delivery count stays), 3 REJECT (archived: never delivered
@@ -23,13 +23,15 @@ class ShareAcknowledgeRequest(ApiMessage, load_json=schemas): pass
 class ShareAcknowledgeResponse(ApiMessage, load_json=schemas): pass
 
 
-@api(ShareAcknowledgeRequest, ShareAcknowledgeResponse, versions=(1, 1))
+@api(ShareAcknowledgeRequest, ShareAcknowledgeResponse, versions=(1, 2))
 async def handle_share_acknowledge(ctx, request):
     manager = ctx.broker.share_partition_manager
 
+    lock_ms = ctx.broker.config["group.share.record.lock.duration.ms"]
+
     def top(code, message):
         return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "responses": [],
-                "node_endpoints": []}
+                "node_endpoints": [], "acquisition_lock_timeout_ms": 0}
     if not request.group_id or not request.member_id:
         return top(ErrorCode.INVALID_REQUEST, "GroupId and MemberId must be set")
     if request.share_session_epoch == INITIAL_EPOCH:
@@ -39,7 +41,8 @@ async def handle_share_acknowledge(ctx, request):
     except KafkaError as exc:
         return top(exc.code, exc.message)
     results: dict[tuple, tuple] = {}
-    await apply_acknowledgements(ctx, manager, request.group_id, request.member_id, request.topics, results)
+    renew = ctx.api_version >= 2 and bool(request.is_renew_ack)
+    await apply_acknowledgements(ctx, manager, request.group_id, request.member_id, request.topics, results, renew)
     if request.share_session_epoch == FINAL_EPOCH:
         manager.close_session(session)
     by_topic: dict = {}
@@ -48,4 +51,5 @@ async def handle_share_acknowledge(ctx, request):
         by_topic.setdefault(topic_id, []).append({"partition_index": index, "error_code": code,
                                                   "error_message": message, "current_leader": leader})
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
+            "acquisition_lock_timeout_ms": lock_ms,
             "responses": [{"topic_id": t, "partitions": ps} for t, ps in by_topic.items()], "node_endpoints": []}

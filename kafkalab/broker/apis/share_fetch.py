@@ -1,10 +1,11 @@
-"""ShareFetch (key 78), version 1: a share consumer's fetch, with piggybacked acknowledgements (KIP-932).
+"""ShareFetch (key 78), versions 1-2: a share consumer's fetch, with piggybacked acknowledgements (KIP-932).
 
 v0   Kafka 4.0's early access (not served by Kafka 4.1+, nor here)
 v1   flexible; MaxRecords, BatchSize, AcquisitionLockTimeoutMs; what confluent-kafka 2.16 sends
-Not implemented: v2 (Kafka 4.2+: ShareAcquireMode ``record_limit``, IsRenewAck and the RENEW acknowledgement,
-KIP-1206 / KIP-1222): clients fall back to v1. BatchSize is ignored; MinBytes counts records (any acquired
-record answers at once).
+v2   + ShareAcquireMode (KIP-1206: 0 batch_optimized, 1 record_limit), IsRenewAck (KIP-1222: acknowledgements
+     of type RENEW (4) keep records acquired with a fresh lock; such a request acquires nothing new)
+Simplified: the mini broker always acquires at most MaxRecords (record_limit; batch_optimized may give Kafka's
+whole batches beyond it); BatchSize is ignored; MinBytes counts records (any acquired record answers at once).
 
 The request names the member's share session and its epoch (0 opens, -1 closes, see
 :mod:`kafkalab.broker.server.share.share_partition_manager`), partitions to add, partitions to forget, and per
@@ -41,7 +42,7 @@ def partition_error(index: int, code: int, message: str | None = None) -> dict:
             "records": None, "acquired_records": []}
 
 
-async def apply_acknowledgements(ctx, manager, group_id, member_id, topics, results) -> None:
+async def apply_acknowledgements(ctx, manager, group_id, member_id, topics, results, allow_renew=False) -> None:
     """Acknowledgement batches of each named partition; the (code, message) of each into ``results``."""
     cache = ctx.broker.metadata_cache
     for t in topics or []:
@@ -53,23 +54,31 @@ async def apply_acknowledgements(ctx, manager, group_id, member_id, topics, resu
                 results[(t.topic_id, p.partition_index)] = (ErrorCode.UNKNOWN_TOPIC_ID, None)
                 continue
             results[(t.topic_id, p.partition_index)] = await manager.acknowledge(
-                group_id, member_id, meta.name, t.topic_id, p.partition_index, p.acknowledgement_batches)
+                group_id, member_id, meta.name, t.topic_id, p.partition_index, p.acknowledgement_batches,
+                allow_renew)
 
 
-@api(ShareFetchRequest, ShareFetchResponse, versions=(1, 1))
+@api(ShareFetchRequest, ShareFetchResponse, versions=(1, 2))
 async def handle_share_fetch(ctx, request):
     manager = ctx.broker.share_partition_manager
     lock_ms = ctx.broker.config["group.share.record.lock.duration.ms"]
     if not request.group_id or not request.member_id:
         return _top_error(ErrorCode.INVALID_REQUEST, "GroupId and MemberId must be set", lock_ms)
     group_id, member_id, epoch = request.group_id, request.member_id, request.share_session_epoch
+    if ctx.api_version >= 2 and request.is_renew_ack and any(
+            (request.max_wait_ms, request.min_bytes, request.max_bytes, request.max_records, request.batch_size)):
+        # a renewing request fetches nothing (Kafka 4.4 refuses one with fetch limits set, and its session's
+        # epoch does not move; measured)
+        return _top_error(ErrorCode.INVALID_REQUEST, "a ShareFetch with IsRenewAck must not ask for records "
+                          "(MaxWaitMs, MinBytes, MaxBytes, MaxRecords, BatchSize: 0)", 0)
     try:
         session = manager.session_for(group_id, member_id, epoch, ctx.connection_id)
     except KafkaError as exc:
         return _top_error(exc.code, exc.message, lock_ms)
     cache = ctx.broker.metadata_cache
     ack_results: dict[tuple, tuple] = {}
-    await apply_acknowledgements(ctx, manager, group_id, member_id, request.topics, ack_results)
+    renew = ctx.api_version >= 2 and bool(request.is_renew_ack)
+    await apply_acknowledgements(ctx, manager, group_id, member_id, request.topics, ack_results, renew)
     if epoch == FINAL_EPOCH:
         manager.close_session(session)
         fetch_keys = []
@@ -81,7 +90,8 @@ async def handle_share_fetch(ctx, request):
         for t in request.forgotten_topics_data or []:
             for index in t.partitions or []:
                 session.partitions.pop((t.topic_id, index), None)
-        fetch_keys = sorted(session.partitions, key=lambda k: (str(k[0]), k[1]))
+        # (a renewing request acquires nothing new: it only extends the locks it names)
+        fetch_keys = [] if renew else sorted(session.partitions, key=lambda k: (str(k[0]), k[1]))
     max_records = request.max_records if request.max_records > 0 else 500
     deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
     while True:

@@ -17,7 +17,8 @@ a state and a delivery count::
   ``group.share.record.lock.duration.ms`` it is AVAILABLE again, for any member;
 * an acknowledgement (in a ShareFetch or a ShareAcknowledge) by the member holding the record:
   ACCEPT (1) -> ACKNOWLEDGED, RELEASE (2) -> AVAILABLE, REJECT (3) -> ARCHIVED, GAP (0) -> ARCHIVED (an offset
-  with no record: a transaction marker, or compacted away). Acknowledging a record that is not ACQUIRED by that
+  with no record: a transaction marker, or compacted away); RENEW (4, v2 requests with IsRenewAck, KIP-1222)
+  keeps it ACQUIRED with a fresh lock. Acknowledging a record that is not ACQUIRED by that
   member is INVALID_RECORD_STATE, and nothing of that request's batches for the partition changes;
 * a record that was delivered ``group.share.delivery.count.limit`` times and comes back (released, or its lock
   expired) is ARCHIVED: a "poison" record stops being redelivered;
@@ -53,6 +54,7 @@ class AcknowledgeType(enum.IntEnum):
     ACCEPT = 1
     RELEASE = 2
     REJECT = 3
+    RENEW = 4     # KIP-1222 (ShareFetch / ShareAcknowledge v2 with IsRenewAck): keep the record, a fresh lock
 
 
 @dataclass
@@ -153,15 +155,16 @@ class SharePartition:
 
     # -- acknowledging ----------------------------------------------------------------------
 
-    def acknowledge(self, member_id: str, batches) -> None:
+    def acknowledge(self, member_id: str, batches, allow_renew: bool = False) -> None:
         """Apply acknowledgement batches ``(first_offset, last_offset, [types])`` of ``member_id``: all of them,
-        or (KafkaError INVALID_RECORD_STATE / INVALID_REQUEST) none."""
+        or (KafkaError INVALID_RECORD_STATE / INVALID_REQUEST) none. RENEW only with ``allow_renew``."""
         self.expire_locks()
         changes: list[tuple[int, int]] = []
         for first, last, types in batches:
             if last < first or not types or (len(types) != 1 and len(types) != last - first + 1):
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"bad acknowledgement batch {first}-{last} {list(types)}")
-            if any(kind not in AcknowledgeType._value2member_map_ for kind in types):
+            if any(kind not in AcknowledgeType._value2member_map_ or (kind == AcknowledgeType.RENEW and not allow_renew)
+                   for kind in types):
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"Invalid acknowledge type: {list(types)}")
             self._check_in_flight(first, last)
             for i, offset in enumerate(range(first, last + 1)):
@@ -180,6 +183,8 @@ class SharePartition:
                 record.state, record.member_id = RecordState.ACKNOWLEDGED, None
             elif kind == AcknowledgeType.RELEASE:
                 self._release(record)
+            elif kind == AcknowledgeType.RENEW:
+                record.lock_deadline = self.clock() + self.lock_duration_ms / 1000
             else:   # REJECT, GAP
                 record.state, record.member_id = RecordState.ARCHIVED, None
         self._advance_start()

@@ -256,12 +256,13 @@ class SharePartitionManager:
     # -- acknowledging and acquiring --------------------------------------------------------
 
     async def acknowledge(self, group_id: str, member_id: str, topic: str, topic_id, index: int,
-                          batches) -> tuple[int, str | None]:
+                          batches, allow_renew: bool = False) -> tuple[int, str | None]:
         """Apply one partition's acknowledgement batches and write the new state: (error code, message)."""
         try:
             partition, log_ = self._leader_log(topic, index)
             sp = await self.share_partition(group_id, topic, topic_id, index, partition, log_)
-            sp.acknowledge(member_id, [(b.first_offset, b.last_offset, list(b.acknowledge_types)) for b in batches])
+            sp.acknowledge(member_id, [(b.first_offset, b.last_offset, list(b.acknowledge_types)) for b in batches],
+                           allow_renew)
             self.broker.replica_manager.notify_data_arrived(sp.topic, sp.partition)
             await self.persist(sp)
         except KafkaError as exc:
