@@ -122,3 +122,18 @@ def test_a_gap_before_the_first_record_moves_the_start_offset_without_state():
     assert sp.acquire("a", [1_000_000], 1_000_001, 10) == [
         {"first_offset": 1_000_000, "last_offset": 1_000_000, "delivery_count": 1}]
     assert sp.start_offset == 1_000_000 and len(sp.records) == 1
+
+
+def test_renew_gives_a_fresh_lock_only_when_allowed():
+    clock = Clock()
+    sp = make(clock)
+    sp.acquire("a", [0], 1, 10)
+    with pytest.raises(KafkaError) as e:
+        sp.acknowledge("a", [(0, 0, [4])])                 # RENEW needs IsRenewAck (v2)
+    assert e.value.code == ErrorCode.INVALID_REQUEST
+    clock.now += 0.9
+    sp.acknowledge("a", [(0, 0, [4])], allow_renew=True)   # the lock runs 1 s from now again
+    clock.now += 0.9
+    assert not sp.expire_locks()                           # 1.8 s after acquiring: still held
+    sp.acknowledge("a", [(0, 0, [ACCEPT])])
+    assert sp.start_offset == 1
