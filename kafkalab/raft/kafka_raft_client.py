@@ -19,9 +19,10 @@ sends its own, over the mini broker's :class:`~kafkalab.broker.network.network_c
   another now, the most up-to-date first, instead of waiting for a fetch timeout.
 
 Not here yet (later slices of issue #21): FetchSnapshot and snapshots, KIP-853's dynamic voters,
-KIP-996's pre-vote and check-quorum (so a voter cut off and then back can start an election that
-unseats a healthy leader, as in Kafka before 4.0), the QuorumController and brokers as observers
-applying the records.
+KIP-996's pre-vote (so a voter cut off and then back can start an election that unseats a healthy
+leader, as in Kafka 3.x), check-quorum (Kafka's leader resigns when no majority has fetched for
+1.5 × the fetch timeout; this one keeps leading alone, committing nothing), the QuorumController and
+brokers as observers applying the records.
 """
 from __future__ import annotations
 

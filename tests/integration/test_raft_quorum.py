@@ -75,7 +75,8 @@ def test_three_controllers_elect_fail_over_and_lose_nothing_committed(tmp_path):
         hw_stalled = stalled["high_watermark"]
         time.sleep(2.0)
         later = q.describe()
-        # it still leads (no check-quorum in this slice) and appends NoOps, but one voter of three commits nothing
+        # it still leads (no check-quorum in this slice: Kafka's leader would resign after 1.5 fetch timeouts) and
+        # appends NoOps, but one voter of three commits nothing
         assert later is not None and later["leader_id"] == survivor
         assert later["high_watermark"] == hw_stalled, "a leader alone committed records"
         own = next(v for v in later["voters"] if v["node_id"] == survivor)
