@@ -23,5 +23,6 @@ leader's *high watermark* says how far that is. Modules, named as Kafka's classe
 =============================  ===========================================================================
 
 Not yet (next slices): snapshots and FetchSnapshot, the QuorumController's metadata records,
-brokers as observers applying them, BrokerRegistration/BrokerHeartbeat, KIP-853 and KIP-996.
+brokers as observers applying them, BrokerRegistration/BrokerHeartbeat, check-quorum, KIP-853 and
+KIP-996 (pre-vote).
 """
