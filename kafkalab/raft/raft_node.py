@@ -59,7 +59,7 @@ class RaftNode:
         if resign:
             try:
                 epoch = self.client.quorum.epoch
-                if await self.client.resign():
+                if await self.client.resign() and len(self.config.voters) > 1:   # alone: no one to wait for
                     deadline = asyncio.get_running_loop().time() + shutdown_timeout_s
                     while self.client.quorum.epoch == epoch and asyncio.get_running_loop().time() < deadline:
                         await self.client.wait_for_change(0.05)
