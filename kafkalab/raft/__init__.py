@@ -1,0 +1,28 @@
+"""KRaft's Raft layer for the mini quorum (Kafka's ``org.apache.kafka.raft``, KIP-595): issue #21, first slice.
+
+In KRaft mode a few *controllers* keep the cluster's metadata in one replicated log,
+``__cluster_metadata-0``, and agree on it with Raft: one leader per epoch, elected by a majority of
+the voters (``controller.quorum.voters``); a record is committed once a majority has it, and the
+leader's *high watermark* says how far that is. Modules, named as Kafka's classes:
+
+=============================  ===========================================================================
+``quorum_state.py``            ``QuorumState``: the states and the legal moves between them, persisted
+``epoch_state.py``             ``UnattachedState``, ``VotedState``, ``CandidateState``, ``FollowerState``,
+                               ``ResignedState``; the randomised election timeout
+``leader_state.py``            ``LeaderState``: the replicas' end offsets, the high watermark
+``file_quorum_state_store.py`` ``FileQuorumStateStore``: the ``quorum-state`` file, Kafka's JSON layout
+``kafka_metadata_log.py``      ``KafkaMetadataLog``: ``__cluster_metadata-0`` over the mini broker's
+                               ``UnifiedLog`` (Kafka's segment format, leader epochs, truncation)
+``record_serde.py``            the records written: NoOpRecord, the LeaderChange control record
+``kafka_raft_client.py``       ``KafkaRaftClient``: timers, elections, fetching, resigning
+``raft_apis.py``               the requests answered: Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch,
+                               DescribeQuorum, DescribeCluster (for ``kafka-metadata-quorum.sh``)
+``raft_messages.py``, ``schemas/``  their codecs
+``raft_server.py``             ``RaftServer``: the controller listener
+``raft_node.py``, ``__main__``  one controller (``python -m kafkalab.raft``)
+=============================  ===========================================================================
+
+Not yet (next slices): snapshots and FetchSnapshot, the QuorumController's metadata records,
+brokers as observers applying them, BrokerRegistration/BrokerHeartbeat, check-quorum, KIP-853 and
+KIP-996 (pre-vote).
+"""

@@ -1,0 +1,383 @@
+"""``KafkaRaftClient``: one KRaft replica's event loop (Kafka's ``org.apache.kafka.raft.KafkaRaftClient``).
+
+Each controller runs one. It owns the replica's :class:`~kafkalab.raft.quorum_state.QuorumState` and
+its ``__cluster_metadata-0`` log, answers the quorum's requests (:mod:`kafkalab.raft.raft_apis`) and
+sends its own, over the mini broker's :class:`~kafkalab.broker.network.network_client.NetworkClient`:
+
+* **timers** (:meth:`_poll`, every ``POLL_S``): an Unattached or Voted voter whose election timeout
+  (``controller.quorum.election.timeout.ms`` plus a random part) passes, or a Follower that has not
+  heard from its leader for ``controller.quorum.fetch.timeout.ms``, becomes a Candidate; a Candidate
+  that did not win in its election timeout backs off a random time up to
+  ``controller.quorum.election.backoff.max.ms`` and stands again in the next epoch;
+* **Vote**: a Candidate asks every voter, with the (epoch, end offset) of its log's end;
+* **BeginQuorumEpoch**: a new leader appends a LeaderChange control record at its epoch start
+  offset, then tells every voter until each has acknowledged (or fetched);
+* **Fetch**: a Follower (or an observer) fetches from the leader at its log end offset with the epoch
+  of its last batch; the leader answers with records, its high watermark, or a *diverging epoch* —
+  then the follower truncates and fetches again;
+* **EndQuorumEpoch**: :meth:`resign` (a graceful shutdown of the leader) asks the voters to elect
+  another now, the most up-to-date first, instead of waiting for a fetch timeout.
+
+Not here yet (later slices of issue #21): FetchSnapshot and snapshots, KIP-853's dynamic voters,
+KIP-996's pre-vote (so a voter cut off and then back can start an election that unseats a healthy
+leader, as in Kafka 3.x), check-quorum (Kafka's leader resigns when no majority has fetched for
+1.5 × the fetch timeout; this one keeps leading alone, committing nothing), the QuorumController and
+brokers as observers applying the records.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from dataclasses import dataclass, field
+
+from ..broker.apis.messages import build
+from ..broker.network.network_client import NetworkClient
+from ..broker.utils.async_util import cancel_and_wait
+from .epoch_state import CandidateState, FollowerState, ResignedState, UnattachedState, VotedState
+from .file_quorum_state_store import FileQuorumStateStore
+from .kafka_metadata_log import KafkaMetadataLog, OffsetAndEpoch
+from .leader_state import LeaderState
+from .quorum_state import QuorumState
+from .raft_messages import (BEGIN_QUORUM_EPOCH_VERSION, END_QUORUM_EPOCH_VERSION, FETCH_VERSION, METADATA_PARTITION,
+                            METADATA_TOPIC, METADATA_TOPIC_ID, VOTE_VERSION, BeginQuorumEpochRequest,
+                            EndQuorumEpochRequest, FetchRequest, VoteRequest, single_partition)
+from .record_serde import LEADER_CHANGE, control_key, encode_leader_change
+
+log = logging.getLogger("kafkalab.raft")
+POLL_S = 0.02
+RETRY_BACKOFF_S = 0.05
+FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER = 74, 75, 6
+
+
+@dataclass
+class RaftConfig:
+    """The quorum's configs, by Kafka's names (defaults: Kafka's)."""
+
+    node_id: int
+    voters: dict[int, tuple[str, int]]                 # controller.quorum.voters: id -> (host, port)
+    election_timeout_ms: int = 1000                    # controller.quorum.election.timeout.ms
+    fetch_timeout_ms: int = 2000                       # controller.quorum.fetch.timeout.ms
+    election_backoff_max_ms: int = 1000                # controller.quorum.election.backoff.max.ms
+    request_timeout_ms: int = 2000                     # controller.quorum.request.timeout.ms
+    fetch_max_wait_ms: int = 500                       # KafkaRaftClient's fetch max wait
+    cluster_id: str | None = None
+    extra: dict = field(default_factory=dict)
+
+
+class KafkaRaftClient:
+    def __init__(self, config: RaftConfig, metadata_log_dir: str, rng: random.Random | None = None):
+        self.config = config
+        self.node_id = config.node_id
+        self.rng = rng or random.Random()
+        self.log = KafkaMetadataLog(metadata_log_dir)
+        self.quorum = QuorumState(config.node_id, list(config.voters), FileQuorumStateStore(self.log.dir),
+                                  election_timeout_ms=config.election_timeout_ms,
+                                  fetch_timeout_ms=config.fetch_timeout_ms, rng=self.rng)
+        #: the high watermark this replica knows (the leader's own, or the last a fetch brought); None: unknown
+        self.high_watermark: int | None = None
+        self._changed = asyncio.Event()     # log appended, high watermark moved, or state changed
+        self._tasks: set[asyncio.Task] = set()
+        self._clients: dict[tuple[int, str], NetworkClient] = {}
+        self._running = False
+        self._shutting_down = False    # resigned to shut down: stay Resigned, never stand again
+        #: (diverging epoch, its end offset, log end before, after) for each truncation a leader asked for
+        self.truncations: list[tuple[int, int, int, int]] = []
+        self.elections: list[dict] = []     # {"epoch", "won_at" (monotonic), "granted"}, for tests and benchmarks
+
+    # -- life cycle ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self.quorum.initialize()
+        self._running = True
+        self._spawn(self._poll_loop())
+        self._spawn(self._fetch_loop())
+        if isinstance(self.quorum.state, CandidateState):   # restarted as a candidate: ask again
+            self._start_election_requests()
+
+    async def close(self) -> None:
+        self._running = False
+        await cancel_and_wait(list(self._tasks))
+        for client in self._clients.values():
+            await client.close()
+        self.log.close()
+
+    def _spawn(self, coro) -> asyncio.Task:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def _client(self, node_id: int, purpose: str) -> NetworkClient:
+        key = (node_id, purpose)   # a long-poll Fetch must not hold up a Vote to the same node
+        if key not in self._clients:
+            host, port = self.config.voters[node_id]
+            self._clients[key] = NetworkClient(host, port, client_id=f"raft-client-{self.node_id}-{purpose}",
+                                               timeout_s=self.config.request_timeout_ms / 1000)
+        return self._clients[key]
+
+    def notify(self) -> None:
+        """Wake whatever waits for a change (long-poll fetches, the poll loop)."""
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def wait_for_change(self, timeout_s: float) -> None:
+        event = self._changed
+        try:
+            await asyncio.wait_for(event.wait(), timeout_s)
+        except asyncio.TimeoutError:
+            pass
+
+    @staticmethod
+    def now_ms() -> int:
+        return int(time.time() * 1000)
+
+    # -- appending (the leader) ---------------------------------------------------------------------
+
+    def append(self, values: list[bytes]) -> int:
+        """Append metadata records (their values) as one batch in the leader's epoch; returns the offset
+        of the last. Raises NotLeaderError when this replica does not lead."""
+        state = self.quorum.state
+        if not isinstance(state, LeaderState):
+            raise NotLeaderError(f"node {self.node_id} is {state.name} in epoch {state.epoch}, not the leader")
+        base = self.log.append_as_leader([(None, v) for v in values], state.epoch)
+        self._on_leader_append(state)
+        return base + len(values) - 1
+
+    def _on_leader_append(self, state: LeaderState) -> None:
+        if state.update_local_end_offset(self.log.end_offset, self.now_ms()):
+            self.high_watermark = state.high_watermark
+        self.notify()
+
+    def update_leader_high_watermark(self, state: LeaderState) -> None:
+        self.high_watermark = state.high_watermark
+        self.notify()
+
+    # -- state changes -------------------------------------------------------------------------------
+
+    def maybe_transition(self, epoch: int, leader_id: int) -> None:
+        """A request or response showed ``epoch`` (and maybe its leader): catch up with it (Kafka's
+        ``maybeTransition``). A leader that sees a higher epoch has been fenced and steps down."""
+        quorum = self.quorum
+        if epoch > quorum.epoch:
+            if leader_id >= 0 and leader_id != self.node_id:
+                quorum.transition_to_follower(epoch, leader_id)
+            else:
+                quorum.transition_to_unattached(epoch)
+            self.notify()
+        elif (epoch == quorum.epoch and leader_id >= 0 and leader_id != self.node_id
+              and isinstance(quorum.state, (UnattachedState, VotedState, CandidateState))):
+            quorum.transition_to_follower(epoch, leader_id)
+            self.notify()
+
+    def become_candidate(self) -> None:
+        self.quorum.transition_to_candidate()
+        log.info("node %d: candidate in epoch %d", self.node_id, self.quorum.epoch)
+        self.notify()
+        self._start_election_requests()
+        self._maybe_become_leader()   # a quorum of one elects itself
+
+    def _maybe_become_leader(self) -> None:
+        state = self.quorum.state
+        if not (isinstance(state, CandidateState) and state.won):
+            return
+        leader = self.quorum.transition_to_leader(self.log.end_offset)
+        # the first record of the epoch: LeaderChange (control), who leads and who voted for it
+        self.log.append_as_leader([(control_key(LEADER_CHANGE), encode_leader_change(
+            self.node_id, sorted(leader.voters), sorted(leader.granting_voters)))], leader.epoch, control=True)
+        self.elections.append({"epoch": leader.epoch, "won_at": time.monotonic(), "granted": sorted(state.granted)})
+        log.info("node %d: leader in epoch %d (votes of %s)", self.node_id, leader.epoch, sorted(state.granted))
+        self._on_leader_append(leader)
+        for voter in leader.non_acknowledging_voters():
+            self._spawn(self._begin_quorum_epoch(voter, leader.epoch))
+
+    # -- the poll loop: timers ---------------------------------------------------------------------------
+
+    async def _poll_loop(self) -> None:
+        while self._running:
+            try:
+                self._poll(time.monotonic())
+            except Exception:   # a bug: say so loudly, keep the replica alive
+                log.exception("node %d: poll failed", self.node_id)
+            await self.wait_for_change(POLL_S)
+
+    def _poll(self, now: float) -> None:
+        state = self.quorum.state
+        if self.quorum.is_observer:
+            if isinstance(state, FollowerState) and now >= state.fetch_deadline:
+                self.quorum.state = UnattachedState(state.epoch)   # look for the leader again (not persisted)
+            return
+        if isinstance(state, ResignedState) and self._shutting_down:
+            return    # as Kafka's graceful shutdown: Resigned until an election bumps the epoch
+        if isinstance(state, (UnattachedState, VotedState, ResignedState)) and now >= state.election_deadline:
+            self.become_candidate()
+        elif isinstance(state, FollowerState) and now >= state.fetch_deadline:
+            log.info("node %d: no fetch answer from leader %d for %d ms", self.node_id, state.leader,
+                     self.config.fetch_timeout_ms)
+            self.become_candidate()
+        elif isinstance(state, CandidateState):
+            if state.backoff_deadline is not None:
+                if now >= state.backoff_deadline:
+                    self.become_candidate()
+            elif now >= state.election_deadline or state.lost:
+                state.backoff_deadline = now + self.rng.randrange(max(self.config.election_backoff_max_ms, 1)) / 1000
+
+    # -- Vote ----------------------------------------------------------------------------------------------
+
+    def _start_election_requests(self) -> None:
+        state = self.quorum.state
+        for voter in state.unrecorded():
+            self._spawn(self._request_vote(voter, state.epoch))
+
+    async def _request_vote(self, voter: int, epoch: int) -> None:
+        end = self.log.end_offset_and_epoch()
+        request = build(VoteRequest, VOTE_VERSION, {"cluster_id": self.config.cluster_id, "topics": [
+            {"topic_name": METADATA_TOPIC, "partitions": [
+                {"partition_index": METADATA_PARTITION, "candidate_epoch": epoch, "candidate_id": self.node_id,
+                 "last_offset_epoch": end.epoch, "last_offset": end.offset}]}]})
+        while self._still(CandidateState, epoch):
+            try:
+                response = await self._client(voter, "rpc").send(request)
+            except (OSError, asyncio.TimeoutError, ConnectionError, EOFError, asyncio.IncompleteReadError):
+                await asyncio.sleep(RETRY_BACKOFF_S)
+                continue
+            p = single_partition(response)
+            if response.error_code or p is None:
+                await asyncio.sleep(RETRY_BACKOFF_S)
+                continue
+            if p.leader_epoch > epoch or (p.leader_epoch == epoch and p.leader_id >= 0):
+                self.maybe_transition(p.leader_epoch, p.leader_id)
+                return
+            if not self._still(CandidateState, epoch):
+                return
+            state = self.quorum.state
+            (state.granted if p.vote_granted else state.rejected).add(voter)
+            self._maybe_become_leader()
+            self.notify()
+            return
+
+    def _still(self, cls, epoch: int) -> bool:
+        return self._running and isinstance(self.quorum.state, cls) and self.quorum.epoch == epoch
+
+    # -- BeginQuorumEpoch, EndQuorumEpoch ---------------------------------------------------------------
+
+    async def _begin_quorum_epoch(self, voter: int, epoch: int) -> None:
+        request = build(BeginQuorumEpochRequest, BEGIN_QUORUM_EPOCH_VERSION, {"cluster_id": self.config.cluster_id,
+                        "topics": [{"topic_name": METADATA_TOPIC, "partitions": [
+                            {"partition_index": METADATA_PARTITION, "leader_id": self.node_id,
+                             "leader_epoch": epoch}]}]})
+        while self._still(LeaderState, epoch) and voter not in self.quorum.state.acknowledged:
+            try:
+                response = await self._client(voter, "rpc").send(request)
+            except (OSError, asyncio.TimeoutError, ConnectionError, EOFError, asyncio.IncompleteReadError):
+                await asyncio.sleep(RETRY_BACKOFF_S * 4)
+                continue
+            p = single_partition(response)
+            if p is not None and p.leader_epoch > epoch:
+                self.maybe_transition(p.leader_epoch, p.leader_id)
+                return
+            if p is not None and not p.error_code and self._still(LeaderState, epoch):
+                self.quorum.state.acknowledged.add(voter)
+                return
+            await asyncio.sleep(RETRY_BACKOFF_S * 4)
+
+    async def resign(self, timeout_s: float = 1.0) -> bool:
+        """A leader's graceful step-down (Kafka's ``resign`` on shutdown): Resigned, then EndQuorumEpoch to every
+        voter, preferred successors ordered by how far their logs go. Returns whether it led."""
+        state = self.quorum.state
+        if not isinstance(state, LeaderState):
+            return False
+        others = sorted((r for r in state.replicas.values() if r.node_id != self.node_id),
+                        key=lambda r: (-r.end_offset, r.node_id))
+        successors = [r.node_id for r in others]
+        self._shutting_down = True
+        self.quorum.transition_to_resigned(successors)
+        self.notify()
+        request = build(EndQuorumEpochRequest, END_QUORUM_EPOCH_VERSION, {"cluster_id": self.config.cluster_id,
+                        "topics": [{"topic_name": METADATA_TOPIC, "partitions": [
+                            {"partition_index": METADATA_PARTITION, "leader_id": self.node_id,
+                             "leader_epoch": state.epoch, "preferred_successors": successors}]}]})
+
+        async def tell(voter: int) -> None:
+            try:
+                await self._client(voter, "rpc").send(request, timeout_s)
+                self.quorum.state.acknowledged.add(voter)
+            except (OSError, asyncio.TimeoutError, ConnectionError, EOFError, asyncio.IncompleteReadError,
+                    AttributeError):
+                pass
+
+        await asyncio.gather(*(tell(v) for v in successors))
+        return True
+
+    # -- Fetch (followers and observers) ---------------------------------------------------------------------
+
+    async def _fetch_loop(self) -> None:
+        while self._running:
+            state = self.quorum.state
+            if isinstance(state, FollowerState):
+                target = state.leader
+            elif self.quorum.is_observer and isinstance(state, UnattachedState):
+                target = self.rng.choice(sorted(self.config.voters))   # ask any voter who leads
+            else:
+                await self.wait_for_change(POLL_S * 5)
+                continue
+            try:
+                await self._fetch_once(target, state)
+            except (OSError, asyncio.TimeoutError, ConnectionError, EOFError, asyncio.IncompleteReadError):
+                await asyncio.sleep(RETRY_BACKOFF_S)
+            except Exception:
+                log.exception("node %d: fetch from %d failed", self.node_id, target)
+                await asyncio.sleep(RETRY_BACKOFF_S)
+
+    async def _fetch_once(self, target: int, state) -> None:
+        end = self.log.end_offset_and_epoch()
+        request = build(FetchRequest, FETCH_VERSION, {
+            "cluster_id": self.config.cluster_id,
+            "replica_state": {"replica_id": self.node_id, "replica_epoch": -1},
+            "max_wait_ms": self.config.fetch_max_wait_ms, "min_bytes": 0, "max_bytes": 8 * 1024 * 1024,
+            "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+            "topics": [{"topic_id": METADATA_TOPIC_ID, "partitions": [
+                {"partition": METADATA_PARTITION, "current_leader_epoch": state.epoch, "fetch_offset": end.offset,
+                 "last_fetched_epoch": end.epoch, "log_start_offset": self.log.log.log_start_offset,
+                 "partition_max_bytes": 8 * 1024 * 1024}]}],
+            "forgotten_topics_data": [], "rack_id": ""})
+        timeout = (self.config.fetch_max_wait_ms + self.config.request_timeout_ms) / 1000
+        response = await self._client(target, "fetch").send(request, timeout)
+        if self.quorum.state is not state:
+            return   # the state changed while the fetch was out: its answer is stale
+        p = single_partition(response, "responses")
+        if response.error_code or p is None:
+            await asyncio.sleep(RETRY_BACKOFF_S)
+            return
+        leader = p.current_leader
+        if p.error_code:
+            if leader is not None and leader.leader_epoch >= 0:
+                self.maybe_transition(leader.leader_epoch, leader.leader_id)
+            if self.quorum.state is state:
+                await asyncio.sleep(RETRY_BACKOFF_S)
+            return
+        if isinstance(state, UnattachedState):   # an observer asked a voter that turns out to lead
+            if leader is not None and leader.leader_id >= 0:
+                self.maybe_transition(leader.leader_epoch, leader.leader_id)
+            return
+        state.fetch_deadline = time.monotonic() + self.config.fetch_timeout_ms / 1000   # heard from the leader
+        diverging = p.diverging_epoch
+        if diverging is not None and diverging.epoch >= 0 and diverging.end_offset >= 0:
+            before = self.log.end_offset
+            after = self.log.truncate_to_end_offset(OffsetAndEpoch(diverging.epoch, diverging.end_offset))
+            log.info("node %d: log diverged from leader %d's (epoch %d ends at %d): truncated from %d to %d",
+                     self.node_id, target, diverging.epoch, diverging.end_offset, before, after)
+            self.truncations.append((diverging.epoch, diverging.end_offset, before, after))
+            return
+        if p.records:
+            self.log.append_as_follower(bytes(p.records))
+        if p.high_watermark is not None and p.high_watermark >= 0:
+            hw = min(p.high_watermark, self.log.end_offset)
+            if self.high_watermark is None or hw > self.high_watermark:
+                self.high_watermark = hw
+        self.notify()
+
+
+class NotLeaderError(RuntimeError):
+    """An append asked of a replica that does not lead (Kafka's NotLeaderException)."""
