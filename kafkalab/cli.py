@@ -455,7 +455,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "a mini broker or of a real Kafka broker (same format). A partition directory "
                     "means all its .log files.",
         epilog="example: kafkalab dump-log /tmp/kafkalab-xyz/orders-0/00000000000000000000.log --print-data-log")
-    d.add_argument("paths", nargs="*", metavar="PATH", help="a .log, .index, .timeindex or .txnindex file, or a partition dir")
+    d.add_argument("paths", nargs="*", metavar="PATH", help="a .log, .index, .timeindex, .txnindex or .snapshot file, or a partition dir")
     d.add_argument("--files", action="append", metavar="A,B",
                    help="comma-separated files, as kafka-dump-log.sh takes them")
     d.add_argument("--print-data-log", action="store_true",

@@ -41,8 +41,11 @@ per aborted transaction. Control batches (transaction markers): ``endTxnMarker: 
 ``--transaction-log-decoder`` decodes the records of ``__transaction_state``, ``--cluster-metadata-decoder``
 those of KRaft's ``__cluster_metadata`` (segments and ``.checkpoint`` snapshots; see ``metadata_records``).
 
+``.snapshot`` (producer state): one ``producerId: ... producerEpoch: ...`` line per producer
+(:mod:`kafkalab.tools.dump_snapshot`).
+
 Not covered: message formats v0/v1 (magic 0 and 1, before Kafka 0.11; Kafka
-4 no longer writes or reads them), ``.snapshot`` producer-state files, and
+4 no longer writes or reads them), and
 the special decoder for ``__consumer_offsets`` (``--offsets-decoder``);
 keys and values are shown as UTF-8 text like Kafka's default StringDecoder.
 """
@@ -58,7 +61,9 @@ from typing import IO, Iterator
 from ..broker.common.errors import KafkaError
 from ..broker.log.index import OffsetIndex, TimeIndex
 from ..broker.coordinator.transaction.transaction_log import format_record as format_transaction_log_record
+from .dump_snapshot import dump_producer_snapshot
 from ..broker.log.log_cleaner import DELETE_HORIZON_MASK
+from ..broker.log.producer_snapshot import PRODUCER_SNAPSHOT_SUFFIX
 from ..broker.log.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
 from ..broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
 from ..broker.common.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, compute_crc, iter_batches, iter_records
@@ -404,7 +409,7 @@ def _expand(paths) -> list[str]:
 def dump_log(*paths, print_data_log: bool = True, deep_iteration: bool = False,
              skip_record_metadata: bool = False, verify_index_only: bool = False, transaction_log_decoder: bool = False,
              cluster_metadata_decoder: bool = False, file: IO[str] | None = None, err: IO[str] | None = None) -> None:
-    """Print ``.log``, ``.index``, ``.timeindex``, ``.txnindex`` and ``.checkpoint`` files as ``kafka-dump-log.sh`` does.
+    """Print ``.log``, ``.index``, ``.timeindex``, ``.txnindex``, ``.snapshot`` and ``.checkpoint`` files as ``kafka-dump-log.sh`` does.
 
     ``paths`` are files or partition directories (a directory means all its
     ``.log`` segments). From Python the records are printed with their keys
@@ -440,6 +445,8 @@ def dump_files(paths, *, print_data_log: bool, deep_iteration: bool = False, ski
             _dump_offset_index(path, verify_index_only, out, err)
         elif path.endswith(TXN_INDEX_SUFFIX):
             _dump_txn_index(path, out)
+        elif path.endswith(PRODUCER_SNAPSHOT_SUFFIX):
+            dump_producer_snapshot(path, out, err)
         else:
             print(f"Ignoring unknown file {path}", file=err)
             ok = False
