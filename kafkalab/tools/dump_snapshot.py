@@ -1,4 +1,5 @@
-"""``kafka-dump-log.sh`` on a producer-state ``.snapshot`` file (Kafka's ``dumpProducerIdSnapshot``).
+"""``kafka-dump-log.sh`` on a producer-state ``.snapshot`` file (Kafka's ``dumpProducerIdSnapshot``), and on
+a ``.txnindex`` (``dumpTxnIndex``): the transaction state a partition directory keeps beside its segments.
 
 One line per producer, as Kafka 3.9's tool prints it::
 
@@ -16,7 +17,10 @@ from __future__ import annotations
 
 from typing import IO
 
-from ..broker.log.producer_snapshot import CorruptSnapshotError, SnapshotEntry, read_snapshot
+from ..broker.log.producer_snapshot import PRODUCER_SNAPSHOT_SUFFIX, CorruptSnapshotError, SnapshotEntry, read_snapshot
+from ..broker.log.transaction_index import TransactionIndex
+
+__all__ = ["PRODUCER_SNAPSHOT_SUFFIX", "dump_producer_snapshot", "dump_txn_index", "format_snapshot_entry"]
 
 
 def _optional_long(value: int) -> str:
@@ -40,3 +44,10 @@ def dump_producer_snapshot(path: str, out: IO[str], err: IO[str]) -> None:
         return
     for e in entries:
         print(format_snapshot_entry(e), file=out)
+
+
+def dump_txn_index(path: str, out: IO[str]) -> None:
+    """Kafka's ``dumpTxnIndex``: one line per aborted transaction."""
+    for t in TransactionIndex(path).all_aborted():
+        print(f"version: 0 producerId: {t.producer_id} firstOffset: {t.first_offset} lastOffset: {t.last_offset} "
+              f"lastStableOffset: {t.last_stable_offset}", file=out)
