@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 
 import pytest
 from kafka_spec import batch
 
 from kafkalab.broker.common.records import ABORT, COMMIT, TRANSACTIONAL_MASK, build_end_txn_marker
+from kafkalab.broker.log.log import UnifiedLog
 from kafkalab.broker.log.log_manager import LogManager
 from kafkalab.broker.log.producer_snapshot import (CorruptSnapshotError, SnapshotEntry, decode_snapshot,
                                                    encode_snapshot, list_snapshots, read_snapshot)
 from kafkalab.broker.server.config import BrokerConfig, LogConfig
 from kafkalab.tools.dump_log import dump_files
 
-DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
+#: a partition directory a Kafka 3.9.2 broker wrote (segment.bytes 600) and left at a clean shutdown: an
+#: idempotent producer (0), a committed (1) and an aborted (2) transaction, one left open (3) at offset 18
+KAFKA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "kafka-3.9.2-snap-0")
 T0 = 1_700_000_000_000
 IDEMPOTENT, TXN, OPEN = 1000, 2000, 3000
 
@@ -43,8 +47,7 @@ def test_corrupt_files_are_refused(damage, message):
         decode_snapshot(damage(data))
 
 
-#: kafka-dump-log.sh (Kafka 3.9.2's DumpLogSegments) on the two files in tests/data, which a Kafka 3.9.2
-#: broker wrote: an idempotent producer (0), a committed (1) and an aborted (2) transaction, one open (3)
+#: kafka-dump-log.sh (Kafka 3.9.2's DumpLogSegments) on two of KAFKA_DIR's snapshots
 KAFKA_TOOL = {
     "14": ["producerId: 0 producerEpoch: 0 coordinatorEpoch: -1 currentTxnFirstOffset: OptionalLong.empty "
            "lastTimestamp: 1795656951857 firstSequence: 11 lastSequence: 11 lastOffset: 11 offsetDelta: 0 "
@@ -69,7 +72,7 @@ KAFKA_TOOL = {
 
 @pytest.mark.parametrize("offset", ["14", "24"])
 def test_files_written_by_kafka_decode_and_dump_as_kafkas_tool_prints_them(offset):
-    path = os.path.join(DATA, f"kafka-3.9.2-{int(offset):020d}.snapshot")
+    path = os.path.join(KAFKA_DIR, f"{int(offset):020d}.snapshot")
     entries = read_snapshot(path)
     assert encode_snapshot(entries) == open(path, "rb").read()       # byte for byte what Kafka wrote
     out, err = io.StringIO(), io.StringIO()
@@ -90,6 +93,21 @@ def test_dump_of_a_corrupt_snapshot_reports_on_stderr(tmp_path):
 
 
 # -- the log ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("clean", [True, False])
+def test_kafkas_partition_directory_loads_to_kafkas_producer_state(tmp_path, clean):
+    """Loaded after its clean shutdown, Kafka's directory gives the state of its last snapshot without a
+    replay; loaded as after a crash from offset 0, the replay of Kafka's batches gives that same state."""
+    shutil.copytree(KAFKA_DIR, tmp_path / "snap-0")
+    kafkas = read_snapshot(os.path.join(KAFKA_DIR, f"{24:020d}.snapshot"))
+    log = UnifiedLog(str(tmp_path / "snap-0"), "snap", 0, LogConfig(BrokerConfig({"log.dirs": str(tmp_path)}), {}),
+                     recovery_point=24 if clean else 0, had_clean_shutdown=clean)
+    assert log.producer_state_replayed_batches == (0 if clean else 24)
+    assert state(log) == kafkas
+    assert log.producer_state.first_unstable_offset == 18
+    assert read_snapshot(list_snapshots(log.dir)[24]) == kafkas      # (rewritten after the replay: the same)
+    log.close()
+
 
 def open_log(tmp_path, **overrides):
     broker = BrokerConfig({"log.dirs": str(tmp_path)})
