@@ -76,6 +76,10 @@ KRAFT_LAB_DEFAULTS: dict[str, LabDefault] = {
     "share.coordinator.state.topic.replication.factor": LabDefault(
         lambda n: min(3, n), 3, "share groups work with fewer than 3 brokers"),
     "share.coordinator.state.topic.min.isr": LabDefault(lambda n: min(2, n), 2, "(as above)"),
+    "group.share.record.lock.duration.ms": LabDefault(
+        10000, 30000, "a share consumer that holds records without acknowledging them loses them after 10 s"),
+    "group.share.min.record.lock.duration.ms": LabDefault(
+        1000, 15000, "lets a lesson set the lock duration down to 1 s"),
 }
 
 

@@ -20,9 +20,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..cluster.distribution import dist_root
-from ..cluster.maven import FetchError, fetch_jars
 from ..cluster.zookeeper import require_java
-from ..streams.jvm import classpath, fetch_with_ivy
+from ..streams.jvm import classpath, fetch_jars_or_ivy
 
 #: the Kafka Connect the lab runs (the same release as the lab's real broker, ``fetch_kafka("3.9")``)
 CONNECT_VERSION = "3.9.2"
@@ -59,19 +58,8 @@ def fetch_connect(version: str = CONNECT_VERSION, root: Path | None = None) -> P
 
     Raises :class:`ConnectJvmError` with one line saying why (no network, no such version, a corrupt
     download) and leaves nothing half-written in the cache."""
-    name, root = f"kafka-connect-{version}", root or dist_root()
-    wanted = coordinates(version)
-    try:
-        return fetch_jars(name, wanted, root)
-    except FetchError as e:
-        if e.kind != "unavailable":
-            raise ConnectJvmError(f"Kafka Connect {version} could not be fetched: {e}") from None
-        try:
-            return fetch_with_ivy(name, wanted, root)
-        except FetchError as e2:
-            raise ConnectJvmError(f"Kafka Connect {version} could not be fetched: {e}; {e2}") from None
-        except Exception as e2:   # no Java for Ivy: StreamsJvmError
-            raise ConnectJvmError(f"Kafka Connect {version} could not be fetched: {e}; {e2}") from None
+    return fetch_jars_or_ivy(f"kafka-connect-{version}", coordinates(version), root or dist_root(),
+                             f"Kafka Connect {version}", ConnectJvmError)
 
 
 def java() -> str:

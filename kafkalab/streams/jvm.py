@@ -41,16 +41,23 @@ class StreamsJvmError(RuntimeError):
 def fetch_streams(version: str = STREAMS_VERSION, root: Path | None = None) -> Path:
     """The directory whose ``libs/`` holds Kafka Streams ``version`` and its runtime dependencies (fetched once)."""
     name, root = f"kafka-streams-{version}", root or dist_root()
-    coordinates = [f"org.apache.kafka:kafka-streams:{version}", SLF4J_SIMPLE]
+    return fetch_jars_or_ivy(name, [f"org.apache.kafka:kafka-streams:{version}", SLF4J_SIMPLE], root,
+                             f"Kafka Streams {version}", StreamsJvmError)
+
+
+def fetch_jars_or_ivy(name: str, coordinates: list[str], root: Path, what: str, error: type[Exception]) -> Path:
+    """``root/name/libs`` with ``coordinates`` and their runtime dependencies: through Maven
+    (:func:`kafkalab.cluster.maven.fetch_jars`), or through Ivy where Maven is unavailable. Any failure is
+    one ``error`` line saying that ``what`` could not be fetched, and why."""
     try:
         return fetch_jars(name, coordinates, root)
     except FetchError as e:
         if e.kind != "unavailable":
-            raise StreamsJvmError(f"Kafka Streams {version} could not be fetched: {e}") from None
+            raise error(f"{what} could not be fetched: {e}") from None
         try:
             return fetch_with_ivy(name, coordinates, root)
-        except FetchError as e2:
-            raise StreamsJvmError(f"Kafka Streams {version} could not be fetched: {e}; {e2}") from None
+        except (FetchError, StreamsJvmError) as e2:   # StreamsJvmError: no Java to run Ivy
+            raise error(f"{what} could not be fetched: {e}; {e2}") from None
 
 
 def fetch_with_ivy(name: str, coordinates: list[str], root: Path, timeout: float = 900) -> Path:

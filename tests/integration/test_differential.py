@@ -716,8 +716,22 @@ NEWER_THAN_KAFKA_3_9: dict[int, tuple[int, int]] = {
 }
 
 
+#: APIs the mini broker serves that Kafka 3.9 does not serve at all (Kafka 4.x's), with the versions served:
+#: tests/integration/test_share_groups.py checks them against a running Kafka 4.4
+NOT_IN_KAFKA_3_9: dict[int, tuple[int, int]] = {
+    76: (1, 1),    # ShareGroupHeartbeat (KIP-932; Kafka 4.4 serves v1)
+    77: (1, 1),    # ShareGroupDescribe (Kafka 4.4: v1)
+    78: (1, 2),    # ShareFetch (Kafka 4.4: v1-2)
+    79: (1, 2),    # ShareAcknowledge (Kafka 4.4: v1-2)
+    84: (0, 0),    # ReadShareGroupState, inter-broker (Kafka 4.4: v0)
+    85: (0, 0),    # WriteShareGroupState, inter-broker (Kafka 4.4: v0-1)
+    90: (0, 1),    # DescribeShareGroupOffsets (Kafka 4.4: v0-1)
+}
+
+
 def test_api_versions_are_within_kafkas(sides):
     mini, kafka = advertised(sides["mini"]), advertised(sides["kafka"])
+    assert {key: v for key, v in mini.items() if key not in kafka} == NOT_IN_KAFKA_3_9, (mini, kafka)
     beyond = {key: (lo, hi) for key, (lo, hi) in mini.items()
-              if key not in kafka or lo < kafka[key][0] or hi > kafka[key][1]}
+              if key in kafka and (lo < kafka[key][0] or hi > kafka[key][1])}
     assert {key: (mini[key][1], kafka[key][1]) for key in beyond} == NEWER_THAN_KAFKA_3_9, (mini, kafka)

@@ -14,6 +14,7 @@ from kafkalab.kafka_connect import (LAB_DEFAULTS, ConnectCluster, ConnectError, 
                                     worker_config)
 from kafkalab.kafka_connect import cluster as connect_module
 from kafkalab.kafka_connect.worker_config import to_properties
+from kafkalab.streams import jvm as streams_jvm
 
 
 def test_lab_defaults_and_what_the_lab_sets():
@@ -105,7 +106,7 @@ def test_a_failed_fetch_is_one_line_and_leaves_nothing(monkeypatch, tmp_path):
     def missing(*args, **kwargs):
         raise maven.FetchError("maven: the repository does not have org.apache.kafka:connect-runtime:0.0.1",
                                kind="version")
-    monkeypatch.setattr(jvm, "fetch_jars", missing)
+    monkeypatch.setattr(streams_jvm, "fetch_jars", missing)   # the fetch Streams and Connect share
     with pytest.raises(ConnectJvmError) as e:
         jvm.fetch_connect("0.0.1", root=tmp_path)
     assert "\n" not in str(e.value) and "Kafka Connect 0.0.1 could not be fetched" in str(e.value)
@@ -113,8 +114,8 @@ def test_a_failed_fetch_is_one_line_and_leaves_nothing(monkeypatch, tmp_path):
 
     def offline(*args, **kwargs):
         raise maven.FetchError("maven: the Maven repository cannot be reached (no network?); nothing was fetched")
-    monkeypatch.setattr(jvm, "fetch_jars", offline)
-    monkeypatch.setattr(jvm, "fetch_with_ivy", offline)
+    monkeypatch.setattr(streams_jvm, "fetch_jars", offline)
+    monkeypatch.setattr(streams_jvm, "fetch_with_ivy", offline)
     with pytest.raises(ConnectJvmError, match="cannot be reached") as e:
         jvm.fetch_connect(root=tmp_path)
     assert "\n" not in str(e.value) and list(tmp_path.iterdir()) == []

@@ -26,9 +26,10 @@ DYNAMIC_BROKER_CONFIGS_UNSUPPORTED = (
     "(kafkalab.mini(**{...}) or python -m kafkalab.broker --config name=value)")
 
 
-def check_resource_type(resource_type: int) -> None:
-    """Only topics have alterable configs here; anything else gets a clear INVALID_REQUEST."""
-    if resource_type == ConfigResourceType.TOPIC:
+def check_resource_type(resource_type: int, also=()) -> None:
+    """Only topics (and the types in ``also``) have alterable configs here; anything else gets a clear
+    INVALID_REQUEST."""
+    if resource_type == ConfigResourceType.TOPIC or resource_type in also:
         return
     if resource_type in (ConfigResourceType.BROKER, ConfigResourceType.BROKER_LOGGER):
         raise KafkaError(ErrorCode.INVALID_REQUEST, DYNAMIC_BROKER_CONFIGS_UNSUPPORTED)
@@ -50,12 +51,12 @@ def result(resource, exc: KafkaError | None = None) -> dict:
             "resource_type": resource.resource_type, "resource_name": resource.resource_name}
 
 
-def alter_each(request, apply) -> dict:
+def alter_each(request, apply, also=()) -> dict:
     """Both config APIs: per resource, check it, ``apply(resource)``, answer its result or error."""
     responses = []
     for r in request.resources:
         try:
-            check_resource_type(r.resource_type)
+            check_resource_type(r.resource_type, also)
             check_duplicates(c.name for c in r.configs)
             apply(r)
             responses.append(result(r))

@@ -84,6 +84,22 @@ def describe_resource(broker, resource_type: int, name: str, keys) -> list[Confi
                      f"Unsupported resource type: {kind} (the mini broker describes TOPIC and BROKER configs)")
 
 
+def group_config_entries(broker, group_id: str, keys, include_docs: bool) -> list[dict]:
+    """A GROUP resource's configs: Kafka's source GROUP_CONFIG (8) when set, DEFAULT_CONFIG (5) otherwise."""
+    if not group_id:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
+    out = []
+    for c in broker.share_partition_manager.describe_group_configs(group_id):
+        if keys is not None and c["name"] not in keys:
+            continue
+        out.append({"name": c["name"], "value": c["value"], "read_only": False,
+                    "config_source": 5 if c["is_default"] else 8,
+                    "is_default": c["is_default"], "is_sensitive": False, "synonyms": [], "config_type": 2,
+                    "documentation": "KIP-932: where a share group starts reading a partition it has not read yet"
+                    if include_docs else None})
+    return out
+
+
 @api(DescribeConfigsRequest, DescribeConfigsResponse, versions=(1, 4))
 async def handle_describe_configs(ctx, request):
     include_synonyms = bool(request.include_synonyms)
@@ -91,6 +107,11 @@ async def handle_describe_configs(ctx, request):
     results = []
     for r in request.resources:
         try:
+            if r.resource_type == ConfigResourceType.GROUP:   # KIP-932 group configs (share.auto.offset.reset)
+                results.append({"error_code": 0, "error_message": None, "resource_type": r.resource_type,
+                                "resource_name": r.resource_name, "configs": group_config_entries(
+                                    ctx.broker, r.resource_name, r.configuration_keys, include_docs)})
+                continue
             descs = describe_resource(ctx.broker, r.resource_type, r.resource_name, r.configuration_keys)
             results.append({"error_code": 0, "error_message": None, "resource_type": r.resource_type,
                             "resource_name": r.resource_name,

@@ -5,9 +5,9 @@ v2   same as v1
 v3   flexible
 v4   batched: coordinator_keys in, one entry per key out (KIP-699)
 v5   same as v4 (TRANSACTION_ABORTABLE may be returned)
-v6   key_type 2 (share groups, KIP-932)
-Not implemented: share-group coordinators (COORDINATOR_NOT_AVAILABLE with a
-message saying so).
+v6   key_type 2 (share, KIP-932): the share coordinator of a share-partition, key
+     ``group:topicId:partition``, the leader of its ``__share_group_state`` partition (what
+     Kafka's brokers ask; share consumers look up their group with key type 0)
 
 A transactional id's coordinator is, in Kafka, the leader of partition
 ``abs(transactionalId.hashCode()) % transaction.state.log.num.partitions`` of
@@ -28,6 +28,8 @@ replicas) and answers COORDINATOR_NOT_AVAILABLE until the controller has
 elected leaders; with fewer live brokers than the replication factor the topic
 cannot be created and the answer stays COORDINATOR_NOT_AVAILABLE, as in Kafka.
 """
+import base64
+
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 
 from ..common.errors import ErrorCode, KafkaError
@@ -63,8 +65,10 @@ def _coordinator_for(broker, key: str | None, key_type: int) -> dict:
         else:
             out.update(node_id=node[0], host=node[1], port=node[2])
         return out
+    if key_type == SHARE and broker.share_coordinator is not None:
+        return _share_coordinator_for(broker, key, out)
     if key_type != GROUP:
-        kind = {TRANSACTION: "transaction", SHARE: "share group"}.get(key_type)
+        kind = {TRANSACTION: "transaction", SHARE: "share"}.get(key_type)
         if kind is None:
             out.update(error_code=ErrorCode.INVALID_REQUEST, error_message=f"unknown key_type {key_type}")
         else:
@@ -96,6 +100,50 @@ def _coordinator_for(broker, key: str | None, key_type: int) -> dict:
                    error_message=f"__consumer_offsets-{partition} has no leader")
         return out
     out.update(node_id=node[0], host=node[1], port=node[2])
+    return out
+
+
+def _valid_share_key(key: str | None) -> bool:
+    """Kafka's ``SharePartitionKey.getInstance``: a group id, a topic id (a Uuid in base64) and a partition number."""
+    parts = (key or "").rsplit(":", 2)
+    if len(parts) != 3 or not parts[0]:
+        return False
+    try:
+        int(parts[2])
+        return len(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4))) == 16
+    except (ValueError, TypeError):
+        return False
+
+
+def _share_coordinator_for(broker, key: str | None, out: dict) -> dict:
+    """Key type SHARE: ``group:topicId:partition`` -> the leader of ``abs(key.hashCode()) %
+    share.coordinator.state.topic.num.partitions`` of ``__share_group_state``."""
+    from ..coordinator.group.offsets_topic import java_string_hash
+    from ..coordinator.share.share_coordinator import SHARE_STATE_TOPIC
+    if not _valid_share_key(key):
+        out.update(error_code=ErrorCode.INVALID_REQUEST, error_message=f"Invalid coordinator key {key!r}: "
+                   "a share coordinator key is groupId:topicId:partition")
+        return out
+    coordinator = broker.share_coordinator
+    try:
+        coordinator.ensure_topic()
+    except KafkaError as exc:
+        out.update(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, error_message=exc.message)
+        return out
+    partition = abs(java_string_hash(key)) % coordinator.num_partitions
+    if getattr(broker, "zk_mode", False):
+        node = broker.metadata_cache.leader_endpoint(SHARE_STATE_TOPIC, partition)
+        if node is None:
+            out.update(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                       error_message=f"{SHARE_STATE_TOPIC}-{partition} has no leader")
+        else:
+            out.update(node_id=node.id, host=node.host, port=node.port)
+        return out
+    node = next((b for b in broker.live_brokers if b[0] == broker.broker_id), None)
+    if node is None:
+        out.update(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, error_message="broker not registered yet")
+    else:
+        out.update(node_id=node[0], host=node[1], port=node[2])
     return out
 
 

@@ -13,13 +13,14 @@ a non-list config is INVALID_CONFIG; ``validate_only`` checks and changes nothin
 
 v0   resources with (name, operation, value), validate_only
 v1   flexible
-Resources: TOPIC (2). BROKER (4) gets INVALID_REQUEST: the mini broker has no
+Resources: TOPIC (2); GROUP (32, KIP-932's ``share.auto.offset.reset``: SET and DELETE). BROKER (4) gets INVALID_REQUEST: the mini broker has no
 dynamic broker configs (KIP-226), set them when starting it.
 Simplified: APPEND/SUBTRACT without an override start from the topic's effective
 value (Kafka starts from the built-in default, ignoring a broker-wide setting).
 """
 from kafka.protocol.admin.configs import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
 
+from ..server.admin_manager import ConfigResourceType
 from . import api
 from .alter_configs import alter_each
 
@@ -27,6 +28,11 @@ from .alter_configs import alter_each
 @api(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, versions=(0, 1))
 async def handle_incremental_alter_configs(ctx, request):
     admin = ctx.broker.admin_manager
-    return alter_each(request, lambda r: admin.incremental_alter_topic_configs(
-        r.resource_name, [(c.name, c.config_operation, c.value) for c in r.configs],
-        validate_only=bool(request.validate_only)))
+
+    def apply(r):
+        ops = [(c.name, c.config_operation, c.value) for c in r.configs]
+        if r.resource_type == ConfigResourceType.GROUP:
+            return ctx.broker.share_partition_manager.alter_group_configs(r.resource_name, ops,
+                                                                          bool(request.validate_only))
+        return admin.incremental_alter_topic_configs(r.resource_name, ops, validate_only=bool(request.validate_only))
+    return alter_each(request, apply, also=(ConfigResourceType.GROUP,))

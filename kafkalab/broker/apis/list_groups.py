@@ -5,7 +5,7 @@ v2   same as v1
 v3   flexible
 v4   + states_filter, group_state per group (KIP-518)
 v5   + types_filter, group_type per group (KIP-848: "classic" or "consumer")
-Not implemented: share groups (type "share").
+v5 lists share groups too (type "share", KIP-932).
 
 Groups with only committed offsets (``assign()`` + commit) are listed with
 an empty protocol type, as in Kafka. Filters compare case-insensitively.

@@ -17,3 +17,18 @@ def make_transaction_coordinator(broker) -> TransactionCoordinator:
     """The transaction coordinator (in cluster mode, of the ``__transaction_state`` partitions the
     broker leads)."""
     return TransactionCoordinator(broker)
+
+
+def make_share_partition_manager(broker):
+    """KIP-932: the share coordinator (``broker.share_coordinator``: the states in the ``__share_group_state``
+    partitions this broker leads), and the share-partitions this broker leads with their share sessions."""
+    from ..server.share.persister import SharePersister
+    from ..server.share.share_partition_manager import SharePartitionManager
+    from .share.share_coordinator import ShareCoordinator
+    coordinator = broker.share_coordinator = ShareCoordinator(broker)
+    coordinator.start()
+    manager = SharePartitionManager(broker, persister=SharePersister(broker, coordinator))
+    if getattr(broker, "zk_mode", False):
+        manager.load_zk_group_configs()
+        broker.replica_manager.leadership_listeners.append(manager.on_leadership_change)
+    return manager

@@ -144,6 +144,9 @@ class SocketServer:
             self._connections.discard(task)
             self._mute.pop(conn_id, None)
             writer.close()
+            shares = getattr(self.broker, "share_partition_manager", None)
+            if shares is not None:   # KIP-932: a share session ends with its connection (records released)
+                shares.connection_closed(conn_id)
 
     async def _handle(self, frame: bytes, client_host: str, conn_id: int) -> bytes | bytearray | None:
         api_key, api_version, correlation_id = _HEADER_PREFIX.unpack_from(frame)

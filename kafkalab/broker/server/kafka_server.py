@@ -115,6 +115,8 @@ class KafkaServer:
         self.group_coordinator = None   # set in start() once the loop runs
         self.producer_id_manager = None
         self.transaction_coordinator = None   # set in start(), as the group coordinator
+        self.share_partition_manager = None   # KIP-932 share-partitions and share sessions, set in start()
+        self.share_coordinator = None         # KIP-932 share coordinator (__share_group_state), set in start()
         self._background: list[asyncio.Task] = []
         # -- cluster mode ----------------------------------------------------------
         self.zk_client = None           # KafkaZkClient, connected in start()
@@ -139,7 +141,7 @@ class KafkaServer:
         marker is written back only if every log was loaded, so a start that
         failed half-way through loading still recovers the logs next time.
         """
-        from ..coordinator import make_coordinators, make_transaction_coordinator
+        from ..coordinator import make_coordinators, make_share_partition_manager, make_transaction_coordinator
         self.loop = asyncio.get_running_loop()
         logs_loaded = False
         try:
@@ -153,6 +155,7 @@ class KafkaServer:
             logs_loaded = True
             self.group_coordinator, self.producer_id_manager = make_coordinators(self)
             self.transaction_coordinator = make_transaction_coordinator(self)
+            self.share_partition_manager = make_share_partition_manager(self)
             self.log_manager.start(self)  # retention, cleaner, flusher, checkpoints
             await self.group_coordinator.start()  # replays __consumer_offsets before the first request
             if self.transaction_coordinator is not None:
@@ -201,6 +204,8 @@ class KafkaServer:
         self._background.clear()
         if self.config_change_listener is not None:
             self.config_change_listener.stop()
+        if self.share_partition_manager is not None:
+            await self.share_partition_manager.stop()
         if self.group_coordinator is not None:
             await self.group_coordinator.stop()
         if self.transaction_coordinator is not None:

@@ -37,7 +37,7 @@ log = logging.getLogger("kafkalab.broker.server.metadata_cache")
 NULL_UUID = uuid.UUID(int=0)  # Kafka's Uuid.ZERO_UUID: "no topic id"
 MAX_NAME_LENGTH = 249
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")  # used with fullmatch: "$" would let a trailing newline through
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 METADATA_FILE = "kafkalab-topics.json"
 #: UpdateMetadata's leader of a partition whose topic is being deleted (Kafka's LeaderAndIsr.LeaderDuringDelete)
 LEADER_DURING_DELETE = -2
@@ -262,6 +262,10 @@ class ConfigChangeListener:
                         changed.append(topic)
                 elif entity and entity.startswith(("clients/", "users/")):   # client quotas: reload them
                     quotas_changed = True
+                elif entity and entity.startswith("groups/"):   # KIP-932 group configs (share.auto.offset.reset)
+                    shares = getattr(self.broker, "share_partition_manager", None)
+                    if shares is not None:
+                        shares.load_zk_group_configs(entity[len("groups/"):])
                 self.last_executed = name
                 if ctime and now_ms - ctime > self.CHANGE_EXPIRATION_MS:
                     zk.delete_config_change_notification(name)

@@ -264,6 +264,8 @@ class ConsumerGroupHeartbeats:
                    else "the online upgrade is disabled")
             raise _err(ErrorCode.GROUP_ID_NOT_FOUND,
                        f"Cannot upgrade classic group {group_id} to consumer group because {why}.")
+        if group_id in self.share_groups:
+            raise _err(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         if not create:
             raise _err(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
         group = self.consumer_groups[group_id] = ConsumerGroup(group_id)

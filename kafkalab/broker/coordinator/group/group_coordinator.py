@@ -94,11 +94,14 @@ from .heartbeats import MemberSessions
 from .join_sync import (COMPLETING, DEAD, EMPTY, PREPARING, STABLE, UNKNOWN_MEMBER_ID, JoinSyncHandlers,  # noqa: F401
                         join_result, sync_result)
 from .rebalance import Rebalancing
+from .share_group import ShareGroup
+from .share_group_heartbeat import ShareGroupHeartbeats
 
 log = logging.getLogger("kafkalab.broker.coordinator")
 
 
-class GroupCoordinator(JoinSyncHandlers, Rebalancing, MemberSessions, GroupOffsets, ConsumerGroupHeartbeats):
+class GroupCoordinator(JoinSyncHandlers, Rebalancing, MemberSessions, GroupOffsets, ConsumerGroupHeartbeats,
+                       ShareGroupHeartbeats):
     """The coordinator the API handlers call (``broker.group_coordinator``); its request handling is in
     the parts it inherits, listed in the module's docstring."""
 
@@ -108,6 +111,8 @@ class GroupCoordinator(JoinSyncHandlers, Rebalancing, MemberSessions, GroupOffse
         self.groups: dict[str, GroupMetadata] = {}
         #: KIP-848 groups (group.protocol=consumer), beside the classic ones; their offsets stay in ``groups``
         self.consumer_groups: dict[str, ConsumerGroup] = {}
+        #: KIP-932 share groups (kept in memory; their share-partitions' state is the share coordinator's)
+        self.share_groups: dict[str, ShareGroup] = {}
         self.manager = GroupMetadataManager(broker)
         #: writes each KIP-848 group's records (types 3-8) to __consumer_offsets when it changes
         self.consumer_group_persister = ConsumerGroupPersister(self.manager, broker)
@@ -144,6 +149,7 @@ class GroupCoordinator(JoinSyncHandlers, Rebalancing, MemberSessions, GroupOffse
         if self._cleanup_handle is not None:
             self._cleanup_handle.cancel()
         self.stop_consumer_groups()
+        self.stop_share_groups()
         for group in self.groups.values():
             self._cancel_group_timers(group)
             for member in group.members.values():
@@ -208,6 +214,10 @@ class GroupCoordinator(JoinSyncHandlers, Rebalancing, MemberSessions, GroupOffse
                 member.cancel_timers()
             del self.consumer_groups[cgroup.group_id]
             self.consumer_group_persister.forget(cgroup.group_id)
+        for sgroup in [g for g in self.share_groups.values() if self.manager.partition_for(g.group_id) == index]:
+            for member in sgroup.members.values():
+                member.cancel_timers()
+            del self.share_groups[sgroup.group_id]
         log.info("unloaded %d groups of __consumer_offsets-%d: no longer its leader", len(gone), index)
 
     def _unload_group(self, group: GroupMetadata) -> None:
@@ -245,7 +255,7 @@ class GroupCoordinator(JoinSyncHandlers, Rebalancing, MemberSessions, GroupOffse
         NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS for a group this broker does not coordinate)."""
         self.check_group_status(group_id)
         group = self.groups.get(group_id)
-        if group is None or group_id in self.consumer_groups:  # Kafka: a consumer group is "not a classic group"
+        if group is None or group_id in self.consumer_groups or group_id in self.share_groups:  # "not a classic group"
             return None
         stable = group.is_(STABLE)
         members = []
@@ -267,6 +277,11 @@ class GroupCoordinator(JoinSyncHandlers, Rebalancing, MemberSessions, GroupOffse
                 continue
             if wanted_types is None or "consumer" in wanted_types:
                 out.append(self.consumer_group_listing(cgroup))
+        for sgroup in self.share_groups.values():
+            if wanted_states is not None and str(sgroup.state).lower() not in wanted_states:
+                continue
+            if wanted_types is None or "share" in wanted_types:
+                out.append(self.share_group_listing(sgroup))
         for group in self.groups.values():
             if group.is_(DEAD) or group.group_id in self.consumer_groups:
                 continue

@@ -203,18 +203,19 @@ class GroupMetadataManager:
             if not header.is_control:
                 yield key, value
 
-    def read_log(self, only_partition: int | None = None):
-        """Every (batch header, key, value) of ``__consumer_offsets``, partition by partition, oldest
+    def read_log(self, only_partition: int | None = None, topic_name: str = OFFSETS_TOPIC):
+        """Every (batch header, key, value) of ``__consumer_offsets`` (or of another coordinator's topic,
+        ``topic_name``: the share coordinator reads ``__share_group_state`` so), partition by partition, oldest
         first; a control batch (a transaction marker) as (header, "COMMIT" or "ABORT", None).
 
         ``only_partition``: just that one, read up to its log end offset (a new leader loads all it
         has, as Kafka's ``doLoadGroupsAndOffsets``; its high watermark may not have caught up yet)."""
-        topic = self.broker.metadata_cache.get(OFFSETS_TOPIC)
+        topic = self.broker.metadata_cache.get(topic_name)
         if topic is None:
             return
         indexes = range(topic.num_partitions) if only_partition is None else [only_partition]
         for index in indexes:
-            partition = self.broker.replica_manager.partitions.get((OFFSETS_TOPIC, index))
+            partition = self.broker.replica_manager.partitions.get((topic_name, index))
             if partition is None:
                 continue
             plog = partition.log

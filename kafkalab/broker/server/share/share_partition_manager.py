@@ -1,0 +1,303 @@
+"""``SharePartitionManager``: ShareFetch and ShareAcknowledge on a partition leader, with share sessions.
+
+Modelled on Kafka 4.x's ``kafka.server.share.SharePartitionManager`` (and ``ShareSessionCache``). A share
+consumer fetches from each leader of the partitions it is assigned in a **share session**, named by its
+(group id, member id) and numbered by ``ShareSessionEpoch``:
+
+* epoch **0** opens a session (a new one replaces the member's old one) with the partitions the request names:
+  a *full* request, answered for every partition of the session;
+* then the epoch goes up by one each request (after 2^31-1 it wraps to 1); such an *incremental* request
+  names only partitions to add (``Topics``) or drop (``ForgottenTopicsData``), and the answer names only the
+  partitions with records, acknowledgement results or errors. A wrong epoch is INVALID_SHARE_SESSION_EPOCH, a
+  session this broker does not have SHARE_SESSION_NOT_FOUND (the consumer opens a new one);
+* epoch **-1** closes the session: its acknowledgements are applied, the member's other acquired records of
+  the session's partitions are released, and nothing is fetched. So does the **connection closing** (as
+  Kafka's ``ConnectionDisconnectListener``): a SIGKILLed consumer's records come back at once, and only a
+  consumer that is alive but stuck (its connection open) keeps them until their acquisition locks expire.
+
+A ShareFetch first applies the acknowledgements it carries (:class:`.share_partition.SharePartition`), then
+reads each session partition from its next available record up to the high watermark and acquires what it
+read for the member; with nothing to acquire it waits, up to ``MaxWaitMs``, for new records, released ones, or
+an expiring acquisition lock. Each partition's delivery state is written to the share coordinator
+(:mod:`kafkalab.broker.coordinator.share`) when an acknowledgement or a release changed it, so a restarted
+broker continues from it.
+
+Group configs (KIP-932 ``share.auto.offset.reset``, set with IncrementalAlterConfigs on a GROUP resource) are
+kept here, in ``<log.dirs>/share-group-configs.json``; in cluster mode also in ZooKeeper
+(``/config/groups/<group>`` and a ``/config/changes`` notification, as topic configs), so that every broker
+leading a partition of the group knows them (Kafka keeps them in its KRaft metadata).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import time
+
+from ...common.errors import ErrorCode, KafkaError
+from ...common.records import iter_batches
+from .share_partition import SharePartition
+
+log = logging.getLogger("kafkalab.broker.share")
+
+INITIAL_EPOCH, FINAL_EPOCH = 0, -1
+#: group configs a GROUP resource takes (KIP-932), with Kafka's defaults and allowed values
+GROUP_CONFIGS = {"share.auto.offset.reset": ("latest", ("latest", "earliest"))}
+
+
+class ShareSession:
+    def __init__(self, group_id: str, member_id: str):
+        self.group_id, self.member_id = group_id, member_id
+        self.epoch = 1                       # the epoch the next request must carry
+        self.connection_id: int | None = None   # the connection that opened it
+        self.partitions: dict[tuple, str] = {}   # (topic id, partition) -> topic name
+
+
+class SharePartitionManager:
+    def __init__(self, broker, persister=None):
+        self.broker = broker
+        self.config = broker.config
+        self.persister = persister
+        self.partitions: dict[tuple, SharePartition] = {}     # (group, topic id, partition)
+        self.sessions: dict[tuple[str, str], ShareSession] = {}
+        self._loading: dict[tuple, asyncio.Future] = {}
+        self._tasks: set[asyncio.Task] = set()    # background state writes
+        self._configs_path = os.path.join(broker.log_dir, "share-group-configs.json")
+        self.group_configs: dict[str, dict[str, str]] = {}
+        if os.path.exists(self._configs_path):
+            with open(self._configs_path) as f:
+                self.group_configs = json.load(f)
+
+    async def stop(self) -> None:
+        from ...utils.async_util import cancel_and_wait
+        await cancel_and_wait(list(self._tasks))
+        if self.persister is not None:
+            await self.persister.close()
+
+    # -- group configs -----------------------------------------------------------------------
+
+    def group_config(self, group_id: str, name: str) -> str:
+        return self.group_configs.get(group_id, {}).get(name, GROUP_CONFIGS[name][0])
+
+    def alter_group_configs(self, group_id: str, ops: list[tuple[str, int, str | None]], validate_only: bool) -> None:
+        """IncrementalAlterConfigs on a GROUP resource: SET (0) and DELETE (1) of KIP-932's group configs."""
+        current = dict(self.group_configs.get(group_id, {}))
+        for name, op, value in ops:
+            if name not in GROUP_CONFIGS:
+                raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown group config name: {name}")
+            if op == 0:
+                if value not in GROUP_CONFIGS[name][1]:
+                    raise KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid value {value} for configuration {name}: "
+                                     f"String must be one of: {', '.join(GROUP_CONFIGS[name][1])}")
+                current[name] = value
+            elif op == 1:
+                current.pop(name, None)
+            else:
+                raise KafkaError(ErrorCode.INVALID_CONFIG, f"{name} is not a list config: APPEND/SUBTRACT do not apply")
+        if validate_only:
+            return
+        zk = self.broker.zk_client if getattr(self.broker, "zk_mode", False) else None
+        if zk is not None:   # cluster mode: every broker hears of it (the leaders of the group's partitions)
+            zk.set_or_create_entity_configs(f"/config/groups/{group_id}", current)
+            zk.create_config_change_notification(f"groups/{group_id}")
+        self._set_group_configs(group_id, current)
+
+    def _set_group_configs(self, group_id: str, configs: dict[str, str]) -> None:
+        self.group_configs[group_id] = configs
+        tmp = self._configs_path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(self.group_configs, f)
+        os.replace(tmp, self._configs_path)
+
+    def load_zk_group_configs(self, only: str | None = None) -> None:
+        """Cluster mode: the group configs in ZooKeeper's ``/config/groups/<group>`` (all of them at start, one
+        on its change notification; kafkalab's own znodes: Kafka 3.9 has no group configs, Kafka 4 keeps them in
+        its KRaft metadata)."""
+        from kazoo.exceptions import NoNodeError
+        from ...zk import zk_data as zd
+        kz = self.broker.zk_client.zk
+        try:
+            names = [only] if only is not None else kz.get_children("/config/groups")
+        except NoNodeError:
+            return
+        for name in names:
+            try:
+                data, _ = kz.get(f"/config/groups/{name}")
+            except NoNodeError:
+                continue
+            self._set_group_configs(name, zd.decode_topic_config(data))
+
+    def describe_group_configs(self, group_id: str) -> list[dict]:
+        set_ = self.group_configs.get(group_id, {})
+        return [{"name": n, "value": set_.get(n, d), "is_default": n not in set_}
+                for n, (d, _) in GROUP_CONFIGS.items()]
+
+    # -- share-partitions --------------------------------------------------------------------
+
+    async def share_partition(self, group_id: str, topic: str, topic_id, index: int, partition,
+                              log_) -> SharePartition:
+        """The share-partition of (group, topic, partition), loaded from the share coordinator or initialized
+        from ``share.auto.offset.reset`` the first time (Kafka's ReadShareGroupState, InitializeShareGroupState)."""
+        key = (group_id, topic_id, index)
+        while (pending := self._loading.get(key)) is not None:   # another request is loading it
+            await asyncio.shield(pending)
+        sp = self.partitions.get(key)
+        if sp is None:
+            self._loading[key] = asyncio.get_running_loop().create_future()
+            try:
+                sp = await self._load(group_id, topic, topic_id, index, partition, log_)
+                self.partitions[key] = sp
+            finally:
+                self._loading.pop(key).set_result(None)
+        sp.leader_epoch = partition.leader_epoch
+        if sp.start_offset < log_.log_start_offset:     # records deleted (retention, DeleteRecords) under the SPSO
+            sp.load_state(log_.log_start_offset, sp.state_epoch,
+                          [b for b in sp.state_batches() if b["last_offset"] >= log_.log_start_offset])
+        return sp
+
+    async def _load(self, group_id, topic, topic_id, index, partition, log_) -> SharePartition:
+        reset = self.group_config(group_id, "share.auto.offset.reset")
+        start = log_.log_start_offset if reset == "earliest" else log_.high_watermark
+        sp = SharePartition(group_id, topic, topic_id, index, start_offset=start,
+                            lock_duration_ms=self.config["group.share.record.lock.duration.ms"],
+                            delivery_count_limit=self.config["group.share.delivery.count.limit"],
+                            max_in_flight=self.config["group.share.partition.max.record.locks"])
+        sp.leader_epoch, sp.write_lock = partition.leader_epoch, asyncio.Lock()
+        if self.persister is None:
+            return sp
+        state = await self.persister.read(group_id, topic_id, index)
+        if state is None:   # Kafka's InitializeShareGroupState: state with start offset -1, "not initialized"
+            await self.persister.write(sp, sp.leader_epoch, start_offset=-1)
+        elif state["start_offset"] >= 0:
+            sp.load_state(state["start_offset"], state["state_epoch"], state["state_batches"])
+            log.info("share-partition %s %s-%d: loaded SPSO %d", group_id, topic, index, sp.start_offset)
+        # (start offset -1: share.auto.offset.reset decides, and the first acknowledgement or release writes it)
+        return sp
+
+    async def persist(self, sp: SharePartition) -> None:
+        """Write the share-partition's state as it is when the write starts (one write at a time per
+        share-partition, so the last one written is always the newest)."""
+        if self.persister is None:
+            return
+        async with sp.write_lock:
+            await self.persister.write(sp, sp.leader_epoch)
+
+    def _changed(self, sp: SharePartition) -> None:
+        """Records became available (released, expired): wake waiting fetches, write the state (in the
+        background: nobody waits for it)."""
+        self.broker.replica_manager.notify_data_arrived(sp.topic, sp.partition)
+        if self.persister is not None:
+            task = asyncio.get_running_loop().create_task(self._persist_quietly(sp))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _persist_quietly(self, sp: SharePartition) -> None:
+        try:
+            await self.persist(sp)
+        except KafkaError as exc:
+            log.warning("share-partition %s %s-%d: writing its state failed: %s", sp.group_id, sp.topic,
+                        sp.partition, exc.message)
+
+    def on_leadership_change(self, topic: str, index: int, is_leader: bool, leader_epoch: int) -> None:
+        """Cluster mode: a partition this broker no longer leads drops its share-partitions (the new leader loads
+        them from the share coordinator); their sessions answer NOT_LEADER_OR_FOLLOWER for it."""
+        if is_leader:
+            return
+        for key in [k for k, sp in self.partitions.items() if (sp.topic, sp.partition) == (topic, index)]:
+            del self.partitions[key]
+
+    def member_left(self, group_id: str, member_id: str) -> None:
+        for (g, _, _), sp in self.partitions.items():
+            if g == group_id and sp.release_member(member_id):
+                self._changed(sp)
+        # its share sessions stay until closed (epoch -1) or replaced: a closing consumer leaves the group,
+        # then sends its final acknowledgements
+
+    def _leader_log(self, topic: str, index: int):
+        partition = self.broker.replica_manager.get_partition(topic, index)
+        return partition, partition.local_log_with_epoch(-1, require_leader=True)
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    def connection_closed(self, connection_id: int) -> None:
+        """Kafka's share session ``ConnectionDisconnectListener``: a session whose connection closed (the
+        consumer crashed, was killed, or closed without a final request) is removed and its member's acquired
+        records are released at once, without waiting for their locks."""
+        for session in [s for s in self.sessions.values() if s.connection_id == connection_id]:
+            self.close_session(session)
+
+    def session_for(self, group_id: str, member_id: str, epoch: int, connection_id: int | None = None) -> ShareSession:
+        """The session a request with ``epoch`` uses (KafkaError SHARE_SESSION_NOT_FOUND or
+        INVALID_SHARE_SESSION_EPOCH)."""
+        key = (group_id, member_id)
+        if epoch == INITIAL_EPOCH:
+            session = self.sessions[key] = ShareSession(group_id, member_id)
+            session.connection_id = connection_id
+            return session
+        session = self.sessions.get(key)
+        if session is None:
+            raise KafkaError(ErrorCode.SHARE_SESSION_NOT_FOUND, f"no share session for member {member_id} of "
+                             f"group {group_id} on broker {self.broker.broker_id}")
+        if epoch != FINAL_EPOCH:
+            if epoch != session.epoch:
+                raise KafkaError(ErrorCode.INVALID_SHARE_SESSION_EPOCH, f"share session epoch {epoch}, "
+                                 f"expected {session.epoch}")
+            session.epoch = 1 if session.epoch == 2**31 - 1 else session.epoch + 1
+        return session
+
+    def close_session(self, session: ShareSession) -> None:
+        self.sessions.pop((session.group_id, session.member_id), None)
+        for (topic_id, index) in session.partitions:
+            sp = self.partitions.get((session.group_id, topic_id, index))
+            if sp is not None and sp.release_member(session.member_id):
+                self._changed(sp)
+
+    # -- acknowledging and acquiring --------------------------------------------------------
+
+    async def acknowledge(self, group_id: str, member_id: str, topic: str, topic_id, index: int,
+                          batches, allow_renew: bool = False) -> tuple[int, str | None]:
+        """Apply one partition's acknowledgement batches and write the new state: (error code, message)."""
+        try:
+            partition, log_ = self._leader_log(topic, index)
+            sp = await self.share_partition(group_id, topic, topic_id, index, partition, log_)
+            sp.acknowledge(member_id, [(b.first_offset, b.last_offset, list(b.acknowledge_types)) for b in batches],
+                           allow_renew)
+            self.broker.replica_manager.notify_data_arrived(sp.topic, sp.partition)
+            await self.persist(sp)
+        except KafkaError as exc:
+            return exc.code, exc.message
+        return ErrorCode.NONE, None
+
+    async def acquire(self, group_id: str, member_id: str, topic: str, topic_id, index: int, max_bytes: int,
+                      max_records: int) -> dict:
+        """Read the partition from its next available record and acquire what was read: a PartitionData
+        (without partition_index / acknowledge fields)."""
+        partition, log_ = self._leader_log(topic, index)
+        sp = await self.share_partition(group_id, topic, topic_id, index, partition, log_)
+        if sp.expire_locks():
+            self._changed(sp)
+        leader = {"leader_id": partition.leader_id, "leader_epoch": partition.leader_epoch}
+        answer = {"error_code": ErrorCode.NONE, "error_message": None, "current_leader": leader,
+                  "records": None, "acquired_records": []}
+        hw = log_.high_watermark
+        offset = sp.next_fetch_offset()
+        if offset >= hw or max_records <= 0:
+            return answer
+        data = log_.read(offset, max_bytes, hw, min_one_message=True)
+        offsets, covered_to = [], offset
+        for _, h in iter_batches(data, strict=False):
+            covered_to = max(covered_to, min(h.next_offset, hw))
+            if h.attributes & 0x20:   # a control batch (transaction marker): a gap, never delivered
+                continue
+            offsets.extend(o for o in range(max(h.base_offset, offset), min(h.next_offset, hw)))
+        acquired = sp.acquire(member_id, offsets, covered_to, max_records)
+        if acquired:
+            answer["records"] = data
+            answer["acquired_records"] = acquired
+        return answer
+
+    def next_deadline(self, keys) -> float | None:
+        deadlines = [d for k in keys if (sp := self.partitions.get(k)) is not None
+                     and (d := sp.next_lock_deadline()) is not None]
+        return min(deadlines) - time.monotonic() if deadlines else None
