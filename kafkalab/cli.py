@@ -450,12 +450,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser(
         "dump-log", help="print the batches and records of a segment, or an index (like kafka-dump-log.sh)",
-        description="Print the contents of log segment (.log), offset index (.index) and time index "
-                    "(.timeindex) files the way Kafka's kafka-dump-log.sh does. Works on the files of "
+        description="Print the contents of log segment (.log), offset index (.index), time index "
+                    "(.timeindex), transaction index (.txnindex) and producer-state snapshot (.snapshot) "
+                    "files the way Kafka's kafka-dump-log.sh does. Works on the files of "
                     "a mini broker or of a real Kafka broker (same format). A partition directory "
                     "means all its .log files.",
         epilog="example: kafkalab dump-log /tmp/kafkalab-xyz/orders-0/00000000000000000000.log --print-data-log")
-    d.add_argument("paths", nargs="*", metavar="PATH", help="a .log, .index, .timeindex or .txnindex file, or a partition dir")
+    d.add_argument("paths", nargs="*", metavar="PATH", help="a .log, .index, .timeindex, .txnindex or .snapshot file, or a partition dir")
     d.add_argument("--files", action="append", metavar="A,B",
                    help="comma-separated files, as kafka-dump-log.sh takes them")
     d.add_argument("--print-data-log", action="store_true",

@@ -37,13 +37,13 @@ DataFrame (one row per record, per batch, or per index entry), and
 return the parsed structures. Files are only read, never modified.
 
 ``.txnindex``: ``version: 0 producerId: 1000 firstOffset: 4 lastOffset: 7 lastStableOffset: 8``
-per aborted transaction. Control batches (transaction markers): ``endTxnMarker: COMMIT ...``.
+per aborted transaction; ``.snapshot`` (producer state): ``producerId: ... producerEpoch: ...`` per producer
+(:mod:`kafkalab.tools.dump_snapshot`). Control batches (transaction markers): ``endTxnMarker: COMMIT ...``.
 ``--transaction-log-decoder`` decodes the records of ``__transaction_state``, ``--cluster-metadata-decoder``
 those of KRaft's ``__cluster_metadata`` (segments and ``.checkpoint`` snapshots; see ``metadata_records``).
 
-Not covered: message formats v0/v1 (magic 0 and 1, before Kafka 0.11; Kafka
-4 no longer writes or reads them), ``.snapshot`` producer-state files, and
-the special decoder for ``__consumer_offsets`` (``--offsets-decoder``);
+Not covered: message formats v0/v1 (magic 0 and 1, before Kafka 0.11; Kafka 4 no longer writes
+or reads them), and the special decoder for ``__consumer_offsets`` (``--offsets-decoder``);
 keys and values are shown as UTF-8 text like Kafka's default StringDecoder.
 """
 from __future__ import annotations
@@ -58,8 +58,9 @@ from typing import IO, Iterator
 from ..broker.common.errors import KafkaError
 from ..broker.log.index import OffsetIndex, TimeIndex
 from ..broker.coordinator.transaction.transaction_log import format_record as format_transaction_log_record
+from .dump_snapshot import PRODUCER_SNAPSHOT_SUFFIX, dump_producer_snapshot, dump_txn_index
 from ..broker.log.log_cleaner import DELETE_HORIZON_MASK
-from ..broker.log.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
+from ..broker.log.transaction_index import TXN_INDEX_SUFFIX
 from ..broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
 from ..broker.common.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, compute_crc, iter_batches, iter_records
 from .metadata_records import CHECKPOINT_SUFFIX, CONTROL_RECORD_TYPES, control_text, snapshot_header  # noqa: F401
@@ -381,13 +382,6 @@ def _dump_time_index(path: str, verify_only: bool, out: IO[str], err: IO[str]) -
             print(f"  Index timestamp: {timestamp}, Previously indexed timestamp: {before}", file=err)
 
 
-def _dump_txn_index(path: str, out: IO[str]) -> None:
-    """Kafka's ``dumpTxnIndex``: one line per aborted transaction."""
-    for t in TransactionIndex(path).all_aborted():
-        print(f"version: 0 producerId: {t.producer_id} firstOffset: {t.first_offset} lastOffset: {t.last_offset} "
-              f"lastStableOffset: {t.last_stable_offset}", file=out)
-
-
 def _expand(paths) -> list[str]:
     """Files to dump: a partition directory stands for its segment files, oldest first."""
     out = []
@@ -404,13 +398,13 @@ def _expand(paths) -> list[str]:
 def dump_log(*paths, print_data_log: bool = True, deep_iteration: bool = False,
              skip_record_metadata: bool = False, verify_index_only: bool = False, transaction_log_decoder: bool = False,
              cluster_metadata_decoder: bool = False, file: IO[str] | None = None, err: IO[str] | None = None) -> None:
-    """Print ``.log``, ``.index``, ``.timeindex``, ``.txnindex`` and ``.checkpoint`` files as ``kafka-dump-log.sh`` does.
+    """Print ``.log``, ``.index``, ``.timeindex``, ``.txnindex``, ``.snapshot`` and ``.checkpoint`` files as
+    ``kafka-dump-log.sh`` does.
 
-    ``paths`` are files or partition directories (a directory means all its
-    ``.log`` segments). From Python the records are printed with their keys
-    and values (``print_data_log=True``); ``kafkalab dump-log`` follows
-    Kafka's command line, where ``--print-data-log`` asks for them. Problems found (non-consecutive
-    offsets, index mismatches, missing files, unknown kinds) go to ``err`` (stderr), as in Kafka.
+    ``paths`` are files or partition directories (a directory means all its ``.log`` segments). From
+    Python the records are printed with their keys and values (``print_data_log=True``); ``kafkalab
+    dump-log`` follows Kafka's command line, where ``--print-data-log`` asks for them. Problems found
+    (non-consecutive offsets, index mismatches, missing files, unknown kinds) go to ``err`` (stderr).
     """
     dump_files(paths, print_data_log=print_data_log, deep_iteration=deep_iteration,
                skip_record_metadata=skip_record_metadata, verify_index_only=verify_index_only,
@@ -439,7 +433,9 @@ def dump_files(paths, *, print_data_log: bool, deep_iteration: bool = False, ski
         elif path.endswith(INDEX_SUFFIX):
             _dump_offset_index(path, verify_index_only, out, err)
         elif path.endswith(TXN_INDEX_SUFFIX):
-            _dump_txn_index(path, out)
+            dump_txn_index(path, out)
+        elif path.endswith(PRODUCER_SNAPSHOT_SUFFIX):
+            dump_producer_snapshot(path, out, err)
         else:
             print(f"Ignoring unknown file {path}", file=err)
             ok = False

@@ -93,7 +93,7 @@ def test_sigkill_mid_transaction_then_restart_aborts_it(broker_process, tmp_path
 
     bp.start()
     data_dir = os.path.join(bp.log_dir, f"{topic}-0")
-    # recovery rebuilt the open transaction from the log (no .snapshot files): the LSO is held again
+    # recovery rebuilt the open transaction (producer snapshot + the log after it): the LSO is held again
     assert marker_types(data_dir) == [COMMIT]
     assert committed_end(bp.bootstrap_servers, topic) == 2
     deadline = time.monotonic() + 20

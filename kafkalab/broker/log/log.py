@@ -45,8 +45,9 @@ from ..common.errors import ErrorCode, KafkaError
 from ..common.records import ABORT, BatchHeader, assign_offsets, control_record_type, iter_batches, validate_batch
 from .leader_epoch_cache import LeaderEpochFileCache
 from .log_validator import validate_records
+from .producer_snapshot import delete_snapshots, list_snapshots, marker_coordinator_epoch, take_snapshot
 from .producer_state import ProducerStateManager
-from .recovery import load_log
+from .recovery import load_log, rebuild_producer_state
 from . import retention
 from .segment import CLEANED_FILE_SUFFIX, DELETED_FILE_SUFFIX, SWAP_FILE_SUFFIX, LogSegment
 from .transaction_index import AbortedTxn
@@ -85,6 +86,8 @@ class UnifiedLog:
         self.segments: list[LogSegment] = []
         self._bases: list[int] = []
         self.producer_state = ProducerStateManager()
+        #: batches read to rebuild producer state at the last load (0 when a snapshot covered the log)
+        self.producer_state_replayed_batches = 0
         self.log_start_offset = log_start_offset
         self.recovery_point = recovery_point
         #: offset up to which rolled segments wait for their background fsync
@@ -233,7 +236,10 @@ class UnifiedLog:
         """Producer state after an append; an ABORT marker's transaction goes to the active segment's
         ``.txnindex`` (Kafka's ``UnifiedLog.updateTransactionIndex``)."""
         for pos, header in batches:
-            completed = self.producer_state.update(header)
+            coordinator_epoch = -1
+            if header.is_control:
+                coordinator_epoch = marker_coordinator_epoch(memoryview(buf)[pos:pos + header.size])
+            completed = self.producer_state.update(header, coordinator_epoch)
             if completed is None or control_record_type(memoryview(buf)[pos:pos + header.size]) != ABORT:
                 continue
             unstable = self.producer_state.first_unstable_offset
@@ -279,6 +285,9 @@ class UnifiedLog:
             old.delete()
         seg = self._new_segment(base)
         self._add_segment(seg)
+        # Kafka's roll: a producer-state snapshot named by the new segment's base offset, so a
+        # recovery can start at this segment; fsynced later, with the rolled segment
+        self.take_producer_snapshot(base, sync=False)
         self.pending_flush_offset = max(self.pending_flush_offset, base)
         log.debug("%s: rolled new segment at offset %d", self.name, base)
         return seg
@@ -354,6 +363,7 @@ class UnifiedLog:
             log.info("%s: deleting segment %d (%d bytes, offsets %d..%d): %s", self.name, seg.base_offset,
                      seg.size, seg.base_offset, seg.next_offset - 1, reason)
             _delete_segment_files(seg)
+        delete_snapshots(self.dir, [seg.base_offset for seg in doomed])  # each segment's snapshot goes with it
         if self.segments[0].base_offset > self.log_start_offset:
             self.maybe_increment_log_start_offset(self.segments[0].base_offset, "segment deletion")
 
@@ -375,6 +385,7 @@ class UnifiedLog:
         self._add_segment(new_segment)
         for seg in old_segments:
             _delete_segment_files(seg)
+        delete_snapshots(self.dir, [s.base_offset for s in old_segments if s.base_offset != new_segment.base_offset])
         new_segment.change_file_suffixes(SWAP_FILE_SUFFIX, "")
         _fsync_dir(self.dir)
 
@@ -407,10 +418,7 @@ class UnifiedLog:
         self.aborted_txns = [t for t in self.aborted_txns if t.last_offset < end]
         self.leader_epoch_cache.truncate_from_end(end)
         self.log_start_offset = min(self.log_start_offset, end)
-        self.producer_state.truncate()
-        for seg in self.segments:
-            for _, header in seg.batches_from(0):
-                self.producer_state.update(header)
+        rebuild_producer_state(self)  # snapshots past the new end go; the latest one left is reloaded
         self.high_watermark = min(self.high_watermark, end)
         self.recovery_point = min(self.recovery_point, end)
         self.pending_flush_offset = min(self.pending_flush_offset, end)
@@ -429,6 +437,7 @@ class UnifiedLog:
         self.leader_epoch_cache.entries = []
         self.leader_epoch_cache.flush()
         self.producer_state.truncate()
+        delete_snapshots(self.dir, list_snapshots(self.dir))
         self.high_watermark = new_offset
         self.recovery_point = new_offset
         self.pending_flush_offset = new_offset
@@ -473,7 +482,15 @@ class UnifiedLog:
                  "time_index_entries": len(s.time_index), "active": s is self.active_segment,
                  "file": os.path.basename(s.path)} for s in self.segments]
 
+    def take_producer_snapshot(self, offset: int | None = None, sync: bool = True) -> str | None:
+        """Write ``<offset>.snapshot`` (default: at the log end offset) unless it exists."""
+        return take_snapshot(self.dir, self.log_end_offset if offset is None else offset,
+                             self.producer_state.snapshot_entries(), sync)
+
     def close(self) -> None:
+        """Close the files; a snapshot at the log end offset first, so a restart replays nothing."""
+        if self.segments and os.path.isdir(self.dir):
+            self.take_producer_snapshot()
         for seg in self.segments:
             seg.close()
 

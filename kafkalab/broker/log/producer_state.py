@@ -12,8 +12,10 @@ five batches (``max.in.flight.requests.per.connection`` may be at most 5):
   ``OUT_OF_ORDER_SEQUENCE_NUMBER``, and the producer retries or fails;
 * an older epoch is a fenced ("zombie") producer: ``INVALID_PRODUCER_EPOCH``.
 
-The state is rebuilt from the log's batch headers when the log is loaded,
-so it survives a broker restart, as Kafka's does via ``.snapshot`` files.
+The state survives a broker restart through ``.snapshot`` files
+(:mod:`kafkalab.broker.log.producer_snapshot`), written at each segment roll and at
+a clean shutdown; at start-up the latest one is loaded and only the batches after
+it are replayed from the log.
 
 Transactions (KIP-98): the first transactional batch of a producer opens a
 transaction in this partition (``ongoing_txns``: producer id -> its first
@@ -29,6 +31,7 @@ from dataclasses import dataclass, field
 
 from ..common.errors import ErrorCode, KafkaError
 from ..common.records import BatchHeader
+from .producer_snapshot import SnapshotEntry
 
 NUM_BATCHES_TO_RETAIN = 5
 
@@ -48,6 +51,14 @@ class ProducerStateEntry:
     epoch: int
     batches: deque = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
     last_timestamp: int = -1
+    #: the epoch of the transaction coordinator that wrote this producer's last marker
+    coordinator_epoch: int = -1
+
+    def maybe_update_epoch(self, epoch: int) -> None:
+        """A new producer epoch forgets the batches of the old one (Kafka's ``maybeUpdateProducerEpoch``)."""
+        if epoch != self.epoch:
+            self.batches.clear()
+            self.epoch = epoch
 
     @property
     def last_seq(self) -> int:
@@ -116,23 +127,24 @@ class ProducerStateManager:
                              f"marker for producer {header.producer_id} with epoch {header.producer_epoch}, "
                              f"older than {entry.epoch}")
 
-    def update(self, header: BatchHeader) -> CompletedTxn | None:
-        """Record an appended batch (also used when rebuilding state from the log); a marker returns
-        the transaction it closed."""
+    def update(self, header: BatchHeader, coordinator_epoch: int = -1) -> CompletedTxn | None:
+        """Record an appended batch (also used when rebuilding state from the log); a marker (with
+        the coordinator epoch written in it) returns the transaction it closed."""
         pid = header.producer_id
         if pid < 0:
             return None
+        entry = self.producers.get(pid)
+        if entry is None:
+            entry = self.producers[pid] = ProducerStateEntry(pid, header.producer_epoch)
+        elif header.producer_epoch > entry.epoch:
+            entry.maybe_update_epoch(header.producer_epoch)
         if header.is_control:
-            entry = self.producers.get(pid)
-            if entry is None or header.producer_epoch > entry.epoch:
-                self.producers[pid] = ProducerStateEntry(pid, header.producer_epoch)
+            entry.coordinator_epoch = coordinator_epoch
+            entry.last_timestamp = header.max_timestamp
             first = self.ongoing_txns.pop(pid, None)
             return CompletedTxn(pid, first, header.last_offset) if first is not None else None
         if header.is_transactional and pid not in self.ongoing_txns:
             self.ongoing_txns[pid] = header.base_offset
-        entry = self.producers.get(pid)
-        if entry is None or header.producer_epoch > entry.epoch:
-            entry = self.producers[pid] = ProducerStateEntry(pid, header.producer_epoch)
         if header.base_sequence >= 0:
             entry.batches.append(BatchMetadata(header.base_sequence, header.last_sequence, header.base_offset,
                                                header.last_offset, header.max_timestamp))
@@ -142,3 +154,30 @@ class ProducerStateManager:
     def truncate(self) -> None:
         self.producers.clear()
         self.ongoing_txns.clear()
+
+    # -- snapshots (producer_snapshot.py has the file format) ------------------
+
+    def snapshot_entries(self) -> list[SnapshotEntry]:
+        """One entry per producer, as Kafka's ``writeSnapshot`` fills them: the last batch only."""
+        entries = []
+        for pid in sorted(self.producers):
+            e = self.producers[pid]
+            last = e.batches[-1] if e.batches else None
+            entries.append(SnapshotEntry(
+                pid, e.epoch, last.last_seq if last else -1, last.last_offset if last else -1,
+                last.last_offset - last.first_offset if last else 0, e.last_timestamp, e.coordinator_epoch,
+                self.ongoing_txns.get(pid, -1)))
+        return entries
+
+    def load_snapshot_entries(self, entries: list[SnapshotEntry]) -> None:
+        """Start from a snapshot's entries (Kafka's ``loadProducerEntry``)."""
+        self.truncate()
+        for s in entries:
+            entry = ProducerStateEntry(s.producer_id, s.epoch, last_timestamp=s.timestamp,
+                                       coordinator_epoch=s.coordinator_epoch)
+            if s.has_batch:
+                entry.batches.append(BatchMetadata(s.first_sequence, s.last_sequence, s.last_offset - s.offset_delta,
+                                                   s.last_offset, s.timestamp))
+            self.producers[s.producer_id] = entry
+            if s.current_txn_first_offset >= 0:
+                self.ongoing_txns[s.producer_id] = s.current_txn_first_offset

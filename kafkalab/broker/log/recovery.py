@@ -18,10 +18,17 @@ What Kafka's ``LogLoader`` does when a broker starts, in small:
    cut short means what follows cannot be trusted, so later segments are
    deleted, as Kafka does. Segments before the recovery point were fsynced
    and are trusted.
-4. **Producer state** (idempotence) is rebuilt from the batch headers, which
-   also checks every segment's batch framing: a segment whose framing is
+4. **Batch framing.** Every segment's batch headers are read for its end offset
+   and largest timestamp, which also checks its framing: a segment whose framing is
    broken (garbage after a clean shutdown, say), or whose indexes point past
    its end (a file cut by hand), is recovered too.
+   **Producer state** (idempotence, open transactions) comes from the latest
+   ``.snapshot`` file (:mod:`kafkalab.broker.log.producer_snapshot`) plus the
+   batches after it: after a clean shutdown the snapshot at the log end offset,
+   so nothing is replayed; after a crash the latest snapshot at or below the
+   recovery point's segment, then the batches from there on (Kafka's
+   ``rebuildProducerState``). A snapshot with a bad CRC is deleted with a
+   warning and the next older one is used (or the whole log replayed).
 5. **Checkpoints ahead of the files** (segment files removed or cut by hand):
    the recovery point and the log start offset never stay past the log end.
 
@@ -32,6 +39,8 @@ from __future__ import annotations
 import logging
 import os
 
+from .producer_snapshot import (CorruptSnapshotError, delete_snapshots, list_snapshots, marker_coordinator_epoch,
+                                read_snapshot, remove_stray_snapshots, take_snapshot)
 from .segment import (CLEANED_FILE_SUFFIX, DELETED_FILE_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_FILE_SUFFIX,
                       TIME_INDEX_SUFFIX, LogSegment)
 
@@ -93,6 +102,9 @@ def load_log(ulog: "UnifiedLog", had_clean_shutdown: bool) -> None:
         ulog._add_segment(ulog._new_segment(ulog.log_start_offset))
     else:
         _recover_segments(ulog, had_clean_shutdown)
+    first_unflushed = None
+    if not had_clean_shutdown:  # the segment the recovery starts with: no snapshot above its base is trusted
+        first_unflushed = ulog.segments[ulog.segment_for(min(ulog.recovery_point, ulog.log_end_offset))].base_offset
 
     # the checkpoints may be ahead of what is on disk (files removed or cut by hand): never past the end
     ulog.pending_flush_offset = ulog.active_segment.base_offset
@@ -105,6 +117,57 @@ def load_log(ulog: "UnifiedLog", had_clean_shutdown: bool) -> None:
         _report(ulog, f"log start offset {ulog.log_start_offset} is past the log end offset {end}; using {end}")
         ulog.log_start_offset = end
     ulog.log_start_offset = max(ulog.log_start_offset, first_base)
+    remove_stray_snapshots(ulog.dir, [seg.base_offset for seg in ulog.segments])
+    rebuild_producer_state(ulog, first_unflushed)
+
+
+def _latest_valid_snapshot(ulog: "UnifiedLog"):
+    """(offset, entries) of the latest readable snapshot; corrupt ones are deleted with a warning."""
+    for offset, path in reversed(list_snapshots(ulog.dir).items()):
+        try:
+            return offset, read_snapshot(path)
+        except CorruptSnapshotError as e:
+            _report(ulog, f"failed to load producer snapshot {os.path.basename(path)}: {e}; deleted")
+            os.remove(path)
+    return None, None
+
+
+def rebuild_producer_state(ulog: "UnifiedLog", max_snapshot_offset: int | None = None) -> None:
+    """Producer state from the latest snapshot at or below ``max_snapshot_offset`` (default: the log end
+    offset) plus the batches after it (Kafka's ``truncateAndReload`` and ``rebuildProducerState``).
+
+    Snapshots past that offset, or at or below the log start offset, are deleted first. When
+    batches were replayed, snapshots are taken at the base offsets of the last two segments (of every
+    replayed segment after a crash, as Kafka's per-segment recovery does) and at the log end offset.
+    ``ulog.producer_state_replayed_batches`` counts the batches read.
+    """
+    end = ulog.log_end_offset
+    limit = end if max_snapshot_offset is None else min(end, max_snapshot_offset)
+    delete_snapshots(ulog.dir, [o for o in list_snapshots(ulog.dir) if o > limit or o <= ulog.log_start_offset])
+    offset, entries = _latest_valid_snapshot(ulog)
+    state = ulog.producer_state
+    if offset is None:
+        state.truncate()
+        offset = ulog.log_start_offset
+    else:
+        state.load_snapshot_entries(entries)
+    ulog.producer_state_replayed_batches = 0
+    if offset >= end:
+        return
+    bases = [seg.base_offset for seg in ulog.segments]
+    snapshot_at = set(bases[-2:]) if max_snapshot_offset is None else set(bases)
+    for seg in ulog.segments:
+        if seg.next_offset <= offset:
+            continue
+        if seg.base_offset > offset and seg.base_offset in snapshot_at:
+            take_snapshot(ulog.dir, seg.base_offset, state.snapshot_entries())
+        for pos, header in seg.batches_from(0):
+            if header.base_offset < offset:
+                continue
+            epoch = marker_coordinator_epoch(seg.read_at(pos, header.size)) if header.is_control else -1
+            state.update(header, epoch)
+            ulog.producer_state_replayed_batches += 1
+    take_snapshot(ulog.dir, end, state.snapshot_entries())
 
 
 def _recover_segments(ulog: "UnifiedLog", had_clean_shutdown: bool) -> None:
@@ -146,8 +209,7 @@ def _drop_segments_after(ulog: "UnifiedLog", seg: LogSegment) -> None:
 
 
 def _scan_headers(ulog: "UnifiedLog") -> bool:
-    """Rebuild producer state, next offsets and max timestamps; False if a segment had to be recovered."""
-    ulog.producer_state.truncate()
+    """Next offsets and max timestamps from the batch headers; False if a segment had to be recovered."""
     expected = None
     for seg in ulog.segments:
         end = 0
@@ -162,7 +224,6 @@ def _scan_headers(ulog: "UnifiedLog") -> bool:
             if header.base_offset < max(seg.base_offset, expected or 0) or header.last_offset_delta < 0:
                 problem = f"offset {header.base_offset} at byte {pos} is out of order"
                 break
-            ulog.producer_state.update(header)
             if header.max_timestamp > max_ts:
                 max_ts, max_ts_offset = header.max_timestamp, header.last_offset
             seg.next_offset = header.next_offset
