@@ -8,6 +8,8 @@ break (see :mod:`kafkalab.cluster`).
 (see :mod:`kafkalab.lab`).
 ``kafkalab.fetch_kafka("3.9")`` fetches Apache Kafka itself, for ``cluster(backend="kafka")``
 (see :mod:`kafkalab.cluster.distribution`).
+``kafkalab.connect_cluster(kafka, workers=2)`` runs Apache Kafka Connect's distributed workers against it
+(see :mod:`kafkalab.kafka_connect`; ``kafkalab.fetch_connect()`` fetches them).
 ``kafkalab.schema_registry(kafka)`` starts a schema registry speaking Confluent's REST API, its
 schemas in the ``_schemas`` topic of that Kafka (see :mod:`kafkalab.registry`).
 """
@@ -15,9 +17,10 @@ from . import cluster  # a callable package: kafkalab.cluster(brokers=3) returns
 from .broker.mini import MiniBroker, mini
 from .cluster import Cluster
 from .cluster.distribution import fetch_kafka
+from .kafka_connect import connect_cluster, fetch_connect   # after .broker.mini: its atexit runs first
 from .lab import LabKafka, connect
 from .registry import SchemaRegistry, schema_registry
 
 __version__ = "0.1.0"
 __all__ = ["MiniBroker", "mini", "cluster", "Cluster", "LabKafka", "connect", "fetch_kafka", "SchemaRegistry",
-           "schema_registry", "__version__"]
+           "schema_registry", "connect_cluster", "fetch_connect", "__version__"]

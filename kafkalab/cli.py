@@ -54,6 +54,18 @@ def _cmd_fetch_kafka(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_fetch_connect(args: argparse.Namespace) -> int:
+    from .kafka_connect.jvm import CONNECT_VERSION, ConnectJvmError, fetch_connect
+
+    try:
+        home = fetch_connect(args.version or CONNECT_VERSION)
+    except ConnectJvmError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(home)   # the last line: the directory whose libs/ holds Kafka Connect
+    return 0
+
+
 def _cmd_schema_registry(args: argparse.Namespace) -> int:
     from .registry.app import serve
 
@@ -470,6 +482,16 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--source", action="append", choices=["kafka-home", "maven", "ivy", "tarball"],
                    help="only this source (repeatable; default: all, in that order)")
     f.set_defaults(run=_cmd_fetch_kafka)
+
+    fc = sub.add_parser(
+        "fetch-connect", help="fetch Apache Kafka Connect's worker and file connector (for connect_cluster())",
+        description="Fetch Kafka Connect VERSION (connect-runtime, connect-file, connect-json, connect-transforms "
+                    "and their runtime dependencies) from the Maven repository into "
+                    "~/.kafkalab/dist/kafka-connect-VERSION ($KAFKALAB_DIST when set), checking every jar's "
+                    "checksum, and print the directory as the last line. A second call reuses it.",
+        epilog="example: kafkalab fetch-connect (3.9.2, the release of the lab's real Kafka)")
+    fc.add_argument("version", nargs="?", default=None, metavar="VERSION", help="exact version (default 3.9.2)")
+    fc.set_defaults(run=_cmd_fetch_connect)
 
     # listed here for --help; main() hands everything after "broker" to python -m kafkalab.broker
     sub.add_parser("broker", help="run one mini broker in this terminal (same flags as python -m kafkalab.broker)")

@@ -3,7 +3,7 @@
 # and the lab solutions (labs/*/solution.ipynb). The exercises are skipped: with their TODOs unfilled
 # they fail by design (tests/test_labs.py checks that they do).
 # Creates/updates ./.venv first (see scripts/_env.sh) and fetches Apache Kafka 3.9 and 4 for the real-Kafka tests
-# (kafkalab fetch-kafka: Maven, cached). Extra arguments go to pytest, e.g. -x or -k.
+# (kafkalab fetch-kafka: Maven, cached) and Kafka Connect 3.9 (kafkalab fetch-connect). Extra arguments go to pytest, e.g. -x or -k.
 source "$(dirname "${BASH_SOURCE[0]}")/_env.sh"
 cd "$ROOT"
 # Real Apache Kafka (tests/integration/test_kafka_cluster.py, the lessons checked against it): fetched once
@@ -20,6 +20,12 @@ if ! KRAFT_HOME_FOR_TESTS="$(kafkalab fetch-kafka 4 | tail -n 1)"; then
     exit 1
 fi
 echo "    $KRAFT_HOME_FOR_TESTS"
+echo "==> Kafka Connect 3.9 for tests/integration/test_kafka_connect.py: kafkalab fetch-connect"
+if ! CONNECT_HOME_FOR_TESTS="$(kafkalab fetch-connect | tail -n 1)"; then
+    echo "error: could not fetch Kafka Connect (see above); the Connect tests need it" >&2
+    exit 1
+fi
+echo "    $CONNECT_HOME_FOR_TESTS"
 exec python -m pytest tests notebooks labs --ignore-glob='labs/*/exercise.ipynb' \
     --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
     --nbval-cell-timeout 300 -p no:cacheprovider -ra --durations=25 "$@"
