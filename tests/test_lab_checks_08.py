@@ -4,6 +4,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import time
 
 import pytest
 from confluent_kafka import Producer
@@ -105,3 +106,55 @@ def test_payments_written_twice_and_garbage_answers(lab, capsys):
     assert "the topic holds 10 records, expected 7" in out and "run twice" in out
     assert "could not check `schema_ids`" in out and "could not check `refused_status`" in out
     assert "Traceback" not in out
+
+
+# --- step 5: the file source connector (a Kafka Connect worker of the lab's own) --------------------------
+
+def test_the_connector_step_passes_right_answers_and_names_wrong_ones(lab, tmp_path, capsys):
+    kafka, registry, client = lab
+    answers, _ = _solve(lab, _setup(lab, "connect"))
+    path = tmp_path / "payments.txt"
+    path.write_text("".join(line + "\n" for line in lab08.payment_lines()))
+    hoisted, bare = kafka.create_topic("payment-lines"), kafka.create_topic("payment-lines-bare")
+    source = {"connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector", "file": str(path),
+              "tasks.max": 1}
+    with kafkalab.connect_cluster(kafka, workers=1, work_dir=str(tmp_path / "connect")) as connect:
+        with pytest.raises(LabCheckFailed, match="2 of 7 checks failed"):     # no connector yet, nothing filled in
+            lab08.check_08(**answers, connect=connect, lines_topic=hoisted, payments_file=str(path),
+                           source_position=...)
+        out = capsys.readouterr().out
+        assert "there is no connector `payments-file`" in out and "source_position is still `...`" in out
+
+        connect.create_connector("payments-file", dict(source, topic=hoisted, transforms="hoist", **{
+            "transforms.hoist.type": "org.apache.kafka.connect.transforms.HoistField$Value",
+            "transforms.hoist.field": "line"}))
+        size = path.stat().st_size
+        deadline = time.monotonic() + 60
+        while [r["offset"] for r in connect.source_offsets("payments-file")] != [{"position": size}]:
+            assert time.monotonic() < deadline, "the connector's offset never reached the end of the file"
+            time.sleep(0.2)
+        lab08.check_08(**answers, connect=connect, lines_topic=hoisted, payments_file=str(path), source_position=size)
+        assert "All checks passed" in capsys.readouterr().out
+
+        with pytest.raises(LabCheckFailed, match="1 of 7 checks failed"):
+            lab08.check_08(**answers, connect=connect, lines_topic=hoisted, payments_file=str(path),
+                           source_position=len(lab08.payment_lines()))
+        assert "counts bytes, not lines" in capsys.readouterr().out
+
+        connect.delete_connector("payments-file")                 # again, without the transform
+        deadline = time.monotonic() + 30
+        while "payments-file" in connect.connectors():
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        # a file of its own: the offsets of the deleted connector's file are still in the offsets topic, under
+        # the same connector name, so a new `payments-file` on that file would start at its end
+        other = tmp_path / "payments-bare.txt"
+        other.write_text(path.read_text())
+        connect.create_connector("payments-file", dict(source, topic=bare, file=str(other)))
+        deadline = time.monotonic() + 60
+        while len(read_partition(kafka.bootstrap_servers, bare)) < len(lab08.payment_lines()):
+            assert time.monotonic() < deadline, "the bare connector copied nothing"
+            time.sleep(0.2)
+        with pytest.raises(LabCheckFailed):
+            lab08.check_08(**answers, connect=connect, lines_topic=bare, payments_file=str(other), source_position=size)
+        assert "add the transform HoistField$Value" in capsys.readouterr().out

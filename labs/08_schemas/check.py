@@ -42,7 +42,8 @@ def _as_schema(value) -> dict:
     return value
 
 
-def check_08(kafka, registry_url, topic, payment_v2, schema_ids, as_v2, refused_status) -> None:
+def check_08(kafka, registry_url, topic, payment_v2, schema_ids, as_v2, refused_status,
+             connect=None, lines_topic=None, payments_file=None, source_position=...) -> None:
     """Check lab 08 (``labs/08_schemas``); the arguments are the variables the lab asks for."""
     from confluent_kafka.schema_registry import SchemaRegistryClient, SchemaRegistryError
 
@@ -151,4 +152,59 @@ def check_08(kafka, registry_url, topic, payment_v2, schema_ids, as_v2, refused_
                     if int(refused_status) != 409 else
                     f"the subject has versions {versions}: the refused schema must not have become a version")
             report.step(name, ok, hint)
+
+    # step 5: the file source connector
+    if connect is not None:
+        _check_connect(report, kafka, connect, lines_topic, payments_file, source_position)
     report.finish()
+
+
+def payment_lines() -> list[str]:
+    return [f"{p['id']},{p['amount']},{p['currency']}" for p in NEW_PAYMENTS]
+
+
+def _check_connect(report, kafka, connect, lines_topic, payments_file, source_position) -> None:
+    import os
+
+    name = "the connector `payments-file` copied each line of the file once, as {\"line\": ...}"
+    records = read_partition(kafka.bootstrap_servers, str(lines_topic), 0)
+    try:
+        status = connect.status("payments-file")
+    except Exception:   # noqa: BLE001 -- no such connector: named below
+        status = None
+    values = []
+    for m in records:
+        try:
+            values.append(json.loads(m.value()))
+        except (TypeError, ValueError):
+            values.append(m.value())
+    want = [{"line": line} for line in payment_lines()]
+    if status is None:
+        hint = "there is no connector `payments-file`: fill in source_config, then run the cell that creates it"
+    elif status["connector"]["state"] != "RUNNING" or any(t["state"] != "RUNNING" for t in status["tasks"]):
+        traces = [t.get("trace", "").splitlines()[0] for t in status["tasks"] if t.get("trace")]
+        hint = f"the connector is not RUNNING: {status}" + (f" — {traces[0]}" if traces else "")
+    elif values == payment_lines():
+        hint = "the lines are there, but bare: add the transform HoistField$Value with the field `line`"
+    elif values != want:
+        hint = f"{lines_topic!r} holds {values[:3]}..., expected {want[:2]}..."
+    else:
+        hint = ""
+    report.step(name, not hint, hint)
+
+    name = "source_position is the connector's source offset: the bytes of the file it has read, all of them"
+    with report.answer(name, "source_position"):
+        if unfilled(source_position):
+            report.step(name, False, unfilled_detail("source_position", source_position,
+                                                     "connect.source_offsets('payments-file')[0]['offset']['position']"))
+        else:
+            flushed = [r for r in connect.source_offsets("payments-file")
+                       if r["partition"].get("filename") == str(payments_file)]   # the source partition: the file
+            position = flushed[0]["offset"]["position"] if flushed else None
+            size = os.path.getsize(payments_file)
+            hint = f"got {source_position}, the offsets topic says {position} and the file has {size} bytes"
+            if isinstance(source_position, dict):
+                hint += " — keep the number: offset['position']"
+            elif source_position == len(payment_lines()):
+                hint += " — the file connector counts bytes, not lines"
+            report.step(name, source_position == position == size, hint)
