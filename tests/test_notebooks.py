@@ -72,7 +72,7 @@ def test_exercises_are_handed_out_without_outputs(path):
 def test_what_a_notebook_starts_it_closes(path):
     cells = _code_cells(path)
     source = "\n".join(c.source for c in cells)
-    starts = re.findall(r"(\w+)\s*=\s*kafkalab\.(?:connect|mini)\(", source)
+    starts = re.findall(r"(\w+)\s*=\s*kafkalab\.(?:connect|mini|schema_registry|connect_cluster)\(", source)
     tail = "\n".join(c.source for c in cells[-3:])
     for name in set(starts):
         assert f"{name}.close()" in tail, f"{name} = kafkalab...() is not closed in the last cells ({name}.close())"

@@ -24,7 +24,9 @@ Lesson 05 runs on the shared cluster without its section 14 (KIP-848's consumer 
 cells are tagged ``kafka4-only``.
 
 Lesson 07 (transactions) runs whole the same way, on one Kafka 3.9 broker of its own, reading Kafka's
-own segment and ``.txnindex`` files. Lab 07's solution runs on the shared cluster. Lab 02's solution
+own segment and ``.txnindex`` files. Lab 07's solution runs on the shared cluster. Lesson 08 (a schema
+registry and Kafka Connect, both clients of Kafka) runs whole on one Kafka 3.9 broker of its own; lab 08's solution
+runs on the shared cluster. Lab 02's solution
 runs on three Kafka 3.9 brokers of its own: its drill leaves out the faults, which only kafkalab's
 brokers take, but still SIGKILLs the leader mid-stream. Lab 04's steps 1 and 2 run on one Kafka 3.9
 broker of its own; its steps 3 to 5 set the broker's clock (tagged ``kafkalab-only``; the test gives
@@ -85,6 +87,7 @@ def test_the_compose_settings_reach_the_kafka_brokers(lab):
     "labs/00_first_events/solution.ipynb", "labs/01_partitions/solution.ipynb",
     "labs/05_consumer_groups/solution.ipynb",
     "labs/06_word_count/solution.ipynb", "labs/07_exactly_once/solution.ipynb",
+    "labs/08_schemas/solution.ipynb",
 ])
 def test_lessons_that_break_nothing_hold_on_kafka(lab, notebook):
     real, before = lab
@@ -195,6 +198,13 @@ def test_lesson_07_exactly_once_holds_on_kafka(tmp_path):
     """read_committed against read_uncommitted and the LSO, the control batches and the .txnindex in Kafka's own
     files, a copier SIGKILLed mid-transaction, a zombie fenced, the cost: lesson 07 on one Kafka 3.9 broker."""
     _without_kafkalab_only("notebooks/07_exactly_once.ipynb", 0, KAFKA_BROKER, tmp_path)
+
+
+def test_lesson_08_schemas_and_pipelines_hold_on_kafka(tmp_path):
+    """The registry's _schemas topic, the Avro wire format in Kafka's own segment file, compatibility, old and new
+    readers; Kafka Connect's workers, a worker SIGKILLed, source offsets and what is sent twice, Spark's word count
+    over the pipeline: lesson 08 on one Kafka 3.9 broker of its own."""
+    _without_kafkalab_only("notebooks/08_schemas_and_pipelines.ipynb", 0, KAFKA_BROKER, tmp_path)
 
 
 def test_lab_02_solution_holds_on_kafka(tmp_path):
