@@ -39,7 +39,7 @@ def _top_error(code, message, lock_ms=0):
 def partition_error(index: int, code: int, message: str | None = None) -> dict:
     return {"partition_index": index, "error_code": code, "error_message": message, "acknowledge_error_code": 0,
             "acknowledge_error_message": None, "current_leader": {"leader_id": -1, "leader_epoch": -1},
-            "records": None, "acquired_records": []}
+            "records": b"", "acquired_records": []}   # empty, never null: as Kafka 4.4 (librdkafka rejects null)
 
 
 async def apply_acknowledgements(ctx, manager, group_id, member_id, topics, results, allow_renew=False) -> None:

@@ -279,7 +279,7 @@ class SharePartitionManager:
             self._changed(sp)
         leader = {"leader_id": partition.leader_id, "leader_epoch": partition.leader_epoch}
         answer = {"error_code": ErrorCode.NONE, "error_message": None, "current_leader": leader,
-                  "records": None, "acquired_records": []}
+                  "records": b"", "acquired_records": []}   # Kafka 4.4: MemoryRecords.EMPTY, never null
         hw = log_.high_watermark
         offset = sp.next_fetch_offset()
         if offset >= hw or max_records <= 0:
