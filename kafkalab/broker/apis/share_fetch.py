@@ -101,6 +101,9 @@ async def handle_share_fetch(ctx, request):
             if name is None or cache.by_id(topic_id) is None:
                 results[(topic_id, index)] = partition_error(index, ErrorCode.UNKNOWN_TOPIC_ID)
                 continue
+            if request.max_bytes <= 0:   # Kafka 4.4 acquires nothing for MaxBytes 0 (measured, librdkafka's 0180)
+                results[(topic_id, index)] = partition_error(index, ErrorCode.NONE)
+                continue
             try:
                 answer = await manager.acquire(group_id, member_id, name, topic_id, index, max(budget, 1),
                                          max_records - acquired)
