@@ -673,3 +673,96 @@ def test_renew_keeps_records_acquired(bootstrap):
         assert acknowledge([(released, 1)]) == [121]               # ... so an ACCEPT after it is refused
     finally:
         sock.close()
+
+
+def test_a_fetched_partition_without_records_has_empty_not_null_records(bootstrap):
+    """A ShareFetch for a partition with nothing to acquire: Kafka answers its Records as empty (size 0), never
+    null (-1), which librdkafka's share consumer rejects ("invalid MessageSetSize -1", its test 0170)."""
+    from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+    from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+    from kafkalab.broker.apis.share_fetch import ShareFetchRequest, ShareFetchResponse
+    from kafkalab.broker.apis.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
+    _, bs = bootstrap
+    topic, group = setup_topic(bs, 0)
+    md = wire.call(bs, build(MetadataRequest, 12, {"topics": [{"name": topic, "topic_id": None}],
+                                                   "allow_auto_topic_creation": False,
+                                                   "include_topic_authorized_operations": False}), MetadataResponse, 12)
+    topic_id = md.to_dict()["topics"][0]["topic_id"]
+    sock = wire.connect(bs)
+    correlation = itertools.count(1)
+
+    def call(req, resp, data, version=1):
+        return wire.roundtrip(sock, build(req, version, data), resp, version, next(correlation)).to_dict()
+
+    def heartbeat(epoch):
+        return call(ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, {
+            "group_id": group, "member_id": member, "member_epoch": epoch, "rack_id": None,
+            "subscribed_topic_names": [topic]})
+    member = str(uuid.uuid4())
+    try:
+        def coordinator_ready():
+            r = call(FindCoordinatorRequest, FindCoordinatorResponse, {"key_type": 0, "coordinator_keys": [group]},
+                     version=4)
+            return r["coordinators"][0]["error_code"] == 0 and heartbeat(0)["error_code"] == 0
+        wait_until(coordinator_ready, "the group coordinator", timeout=30, interval=0.5)
+        r = call(ShareFetchRequest, ShareFetchResponse, {
+            "group_id": group, "member_id": member, "share_session_epoch": 0, "max_wait_ms": 100,
+            "min_bytes": 1, "max_bytes": 1 << 20, "max_records": 10, "batch_size": 10,
+            "topics": [{"topic_id": topic_id, "partitions": [{"partition_index": 0, "acknowledgement_batches": []}]}],
+            "forgotten_topics_data": []})
+        assert r["error_code"] == 0, r
+        [t] = r["responses"]
+        [p] = t["partitions"]
+        assert p["error_code"] == 0 and p["acquired_records"] == [], p
+        assert p["records"] is not None and len(p["records"]) == 0, p
+    finally:
+        sock.close()
+
+
+def test_a_share_fetch_with_max_bytes_0_acquires_nothing(bootstrap):
+    """MaxBytes 0: Kafka 4.4 acquires no record, even with records available (librdkafka's 0180,
+    fetch.max.bytes=0); the mini broker used to hand out one batch."""
+    from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+    from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+    from kafkalab.broker.apis.share_fetch import ShareFetchRequest, ShareFetchResponse
+    from kafkalab.broker.apis.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
+    _, bs = bootstrap
+    topic, group = setup_topic(bs, 3)
+    md = wire.call(bs, build(MetadataRequest, 12, {"topics": [{"name": topic, "topic_id": None}],
+                                                   "allow_auto_topic_creation": False,
+                                                   "include_topic_authorized_operations": False}), MetadataResponse, 12)
+    topic_id = md.to_dict()["topics"][0]["topic_id"]
+    sock = wire.connect(bs)
+    correlation = itertools.count(1)
+    epochs = itertools.count(0)
+
+    def call(req, resp, data, version=1):
+        return wire.roundtrip(sock, build(req, version, data), resp, version, next(correlation)).to_dict()
+
+    def heartbeat(epoch):
+        return call(ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, {
+            "group_id": group, "member_id": member, "member_epoch": epoch, "rack_id": None,
+            "subscribed_topic_names": [topic]})
+
+    def acquired(max_bytes):
+        r = call(ShareFetchRequest, ShareFetchResponse, {
+            "group_id": group, "member_id": member, "share_session_epoch": next(epochs), "max_wait_ms": 100,
+            "min_bytes": 1, "max_bytes": max_bytes, "max_records": 1, "batch_size": 1,
+            "topics": [{"topic_id": topic_id, "partitions": [{"partition_index": 0, "acknowledgement_batches": []}]}],
+            "forgotten_topics_data": []})
+        assert r["error_code"] == 0, r
+        return [a for t in r["responses"] for p in t["partitions"] for a in p["acquired_records"]]
+    member = str(uuid.uuid4())
+    try:
+        def coordinator_ready():
+            r = call(FindCoordinatorRequest, FindCoordinatorResponse, {"key_type": 0, "coordinator_keys": [group]},
+                     version=4)
+            return r["coordinators"][0]["error_code"] == 0 and heartbeat(0)["error_code"] == 0
+        wait_until(coordinator_ready, "the group coordinator", timeout=30, interval=0.5)
+        first = []
+        wait_until(lambda: first.extend(acquired(1 << 20)) or first, "a record acquired", timeout=20, interval=0.2)
+        assert first[0]["first_offset"] == 0, first                   # offsets 1 and 2 remain available
+        assert acquired(0) == []
+        assert acquired(1 << 20), "offset 1 was available"
+    finally:
+        sock.close()

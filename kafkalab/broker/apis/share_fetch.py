@@ -101,6 +101,9 @@ async def handle_share_fetch(ctx, request):
             if name is None or cache.by_id(topic_id) is None:
                 results[(topic_id, index)] = partition_error(index, ErrorCode.UNKNOWN_TOPIC_ID)
                 continue
+            if request.max_bytes <= 0:   # Kafka 4.4 acquires nothing for MaxBytes 0 (measured, librdkafka's 0180)
+                results[(topic_id, index)] = partition_error(index, ErrorCode.NONE)
+                continue
             try:
                 answer = await manager.acquire(group_id, member_id, name, topic_id, index, max(budget, 1),
                                          max_records - acquired)
@@ -127,6 +130,8 @@ async def handle_share_fetch(ctx, request):
         entry = results.get(key) or {**partition_error(index, ErrorCode.NONE)}
         if key in ack_results:
             entry["acknowledge_error_code"], entry["acknowledge_error_message"] = ack_results[key]
+        if key in results and entry["records"] is None:
+            entry["records"] = b""   # Kafka answers a fetched partition with no records with empty, not null, Records
         if full or key in ack_results or entry["error_code"] or entry["acquired_records"]:
             by_topic.setdefault(topic_id, []).append(entry)
     responses = [{"topic_id": t, "partitions": sorted(ps, key=lambda p: p["partition_index"])}
