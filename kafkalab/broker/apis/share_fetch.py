@@ -130,8 +130,6 @@ async def handle_share_fetch(ctx, request):
         entry = results.get(key) or {**partition_error(index, ErrorCode.NONE)}
         if key in ack_results:
             entry["acknowledge_error_code"], entry["acknowledge_error_message"] = ack_results[key]
-        if key in results and entry["records"] is None:
-            entry["records"] = b""   # Kafka answers a fetched partition with no records with empty, not null, Records
         if full or key in ack_results or entry["error_code"] or entry["acquired_records"]:
             by_topic.setdefault(topic_id, []).append(entry)
     responses = [{"topic_id": t, "partitions": sorted(ps, key=lambda p: p["partition_index"])}
