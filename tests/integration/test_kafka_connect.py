@@ -345,6 +345,36 @@ def test_kafka_39_gives_the_same_topics_group_and_records(mini_connect, mini_pip
     assert list(run["status"]["state"]) == list(mini_pipeline["status"]["state"])
 
 
+@pytest.mark.cluster
+def test_on_three_mini_brokers_the_pipeline_survives_a_killed_leader(shared_cluster, connect_home, tmp_path):
+    """On the lab's 3-broker cluster (ZooKeeper and three mini broker processes): the internal topics are
+    replicated 3 times, the pipeline runs, and with the leader of its topic SIGKILLed the lines written
+    meanwhile still reach the sink (the workers' producers and consumers follow the new leader)."""
+    from cluster_helpers import leader_of, restore_brokers
+    c = shared_cluster
+    try:
+        with kafkalab.connect_cluster(c, workers=1, work_dir=str(tmp_path / "connect"),
+                                      **{"group.id": "connect-three-brokers", "config.storage.topic": "c3-configs",
+                                         "offset.storage.topic": "c3-offsets",
+                                         "status.storage.topic": "c3-status"}) as connect:
+            run = pipeline(connect, c.bootstrap_servers, tmp_path, "three", 20)
+            assert run["out"] == run["in"] == [f"three line {i}" for i in range(20)]
+            admin = AdminClient({"bootstrap.servers": c.bootstrap_servers})
+            meta = admin.list_topics(timeout=15).topics
+            assert {len(p.replicas) for t in ("c3-configs", "c3-offsets", "c3-status")
+                    for p in meta[t].partitions.values()} == {3}
+            leader = leader_of(c, "three-lines", 0)
+            c.kill(leader)
+            with open(tmp_path / "three-in.txt", "a") as f:
+                f.write("".join(f"three line {i}\n" for i in range(20, 30)))
+            wait_until(lambda: len(set(lines_of(tmp_path / "three-out.txt"))) == 30,
+                       "the 10 lines written after the leader was killed in the sink's file", 90)
+            assert set(lines_of(tmp_path / "three-out.txt")) == {f"three line {i}" for i in range(30)}
+            assert leader_of(c, "three-lines", 0) not in (-1, leader)
+    finally:
+        restore_brokers(c, timeout=60)
+
+
 def test_close_leaves_no_jvm(mini_connect):
     _, connect, _ = mini_connect
     pids = [w.pid for w in connect.workers]
