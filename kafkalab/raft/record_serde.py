@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import struct
 
+from kafka.protocol.schemas.fields.codecs import UnsignedVarInt32
+
 from ..tools.metadata_records import FRAME_VERSION, METADATA_RECORD_TYPES, message_class
 
 LEADER_CHANGE = 2
@@ -24,20 +26,11 @@ _TYPE_IDS = {name: type_id for type_id, name in METADATA_RECORD_TYPES.items()}
 _NO_FIELDS = ("NoOpRecord", "EndTransactionRecord")
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def encode_metadata_record(name: str, data: dict | None = None, version: int = 0) -> bytes:
     """The value of a metadata record ``name`` (e.g. ``"NoOpRecord"``) with ``data`` (snake_case fields)."""
-    head = _uvarint(FRAME_VERSION) + _uvarint(_TYPE_IDS[name]) + _uvarint(version)
+    head = b"".join(UnsignedVarInt32.encode(v) for v in (FRAME_VERSION, _TYPE_IDS[name], version))
     if name in _NO_FIELDS:
-        return head + _uvarint(0)
+        return head + UnsignedVarInt32.encode(0)
     cls = message_class(name)
     return head + bytes(cls(**(data or {})).encode(version=version, header=False))
 

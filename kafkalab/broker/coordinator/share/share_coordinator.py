@@ -37,6 +37,8 @@ import struct
 import time
 import uuid
 
+from kafka.protocol.schemas.fields.codecs import UnsignedVarInt32
+
 from ...common.errors import ErrorCode, KafkaError
 from ...common.records import Record, build_batch
 from ..group.offsets_topic import _Reader, java_string_hash
@@ -46,18 +48,6 @@ log = logging.getLogger("kafkalab.broker.coordinator.share")
 SHARE_STATE_TOPIC = "__share_group_state"
 SHARE_SNAPSHOT, SHARE_UPDATE = 0, 1     # Kafka's CoordinatorRecordType ids of the share coordinator
 SEGMENT_BYTES = 104_857_600
-
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
 
 
 def _uuid_bytes(topic_id) -> bytes:
@@ -74,7 +64,7 @@ def snapshot_value(state_epoch: int, leader_epoch: int, start_offset: int, batch
     now = int(time.time() * 1000)
     out = bytearray(struct.pack(">hiiiqqq", 0, snapshot_epoch, state_epoch, leader_epoch, start_offset,
                                 now if create_ts is None else create_ts, now))
-    out += _uvarint(len(batches) + 1)
+    out += UnsignedVarInt32.encode(len(batches) + 1)
     for b in batches:
         out += struct.pack(">qqbh", b["first_offset"], b["last_offset"], b["delivery_state"], b["delivery_count"])
         out += b"\x00"    # no tagged fields
