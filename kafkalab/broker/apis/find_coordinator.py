@@ -50,21 +50,7 @@ def _coordinator_for(broker, key: str | None, key_type: int) -> dict:
         except KafkaError as exc:
             out.update(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, error_message=exc.message)
             return out
-        if getattr(broker, "zk_mode", False):
-            partition = manager.partition_for(key)
-            leader = broker.metadata_cache.leader_endpoint("__transaction_state", partition)
-            if leader is None:
-                out.update(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                           error_message=f"__transaction_state-{partition} has no leader")
-            else:
-                out.update(node_id=leader.id, host=leader.host, port=leader.port)
-            return out
-        node = next((b for b in broker.live_brokers if b[0] == broker.broker_id), None)
-        if node is None:
-            out.update(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, error_message="broker not registered yet")
-        else:
-            out.update(node_id=node[0], host=node[1], port=node[2])
-        return out
+        return _leader_of(broker, "__transaction_state", manager.partition_for(key), out)
     if key_type == SHARE and broker.share_coordinator is not None:
         return _share_coordinator_for(broker, key, out)
     if key_type != GROUP:
@@ -131,11 +117,18 @@ def _share_coordinator_for(broker, key: str | None, out: dict) -> dict:
         out.update(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, error_message=exc.message)
         return out
     partition = abs(java_string_hash(key)) % coordinator.num_partitions
+    return _leader_of(broker, SHARE_STATE_TOPIC, partition, out)
+
+
+def _leader_of(broker, topic: str, partition: int, out: dict) -> dict:
+    """``out`` naming the coordinator that leads ``topic``'s ``partition`` (transaction and share
+    coordinators): in cluster mode the live leader from the metadata cache, COORDINATOR_NOT_AVAILABLE while
+    it has none; a standalone broker leads every partition, so it names itself once it is registered."""
     if getattr(broker, "zk_mode", False):
-        node = broker.metadata_cache.leader_endpoint(SHARE_STATE_TOPIC, partition)
+        node = broker.metadata_cache.leader_endpoint(topic, partition)
         if node is None:
             out.update(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                       error_message=f"{SHARE_STATE_TOPIC}-{partition} has no leader")
+                       error_message=f"{topic}-{partition} has no leader")
         else:
             out.update(node_id=node.id, host=node.host, port=node.port)
         return out
