@@ -11,7 +11,9 @@ Kafka's layouts (storage/.../OffsetIndex.java, TimeIndex.java), big-endian:
   an entry is added only when the timestamp grows, so timestamps in the file
   are increasing and a lookup by time is a binary search.
 
-Which entries get written (LogSegment.append, per batch): when more than
+Which entries get written (our LogSegment.append, per batch; Kafka's adds at
+most one entry per append call, which may hold many batches: docs/differences.md,
+*Storage*): when more than
 ``index.interval.bytes`` were appended since the last entry, the offset index
 gets ``(last offset of the batch, position of the batch)`` and the time index
 gets ``(largest timestamp so far, offset of that batch)`` if the timestamp

@@ -98,10 +98,12 @@ class LogSegment:
     def append(self, batches: bytes | bytearray, headers: list[tuple[int, BatchHeader]]) -> None:
         """Append already offset-stamped batches; ``headers`` are (position in ``batches``, header).
 
-        Per batch, as Kafka's LogSegment.append: once more than
-        ``index_interval_bytes`` were written since the last index entry, the
-        offset index gets (batch last offset, batch position) and the time
-        index (largest timestamp so far, its offset) if the timestamp grew.
+        Per batch: once more than ``index_interval_bytes`` were written since
+        the last index entry, the offset index gets (batch last offset, batch
+        position) and the time index (largest timestamp so far, its offset) if
+        the timestamp grew. (Kafka's LogSegment.append adds at most one entry per
+        call, pairing the call's largest offset with its first batch's position;
+        docs/differences.md, *Storage*.)
         """
         start = self.size
         if start == 0:
