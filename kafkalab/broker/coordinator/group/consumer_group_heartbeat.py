@@ -20,8 +20,11 @@ the heartbeat response, one reconciliation step at a time
   FENCED_INSTANCE_ID; an unknown ``group.remote.assignor`` UNSUPPORTED_ASSIGNOR.
 * a member silent for ``group.consumer.session.timeout.ms`` is fenced (removed,
   group epoch bumped); one that does not revoke within its rebalance timeout too.
-* a group id held by a classic group with members gets GROUP_ID_NOT_FOUND
-  ("not a consumer group"); an Empty classic group is replaced (its offsets stay).
+* a group id held by a classic group with members is upgraded to a consumer group if
+  ``group.consumer.migration.policy`` allows it and its members use the consumer protocol type, else
+  GROUP_ID_NOT_FOUND (:mod:`.consumer_group_migration`); an Empty classic group is replaced (its offsets stay).
+  When the last member using this protocol leaves a group whose other members are classic, it becomes a
+  classic group again (if the policy allows).
 
 Regex subscriptions (SubscribedTopicRegex, v1) are resolved against the topics
 this broker knows, with Python's ``re`` (Kafka uses RE2/J). What a heartbeat
@@ -148,6 +151,25 @@ class ConsumerGroupHeartbeats:
             member.subscribed_topic_names = sorted(r.subscribed_topic_names)
             bump = True
         group.update_member(member)
+        updated = self._update_group_and_reconcile(group, member, bump, owned)
+        self._schedule_consumer_session(group, updated)
+        self._schedule_rebalance_timeout(group, updated)
+        group.maybe_update_state()
+        response = {"error_code": ErrorCode.NONE, "member_id": updated.member_id,
+                    "member_epoch": updated.member_epoch,
+                    "heartbeat_interval_ms": self.config["group.consumer.heartbeat.interval.ms"]}
+        if (r.member_epoch == JOIN_GROUP_MEMBER_EPOCH or updated is not member
+                or (owned is not None and owned != {t: p for t, p in updated.assigned_partitions.items() if p})):
+            response["assignment"] = {"topic_partitions": [
+                {"topic_id": t, "partitions": sorted(p)} for t, p in sorted(updated.assigned_partitions.items(),
+                                                                            key=lambda kv: str(kv[0])) if p]}
+        return response
+
+    def _update_group_and_reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember, bump: bool,
+                                    owned) -> ConsumerGroupMember:
+        """Steps 1-3 of Kafka's heartbeat (and of a classic member's JoinGroup): bump the group epoch if the
+        subscriptions or the subscribed topics changed, compute the target assignment if the group epoch is
+        ahead of it, and move the member one reconciliation step towards its target. The updated member."""
         # a subscribed topic created, deleted or grown (or a regex matching new topics) changes the assignment too
         topics = self._subscribed_topics(group)
         metadata = {name: n for name, (_, n) in topics.items()}
@@ -164,18 +186,7 @@ class ConsumerGroupHeartbeats:
                                                    group.current_partition_epoch, owned)
         if updated is not member:
             group.update_member(updated)
-        self._schedule_consumer_session(group, updated)
-        self._schedule_rebalance_timeout(group, updated)
-        group.maybe_update_state()
-        response = {"error_code": ErrorCode.NONE, "member_id": updated.member_id,
-                    "member_epoch": updated.member_epoch,
-                    "heartbeat_interval_ms": self.config["group.consumer.heartbeat.interval.ms"]}
-        if (r.member_epoch == JOIN_GROUP_MEMBER_EPOCH or updated is not member
-                or (owned is not None and owned != {t: p for t, p in updated.assigned_partitions.items() if p})):
-            response["assignment"] = {"topic_partitions": [
-                {"topic_id": t, "partitions": sorted(p)} for t, p in sorted(updated.assigned_partitions.items(),
-                                                                            key=lambda kv: str(kv[0])) if p]}
-        return response
+        return updated
 
     def _join_member(self, group: ConsumerGroup, r, version: int) -> tuple[ConsumerGroupMember, bool]:
         """A new member (epoch 0), or a rejoining one: (the member, whether the group epoch must go up)."""
@@ -245,6 +256,10 @@ class ConsumerGroupHeartbeats:
         """Kafka's ``consumerGroupFenceMember``: the member is removed, its partitions free, the group epoch up."""
         if group.members.get(member.member_id) is not member:
             return
+        if self.validate_online_downgrade(group, member.member_id):   # the last consumer-protocol member left
+            log.info("group %s: member %s %s", group.group_id, member.member_id, why)
+            self.convert_to_classic_group(group, member.member_id)
+            return
         group.remove_member(member.member_id)
         group.group_epoch += 1
         group.maybe_update_state()
@@ -259,11 +274,12 @@ class ConsumerGroupHeartbeats:
         if group is not None:
             return group
         classic = self.groups.get(group_id)
-        if classic is not None and classic.members:   # Kafka 4's online upgrade, which kafkalab does not serve
-            why = ("the group does not use the consumer embedded protocol" if classic.protocol_type != "consumer"
-                   else "the online upgrade is disabled")
-            raise _err(ErrorCode.GROUP_ID_NOT_FOUND,
-                       f"Cannot upgrade classic group {group_id} to consumer group because {why}.")
+        if classic is not None and classic.members:   # KIP-848's online upgrade (consumer_group_migration)
+            why = self.validate_online_upgrade(classic) if create else "it is not a consumer group"
+            if why is not None:
+                raise _err(ErrorCode.GROUP_ID_NOT_FOUND,
+                           f"Cannot upgrade classic group {group_id} to consumer group because {why}.")
+            return self.convert_to_consumer_group(classic)
         if group_id in self.share_groups:
             raise _err(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         if not create:
@@ -304,9 +320,11 @@ class ConsumerGroupHeartbeats:
         group.assignment_epoch = group.group_epoch
 
     def _schedule_consumer_session(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        """group.consumer.session.timeout.ms; a classic member's own session.timeout.ms."""
         if member.session_handle is not None:
             member.session_handle.cancel()
-        timeout = self.config["group.consumer.session.timeout.ms"] / 1000
+        timeout = (member.classic.session_timeout_ms if member.uses_classic_protocol
+                   else self.config["group.consumer.session.timeout.ms"]) / 1000
         member.session_handle = self.loop.call_later(timeout, self._on_consumer_session_expired, group,
                                                      member.member_id)
 
@@ -386,6 +404,8 @@ class ConsumerGroupHeartbeats:
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
+        if member.uses_classic_protocol:   # a classic member commits with its generation: the member epoch
+            return ErrorCode.NONE if member_epoch == member.member_epoch else ErrorCode.ILLEGAL_GENERATION
         if version < 9:
             return ErrorCode.UNSUPPORTED_VERSION
         if member_epoch == member.member_epoch:
@@ -408,17 +428,19 @@ class ConsumerGroupHeartbeats:
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        return ErrorCode.STALE_MEMBER_EPOCH if member_epoch != member.member_epoch else None
+        if member_epoch == member.member_epoch:
+            return None
+        return ErrorCode.ILLEGAL_GENERATION if member.uses_classic_protocol else ErrorCode.STALE_MEMBER_EPOCH
 
-    def classic_join_to_consumer_group(self, group_id: str) -> ErrorCode | None:
-        """JoinGroup for the id of a consumer group: an Empty one is dropped (the classic group replaces it),
-        one with members refuses with INCONSISTENT_GROUP_PROTOCOL (kafkalab does not serve KIP-848's
-        classic members inside a consumer group, ``group.consumer.migration.policy``)."""
+    def consumer_group_for_classic_request(self, group_id: str) -> ConsumerGroup | None:
+        """The consumer group a JoinGroup for ``group_id`` joins as a classic member (KIP-848's online migration,
+        :mod:`.consumer_group_migration`), or None: no consumer group of that id, or an Empty one, which is
+        dropped (the classic group replaces it; its offsets stay)."""
         group = self.consumer_groups.get(group_id)
         if group is None:
             return None
         if not group.is_empty():
-            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+            return group
         del self.consumer_groups[group_id]
         self.consumer_group_persister.delete(group_id)
         return None
