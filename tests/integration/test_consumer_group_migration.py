@@ -218,25 +218,44 @@ def test_classic_members_are_persisted_with_their_classic_metadata(bootstrap):
             g.close(name)
 
 
-@pytest.mark.parametrize("policy", ["disabled"])
-def test_upgrade_refused_when_the_policy_disables_it(tmp_path, policy):
-    with kafkalab.mini(log_dir=str(tmp_path), **GROUP_CONFIGS, **{"group.consumer.migration.policy": policy}) as b:
-        admin = AdminClient({"bootstrap.servers": b.bootstrap_servers})
+@pytest.mark.parametrize("backend", ["mini", pytest.param("kafka-4.4", marks=pytest.mark.cluster)])
+def test_upgrade_refused_when_the_policy_disables_it(tmp_path, backend):
+    """``group.consumer.migration.policy=disabled``: a ConsumerGroupHeartbeat joining a classic group with members
+    gets GROUP_ID_NOT_FOUND with Kafka's words, and the group stays classic."""
+    from test_consumer_group_protocol import join_group, raw   # kafka-python's codecs over a plain socket
+
+    from kafkalab.broker.apis.consumer_group_heartbeat import (ConsumerGroupHeartbeatRequest,
+                                                               ConsumerGroupHeartbeatResponse)
+    from kafkalab.broker.common.errors import ErrorCode
+    configs = {**GROUP_CONFIGS, "group.consumer.migration.policy": "disabled"}
+    if backend == "mini":
+        ctx = kafkalab.mini(log_dir=str(tmp_path), **configs)
+    else:
+        from kafkalab.cluster.distribution import fetch_kafka
+        from kafkalab.cluster.kraft_config import KRaftBackend
+        ctx = kafkalab.cluster(brokers=1, dir=str(tmp_path / "cluster"), backend=KRaftBackend(str(fetch_kafka("4"))),
+                               mode="kraft", **KAFKA_GROUP_CONFIGS, **{"group.consumer.migration.policy": "disabled"})
+    with ctx as b:
+        bs = b.bootstrap_servers
+        admin = AdminClient({"bootstrap.servers": bs})
         topic, gid = f"migd-{uuid.uuid4().hex[:6]}", f"gd-{uuid.uuid4().hex[:6]}"
         admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result()
-        g = Group(b.bootstrap_servers, gid, topic)
-        errors = []
+        g = Group(bs, gid, topic)
         try:
             g.add("a", "classic")
             g.poll_until(lambda: g.settled(0))
-            c = Consumer({"bootstrap.servers": b.bootstrap_servers, "group.id": gid, "group.protocol": "consumer",
-                          "error_cb": errors.append})
-            c.subscribe([topic])
-            t0 = time.time()
-            while not errors and time.time() - t0 < 20:
-                c.poll(0.1)
-                g.poll_until(lambda: True)
-            c.close()
+            resp = raw(bs, ConsumerGroupHeartbeatRequest(group_id=gid, member_id=str(uuid.uuid4()), member_epoch=0,
+                                                         rebalance_timeout_ms=30000, subscribed_topic_names=[topic],
+                                                         topic_partitions=[]), ConsumerGroupHeartbeatResponse, 1)
+            assert (resp.error_code, resp.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND, (
+                f"Cannot upgrade classic group {gid} to consumer group because online upgrade is disabled."))
+            assert group_type(admin, gid) == ConsumerGroupType.CLASSIC
+            # and a classic member cannot join a consumer group with members
+            cgid = f"gdc-{uuid.uuid4().hex[:6]}"
+            resp = raw(bs, ConsumerGroupHeartbeatRequest(group_id=cgid, member_id=str(uuid.uuid4()), member_epoch=0,
+                                                         rebalance_timeout_ms=30000, subscribed_topic_names=[topic],
+                                                         topic_partitions=[]), ConsumerGroupHeartbeatResponse, 1)
+            assert resp.error_code == 0
+            assert join_group(bs, cgid, "consumer")[0] == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
         finally:
             g.close("a")
-        assert group_type(admin, gid) == ConsumerGroupType.CLASSIC

@@ -25,6 +25,8 @@ and ``ClassicGroup.fromConsumerGroup``. It lets a running group move from ``grou
 
 ``group.consumer.migration.policy`` (``bidirectional`` by default, ``upgrade``, ``downgrade``, ``disabled``)
 says which conversions of a group *with members* happen; an empty group is always replaced by the other kind.
+With ``disabled``, Kafka 4.4 also refuses a classic JoinGroup for a consumer group with members
+(INCONSISTENT_GROUP_PROTOCOL, "... because the group migration is disabled."), as here.
 What a conversion changes is written to ``__consumer_offsets``: the classic group's metadata record is
 tombstoned and the consumer group's records written (a classic member's type-5 record carries its session
 timeout and JoinGroup protocols, Kafka's ``ClassicMemberMetadata``), or the other way round.
@@ -103,7 +105,7 @@ class ConsumerGroupMigration:
     def validate_online_upgrade(self, classic: GroupMetadata) -> str | None:
         """Kafka's ``validateOnlineUpgrade``: None if the classic group may become a consumer group, else why not."""
         if not self._upgrade_enabled():
-            return "the online upgrade is disabled"
+            return "online upgrade is disabled"   # Kafka 4.4's words
         if classic.protocol_type != CONSUMER_PROTOCOL_TYPE:
             return "the group does not use the consumer embedded protocol"
         if len(classic.members) > self.config["group.consumer.max.size"]:
@@ -208,6 +210,10 @@ class ConsumerGroupMigration:
                                              session_timeout_ms: int, protocol_type: str,
                                              protocols: list[tuple[str, bytes]], require_known_member_id: bool) -> dict:
         """Kafka's ``classicGroupJoinToConsumerGroup``: the JoinGroup response body, at once."""
+        if self._migration_policy() == "disabled":   # Kafka 4.4's throwIfClassicMemberCannotJoinConsumerGroup
+            log.info("Cannot join the consumer group %s with the classic protocol because the group migration is "
+                     "disabled.", group.group_id)
+            return join_result(member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         unknown = member_id == ""
         if unknown:
             member_id = str(uuid.uuid4())
