@@ -215,8 +215,8 @@ class ConsumerGroupMigration:
                      "disabled.", group.group_id)
             return join_result(member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         unknown = member_id == ""
-        if unknown:
-            member_id = str(uuid.uuid4())
+        if unknown:   # Kafka 4.4 names it as a classic group does: the client id (or instance id) and a UUID
+            member_id = f"{instance_id if instance_id is not None else client_id}-{uuid.uuid4()}"
         if member_id not in group.members and len(group.members) >= self.config["group.consumer.max.size"]:
             return join_result(member_id, ErrorCode.GROUP_MAX_SIZE_REACHED)
         if not group.supports_classic_protocols(protocol_type, [n for n, _ in protocols]):

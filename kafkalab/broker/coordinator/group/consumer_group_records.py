@@ -138,7 +138,8 @@ def group_records(group: ConsumerGroup, topic_ids: dict[str, object]) -> dict[by
     for m in group.members.values():
         out[_key(5, gid, m.member_id)] = with_classic_member_metadata(_value(
             5, instance_id=m.instance_id, rack_id=m.rack_id, client_id=m.client_id, client_host=m.client_host,
-            subscribed_topic_names=list(m.subscribed_topic_names), subscribed_topic_regex=m.subscribed_topic_regex,
+            subscribed_topic_names=list(m.subscribed_topic_names),
+            subscribed_topic_regex=m.subscribed_topic_regex or "",   # Kafka 4.4 writes "" for no regex
             rebalance_timeout_ms=m.rebalance_timeout_ms, server_assignor=m.server_assignor), m.classic)
     tm = ConsumerGroupPartitionMetadataValue.TopicMetadata
     out[_key(4, gid)] = _value(4, topics=[tm(topic_id=topic_ids[name], topic_name=name, num_partitions=n,
