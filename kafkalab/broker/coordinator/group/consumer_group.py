@@ -126,6 +126,12 @@ class ConsumerGroup:
         self.subscription_metadata: dict[str, int] = {}
         self.assignor_name: str | None = None
         self.state = ConsumerGroupState.EMPTY
+        #: regex subscriptions, resolved by the coordinator in the background (:mod:`.consumer_group_regex`):
+        #: regex -> matching topic names, when they were last resolved (loop clock, ms), the topics seen then
+        self.resolved_regexes: dict[str, set[str]] = {}
+        self.regex_refreshed_ms = float("-inf")
+        self.regex_topics_seen: set[str] = set()
+        self.regex_refresh_pending = False
 
     # -- members ------------------------------------------------------------------------
 

@@ -26,8 +26,8 @@ the heartbeat response, one reconciliation step at a time
   When the last member using this protocol leaves a group whose other members are classic, it becomes a
   classic group again (if the policy allows).
 
-Regex subscriptions (SubscribedTopicRegex, v1) are resolved against the topics
-this broker knows, with Python's ``re`` (Kafka uses RE2/J). What a heartbeat
+Regex subscriptions (SubscribedTopicRegex, v1) are resolved by the coordinator in the
+background, as Kafka 4.x does (:mod:`.consumer_group_regex`). What a heartbeat
 changes is written to ``__consumer_offsets`` as Kafka 4's consumer group records
 (:mod:`.consumer_group_records`) and replayed when the coordinator loads the
 partition: after a restart, or when it moves in a cluster, the group keeps its
@@ -140,17 +140,20 @@ class ConsumerGroupHeartbeats:
         if r.server_assignor is not None:
             member.server_assignor = r.server_assignor
         regex = getattr(r, "subscribed_topic_regex", None) if version >= 1 else None
-        if regex is not None and regex != member.subscribed_topic_regex:
+        old_regex = member.subscribed_topic_regex
+        if regex is not None and (regex or None) != old_regex:
             try:
                 re.compile(regex)
             except re.error as exc:
                 raise _err(ErrorCode.INVALID_REGULAR_EXPRESSION, f"SubscribedTopicRegex {regex} is invalid: {exc}")
             member.subscribed_topic_regex = regex or None
-            bump = True
         if r.subscribed_topic_names is not None and sorted(r.subscribed_topic_names) != member.subscribed_topic_names:
             member.subscribed_topic_names = sorted(r.subscribed_topic_names)
             bump = True
         group.update_member(member)
+        # a new regex is resolved in the background (consumer_group_regex): the epoch follows when it is done
+        if self.maybe_update_regular_expressions(group, old_regex, member.subscribed_topic_regex):
+            bump = True
         updated = self._update_group_and_reconcile(group, member, bump, owned)
         self._schedule_consumer_session(group, updated)
         self._schedule_rebalance_timeout(group, updated)
@@ -261,6 +264,7 @@ class ConsumerGroupHeartbeats:
             self.convert_to_classic_group(group, member.member_id)
             return
         group.remove_member(member.member_id)
+        self._forget_unsubscribed_regexes(group)
         group.group_epoch += 1
         group.maybe_update_state()
         log.info("group %s: member %s %s; epoch %d", group.group_id, member.member_id, why, group.group_epoch)
@@ -290,31 +294,29 @@ class ConsumerGroupHeartbeats:
     def _subscribed_topics(self, group: ConsumerGroup) -> dict[str, tuple[object, int]]:
         """Name -> (topic id, partition count) of every existing topic some member subscribes to."""
         cache = self.broker.metadata_cache
-        names = group.subscribed_topic_names()
-        regexes = {m.subscribed_topic_regex for m in group.members.values() if m.subscribed_topic_regex}
+        names = set(group.subscribed_topic_names())
+        for m in group.members.values():   # the topics of the regexes the group has resolved (consumer_group_regex)
+            names |= group.resolved_regexes.get(m.subscribed_topic_regex, set()) if m.subscribed_topic_regex else set()
         out = {}
-        for name in list(cache.topics):
+        for name in sorted(names):   # only existing topics count: a deleted one drops out at once
             meta = cache.get(name)
-            by_regex = meta is not None and not meta.is_internal and any(re.fullmatch(rx, name) for rx in regexes)
-            if name in names or by_regex:  # a regex never picks an internal topic (__consumer_offsets, ...)
-                if meta is not None and meta.num_partitions > 0:
-                    out[name] = (meta.topic_id, meta.num_partitions)
+            if meta is not None and meta.num_partitions > 0:
+                out[name] = (meta.topic_id, meta.num_partitions)
         return out
 
-    def _member_topics(self, member: ConsumerGroupMember, topics) -> set[str]:
-        subs = set(member.subscribed_topic_names) & set(topics)
+    @staticmethod
+    def _member_topics(member: ConsumerGroupMember, topics, group: ConsumerGroup) -> set[str]:
+        subs = set(member.subscribed_topic_names)
         if member.subscribed_topic_regex:
-            cache = self.broker.metadata_cache
-            subs |= {t for t in topics if re.fullmatch(member.subscribed_topic_regex, t)
-                     and not (cache.get(t) is not None and cache.get(t).is_internal)}
-        return subs
+            subs |= group.resolved_regexes.get(member.subscribed_topic_regex, set())
+        return subs & set(topics)
 
     def _compute_target_assignment(self, group: ConsumerGroup, topics) -> None:
         """Kafka's ``TargetAssignmentBuilder``: run the group's assignor for the group epoch."""
         names = self._assignor_names()
         chosen = [m.server_assignor for m in group.members.values() if m.server_assignor]
         name = max(set(chosen), key=chosen.count) if chosen else names[0]
-        members = {m.member_id: self._member_topics(m, topics) for m in group.members.values()}
+        members = {m.member_id: self._member_topics(m, topics, group) for m in group.members.values()}
         group.target_assignment = ASSIGNORS[name](members, topics, group.target_assignment)
         group.assignor_name = name
         group.assignment_epoch = group.group_epoch
@@ -470,6 +472,7 @@ class ConsumerGroupHeartbeats:
             if group is None:
                 continue
             self.consumer_groups[group_id] = group
+            self.resolve_regular_expressions(group)   # kafkalab does not persist the resolution: redone at load
             self.consumer_group_persister.loaded(group_id, records)
             for member in group.members.values():
                 self._schedule_consumer_session(group, member)
