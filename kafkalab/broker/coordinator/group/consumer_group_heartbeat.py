@@ -67,6 +67,8 @@ class ConsumerGroupHeartbeats:
         try:
             return self._consumer_group_heartbeat(request, version, client_id or "", client_host)
         except KafkaError as exc:
+            log.info("group %s: ConsumerGroupHeartbeat of member %s (epoch %d) refused: %s %s", request.group_id,
+                     request.member_id, request.member_epoch, exc.code.name, exc.message)
             return {"error_code": exc.code, "error_message": exc.message, "member_epoch": 0,
                     "heartbeat_interval_ms": 0}
         finally:   # what the heartbeat changed goes to __consumer_offsets (consumer_group_records)
