@@ -257,3 +257,15 @@ def test_upgrade_refused_when_the_policy_disables_it(tmp_path, backend):
             assert join_group(bs, cgid, "consumer")[0] == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
         finally:
             g.close("a")
+
+
+@pytest.mark.cluster
+def test_rolling_migration_on_a_mini_cluster(tmp_path):
+    """Three mini brokers on a real ZooKeeper: the group lives on the leader of its __consumer_offsets partition;
+    the upgrade, the classic members inside the consumer group and the downgrade work there too."""
+    with kafkalab.cluster(brokers=3, dir=str(tmp_path / "cluster"), **GROUP_CONFIGS) as c:
+        for frm, to, last in (("classic", "consumer", ConsumerGroupType.CONSUMER),
+                              ("consumer", "classic", ConsumerGroupType.CLASSIC)):
+            g, produced, types = migrate(c.bootstrap_servers, frm, to)
+            assert sorted(g.consumed) == list(range(produced)) and not g.commit_errors, (frm, g.commit_errors)
+            assert types[-1] == last, types
