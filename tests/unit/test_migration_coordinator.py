@@ -139,3 +139,28 @@ def test_a_restart_keeps_classic_members(tmp_path):
         assert member.uses_classic_protocol and member.classic.session_timeout_ms == SESSION
         assert member.member_epoch == gen
         assert b.call(coord(b).heartbeat, "g", a, None, gen) in (E.NONE, E.REBALANCE_IN_PROGRESS)
+
+
+def test_a_static_classic_member_restarts_without_a_rebalance(gb):
+    n = str(uuid.uuid4())
+    assert consumer_heartbeat(gb, "g", n, 0)["error_code"] == E.NONE
+
+    def static_join(member_id=""):
+        return run(gb, coord(gb).join_group("g", member_id, "s1", "classic", "127.0.0.1", REBALANCE, SESSION,
+                                            "consumer", [("range", subscription(["t"]))], require_known_member_id=True))
+    first = static_join()
+    assert first["error_code"] == E.NONE and first["member_id"].startswith("s1-")
+    while True:   # let the two members settle (the consumer-protocol one releases what the static one gets)
+        h = consumer_heartbeat(gb, "g", n, gb.call(lambda: coord(gb).consumer_groups["g"].members[n].member_epoch),
+                               owned=[])
+        if gb.call(coord(gb).heartbeat, "g", first["member_id"], "s1", first["generation_id"]) == E.NONE:
+            break
+        first = static_join(first["member_id"])
+    before = gb.call(lambda: (coord(gb).consumer_groups["g"].group_epoch,
+                              coord(gb).consumer_groups["g"].members[first["member_id"]].assigned_partitions))
+    again = static_join()   # restarted: no member id, the same instance id
+    assert again["error_code"] == E.NONE and again["member_id"] != first["member_id"]
+    after = gb.call(lambda: (coord(gb).consumer_groups["g"].group_epoch,
+                             coord(gb).consumer_groups["g"].members[again["member_id"]].assigned_partitions))
+    assert after == before   # same group epoch, same partitions
+    assert gb.call(coord(gb).heartbeat, "g", first["member_id"], "s1", first["generation_id"]) == E.FENCED_INSTANCE_ID

@@ -206,8 +206,8 @@ class ConsumerGroupHeartbeats:
                     raise _err(ErrorCode.UNRELEASED_INSTANCE_ID, f"Static member {old.member_id} with instance id "
                                f"{r.instance_id} is not released yet.")
                 # the restarted static member takes over the old one's assignment and epoch: no rebalance
+                target = group.target_assignment.pop(old.member_id, {})   # (remove_member drops it)
                 group.remove_member(old.member_id)
-                target = group.target_assignment.pop(old.member_id, {})
                 new = ConsumerGroupMember(member_id, instance_id=r.instance_id,
                                           subscribed_topic_names=old.subscribed_topic_names,
                                           subscribed_topic_regex=old.subscribed_topic_regex,

@@ -230,13 +230,14 @@ class ConsumerGroupMigration:
         except Exception:
             return join_result(member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         member = group.members.get(member_id)
-        is_new = member is None
+        if member is not None and not member.uses_classic_protocol:
+            return join_result(member_id, ErrorCode.UNKNOWN_MEMBER_ID)
         if instance_id is not None:
             old = group.static_member(instance_id)
             if old is not None and old.member_id != member_id:
                 # the static member restarted (either protocol before): the new member id takes over its entry
+                target = group.target_assignment.pop(old.member_id, {})   # (remove_member drops it)
                 group.remove_member(old.member_id)
-                target = group.target_assignment.pop(old.member_id, {})
                 member = ConsumerGroupMember(member_id, instance_id=instance_id,
                                              subscribed_topic_names=old.subscribed_topic_names,
                                              subscribed_topic_regex=old.subscribed_topic_regex,
@@ -246,12 +247,11 @@ class ConsumerGroupMigration:
                                              partitions_pending_revocation=old.partitions_pending_revocation,
                                              assignment_epochs=dict(old.assignment_epochs))
                 group.target_assignment[member_id] = target
+        is_new = member is None   # (a restarted static member is not: it keeps its subscription and partitions)
         if member is None:
             log.info("group %s: member %s joins the consumer group using the classic protocol", group.group_id,
                      member_id)
             member = ConsumerGroupMember(member_id, member_epoch=0, previous_member_epoch=-1, state=MemberState.STABLE)
-        elif not member.uses_classic_protocol:
-            return join_result(member_id, ErrorCode.UNKNOWN_MEMBER_ID)
         member.instance_id = instance_id if instance_id is not None else member.instance_id
         rack = getattr(subscription, "rack_id", None)
         if rack is not None:
