@@ -164,3 +164,24 @@ def test_a_static_classic_member_restarts_without_a_rebalance(gb):
                              coord(gb).consumer_groups["g"].members[again["member_id"]].assigned_partitions))
     assert after == before   # same group epoch, same partitions
     assert gb.call(coord(gb).heartbeat, "g", first["member_id"], "s1", first["generation_id"]) == E.FENCED_INSTANCE_ID
+
+
+@pytest.mark.parametrize("policy, upgraded, downgraded", [("upgrade", True, False), ("downgrade", False, True)])
+def test_one_way_policies(tmp_path, policy, upgraded, downgraded):
+    """``upgrade``: a consumer group whose last consumer-protocol member leaves stays a consumer group of classic
+    members; ``downgrade``: a classic group with members is not upgraded (GROUP_ID_NOT_FOUND)."""
+    with kafkalab.mini(log_dir=str(tmp_path / "b"), **{"group.initial.rebalance.delay.ms": 0,
+                                                      "offsets.topic.num.partitions": 3,
+                                                      "group.consumer.migration.policy": policy}) as b:
+        b.call(b.server.admin_manager.create_topic, "t", 4)
+        classic_join(b, "up")
+        h = consumer_heartbeat(b, "up", str(uuid.uuid4()), 0)
+        assert (h["error_code"] == E.NONE) == upgraded, h
+        if not upgraded:
+            assert h["error_message"] == "Cannot upgrade classic group up to consumer group because online upgrade " \
+                                         "is disabled."
+        n = str(uuid.uuid4())
+        assert consumer_heartbeat(b, "down", n, 0)["error_code"] == E.NONE
+        assert classic_join(b, "down")["error_code"] == E.NONE   # only `disabled` refuses a classic member
+        assert consumer_heartbeat(b, "down", n, -1)["error_code"] == E.NONE
+        assert b.call(lambda: "down" not in coord(b).consumer_groups) == downgraded
