@@ -445,7 +445,8 @@ def test_classic_and_consumer_groups_refuse_each_other_as_kafka_does(bootstrap):
     """One coordinator, both kinds of group: a ConsumerGroupHeartbeat for a classic group that does not use the
     consumer protocol (here a Connect-style ``protocol_type``) gets GROUP_ID_NOT_FOUND, and a JoinGroup of such a
     protocol type for a consumer group with members gets INCONSISTENT_GROUP_PROTOCOL (Kafka 4.4 answers both so
-    whatever its ``group.consumer.migration.policy``; kafkalab serves no migration between the two)."""
+    whatever its ``group.consumer.migration.policy``: only groups of the consumer protocol type migrate, see
+    test_consumer_group_migration.py)."""
     backend, bs = bootstrap
     admin = AdminClient({"bootstrap.servers": bs})
     topic = f"mix-{uuid.uuid4().hex[:6]}"

@@ -102,3 +102,30 @@ def test_only_what_changed_is_written_and_a_leaving_member_is_tombstoned_first()
     assert kinds == [(8, True), (7, True), (5, True), (3, False)]
     assert changes(before, {})[-3:] == [(k, None) for k in sorted(
         (k for k in before if decode(k, None)[0] in (3, 4, 6)), key=lambda k: -decode(k, None)[0])]
+
+
+# captured from Kafka 4.4.0: a librdkafka consumer with group.protocol=classic inside consumer group "g1" (topic "t");
+# its member id is the client id and a UUID, as a classic group names members
+CLASSIC_MEMBER = "rdkafka-aba5b0c6-e05b-48a6-acff-84dde0ae3b00"
+KAFKA_44_CLASSIC = (
+    "000500026731002c72646b61666b612d61626135623063362d653035622d343861362d616366662d383464646530616533623030",
+    "000000000872646b61666b610b2f3132372e302e302e3102027401000493e00001004a010000afc8030672616e67651800030000000100"
+    "01740000000000000000ffffffff0000000b726f756e64726f62696e180003000000010001740000000000000000ffffffff00000000")
+
+
+def test_reads_and_writes_a_classic_member_as_kafka_44():
+    """KIP-848's online migration: a classic member's type-5 record carries ClassicMemberMetadata (tagged field 0);
+    a consumer-protocol member's carries the tag with a null (the varint 0). Both written byte for byte as 4.4."""
+    from kafkalab.broker.coordinator.group.consumer_group import ClassicMemberMetadata
+    key, value = bytes.fromhex(KAFKA_44_CLASSIC[0]), bytes.fromhex(KAFKA_44_CLASSIC[1])
+    group = replay("g1", {key: value, **dict([kafka("epoch")])})
+    member = group.members[CLASSIC_MEMBER]
+    assert member.uses_classic_protocol and member.classic.session_timeout_ms == 45000
+    assert [n for n, _ in member.classic.supported_protocols] == ["range", "roundrobin"]
+    assert group_records(group, {})[key] == value
+    static = replay("g1", dict([kafka("member"), kafka("epoch")]))
+    assert not static.members[MEMBER].uses_classic_protocol
+    assert group_records(static, {})[kafka("member")[0]] == kafka("member")[1]
+    member.classic = ClassicMemberMetadata(10000, [("cooperative-sticky", b"\x00\x03")])
+    again = replay("g1", {key: group_records(group, {})[key], **dict([kafka("epoch")])})
+    assert again.members[CLASSIC_MEMBER].classic == member.classic

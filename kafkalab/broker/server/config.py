@@ -203,6 +203,14 @@ _BROKER_ONLY: list[ConfigDef] = [
     _d("group.consumer.assignors", "list", "uniform,range",
        "KIP-848 server-side assignors; the first is the default", None),
     _d("group.consumer.max.size", "int", 2**31 - 1, "Most members a KIP-848 consumer group may have", _positive),
+    _d("group.consumer.regex.refresh.interval.ms", "int", 600_000,
+       "KIP-848 consumer groups: how often the coordinator resolves the groups' subscribed regexes again "
+       "(also when topics are created, at most every 10 s)", _positive),
+    _d("group.consumer.migration.policy", "string", "bidirectional",
+       "KIP-848 online migration of a group with members: upgrade (a classic group of the consumer protocol type "
+       "becomes a consumer group when a consumer-protocol member joins), downgrade (a consumer group whose last "
+       "consumer-protocol member leaves becomes a classic group), bidirectional or disabled; empty groups are "
+       "always converted", valid_values=("disabled", "upgrade", "downgrade", "bidirectional")),
     _d("group.share.session.timeout.ms", "int", 45000,
        "KIP-932 share groups: a member silent this long is removed from its share group", _positive),
     _d("group.share.heartbeat.interval.ms", "int", 5000,

@@ -30,6 +30,14 @@ LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 Assignment = dict[Any, set[int]]  # topic id -> partitions
 
 
+@dataclass
+class ClassicMemberMetadata:
+    """What a member using the classic protocol inside a consumer group sent in its last JoinGroup
+    (Kafka's ``ConsumerGroupMemberMetadataValue.ClassicMemberMetadata``, KIP-848's online migration)."""
+    session_timeout_ms: int
+    supported_protocols: list[tuple[str, bytes]]   # (assignor name, ConsumerProtocolSubscription), preferred first
+
+
 class ConsumerGroupState(str, enum.Enum):
     """Kafka's ``ConsumerGroup.ConsumerGroupState`` (its toString is what ListGroups and describes show)."""
     EMPTY = "Empty"
@@ -69,9 +77,19 @@ class ConsumerGroupMember:
     #: (topic id, partition) -> the member epoch at which the member got it (Kafka 4.4: an OffsetCommit with an
     #: older member epoch is accepted for partitions the member has held since that epoch)
     assignment_epochs: dict = field(default_factory=dict)
-    # timers (loop.call_later handles): session.timeout and the rebalance timeout of a revocation
+    #: set for a member that uses the classic protocol (JoinGroup, SyncGroup, Heartbeat); None for the others
+    classic: ClassicMemberMetadata | None = None
+    # timers (loop.call_later handles): session.timeout and the rebalance timeout of a revocation; a classic
+    # member's join timeout (it must rejoin within its rebalance timeout once told REBALANCE_IN_PROGRESS) and
+    # sync timeout (it must send SyncGroup within its rebalance timeout after its JoinGroup)
     session_handle: Any = None
     rebalance_handle: Any = None
+    join_handle: Any = None
+    sync_handle: Any = None
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
 
     def assignment_epoch(self, topic_id, partition: int) -> int | None:
         """The epoch at which the member got the partition (assigned or pending revocation); None if it has not."""
@@ -84,10 +102,10 @@ class ConsumerGroupMember:
         self.previous_member_epoch, self.member_epoch = self.member_epoch, epoch
 
     def cancel_timers(self) -> None:
-        for h in (self.session_handle, self.rebalance_handle):
+        for h in (self.session_handle, self.rebalance_handle, self.join_handle, self.sync_handle):
             if h is not None:
                 h.cancel()
-        self.session_handle = self.rebalance_handle = None
+        self.session_handle = self.rebalance_handle = self.join_handle = self.sync_handle = None
 
 
 class ConsumerGroup:
@@ -108,6 +126,12 @@ class ConsumerGroup:
         self.subscription_metadata: dict[str, int] = {}
         self.assignor_name: str | None = None
         self.state = ConsumerGroupState.EMPTY
+        #: regex subscriptions, resolved by the coordinator in the background (:mod:`.consumer_group_regex`):
+        #: regex -> matching topic names, when they were last resolved (loop clock, ms), the topics seen then
+        self.resolved_regexes: dict[str, set[str]] = {}
+        self.regex_refreshed_ms = float("-inf")
+        self.regex_topics_seen: set[str] = set()
+        self.regex_refresh_pending = False
 
     # -- members ------------------------------------------------------------------------
 
@@ -163,6 +187,35 @@ class ConsumerGroup:
 
     def is_empty(self) -> bool:
         return not self.members
+
+    def classic_members(self) -> list[ConsumerGroupMember]:
+        return [m for m in self.members.values() if m.uses_classic_protocol]
+
+    def supports_classic_protocols(self, protocol_type: str | None, protocols: list[str]) -> bool:
+        """Kafka's ``ConsumerGroup.supportsClassicProtocols``: a classic member may join if it speaks the consumer
+        protocol type and shares an assignor name with every classic member already in the group."""
+        if protocol_type != "consumer":
+            return False
+        if self.is_empty():
+            return bool(protocols)
+        classic = self.classic_members()
+        return any(all(name in (n for n, _ in m.classic.supported_protocols) for m in classic) for name in protocols)
+
+    def all_members_use_classic_protocol_except(self, member_id: str) -> bool:
+        """Kafka's ``allMembersUseClassicProtocolExcept``: the member uses the consumer protocol, the rest classic."""
+        member = self.members.get(member_id)
+        return (member is not None and not member.uses_classic_protocol
+                and len(self.classic_members()) == len(self.members) - 1)
+
+    def waiting_on_unreleased_partition(self, member: ConsumerGroupMember) -> bool:
+        """Kafka's ``waitingOnUnreleasedPartition``: a target partition of the member another member still owns."""
+        if member.state != MemberState.UNRELEASED_PARTITIONS:
+            return False
+        for topic_id, parts in self.target_assignment.get(member.member_id, {}).items():
+            have = member.assigned_partitions.get(topic_id, set())
+            if any(p not in have and self.current_partition_epoch(topic_id, p) != -1 for p in parts):
+                return True
+        return False
 
     def maybe_update_state(self) -> None:
         if not self.members:

@@ -20,11 +20,14 @@ the heartbeat response, one reconciliation step at a time
   FENCED_INSTANCE_ID; an unknown ``group.remote.assignor`` UNSUPPORTED_ASSIGNOR.
 * a member silent for ``group.consumer.session.timeout.ms`` is fenced (removed,
   group epoch bumped); one that does not revoke within its rebalance timeout too.
-* a group id held by a classic group with members gets GROUP_ID_NOT_FOUND
-  ("not a consumer group"); an Empty classic group is replaced (its offsets stay).
+* a group id held by a classic group with members is upgraded to a consumer group if
+  ``group.consumer.migration.policy`` allows it and its members use the consumer protocol type, else
+  GROUP_ID_NOT_FOUND (:mod:`.consumer_group_migration`); an Empty classic group is replaced (its offsets stay).
+  When the last member using this protocol leaves a group whose other members are classic, it becomes a
+  classic group again (if the policy allows).
 
-Regex subscriptions (SubscribedTopicRegex, v1) are resolved against the topics
-this broker knows, with Python's ``re`` (Kafka uses RE2/J). What a heartbeat
+Regex subscriptions (SubscribedTopicRegex, v1) are resolved by the coordinator in the
+background, as Kafka 4.x does (:mod:`.consumer_group_regex`). What a heartbeat
 changes is written to ``__consumer_offsets`` as Kafka 4's consumer group records
 (:mod:`.consumer_group_records`) and replayed when the coordinator loads the
 partition: after a restart, or when it moves in a cluster, the group keeps its
@@ -64,6 +67,8 @@ class ConsumerGroupHeartbeats:
         try:
             return self._consumer_group_heartbeat(request, version, client_id or "", client_host)
         except KafkaError as exc:
+            log.info("group %s: ConsumerGroupHeartbeat of member %s (epoch %d) refused: %s %s", request.group_id,
+                     request.member_id, request.member_epoch, exc.code.name, exc.message)
             return {"error_code": exc.code, "error_message": exc.message, "member_epoch": 0,
                     "heartbeat_interval_ms": 0}
         finally:   # what the heartbeat changed goes to __consumer_offsets (consumer_group_records)
@@ -137,17 +142,39 @@ class ConsumerGroupHeartbeats:
         if r.server_assignor is not None:
             member.server_assignor = r.server_assignor
         regex = getattr(r, "subscribed_topic_regex", None) if version >= 1 else None
-        if regex is not None and regex != member.subscribed_topic_regex:
+        old_regex = member.subscribed_topic_regex
+        if regex is not None and (regex or None) != old_regex:
             try:
                 re.compile(regex)
             except re.error as exc:
                 raise _err(ErrorCode.INVALID_REGULAR_EXPRESSION, f"SubscribedTopicRegex {regex} is invalid: {exc}")
             member.subscribed_topic_regex = regex or None
-            bump = True
         if r.subscribed_topic_names is not None and sorted(r.subscribed_topic_names) != member.subscribed_topic_names:
             member.subscribed_topic_names = sorted(r.subscribed_topic_names)
             bump = True
         group.update_member(member)
+        # a new regex is resolved in the background (consumer_group_regex): the epoch follows when it is done
+        if self.maybe_update_regular_expressions(group, old_regex, member.subscribed_topic_regex):
+            bump = True
+        updated = self._update_group_and_reconcile(group, member, bump, owned)
+        self._schedule_consumer_session(group, updated)
+        self._schedule_rebalance_timeout(group, updated)
+        group.maybe_update_state()
+        response = {"error_code": ErrorCode.NONE, "member_id": updated.member_id,
+                    "member_epoch": updated.member_epoch,
+                    "heartbeat_interval_ms": self.config["group.consumer.heartbeat.interval.ms"]}
+        if (r.member_epoch == JOIN_GROUP_MEMBER_EPOCH or updated is not member
+                or (owned is not None and owned != {t: p for t, p in updated.assigned_partitions.items() if p})):
+            response["assignment"] = {"topic_partitions": [
+                {"topic_id": t, "partitions": sorted(p)} for t, p in sorted(updated.assigned_partitions.items(),
+                                                                            key=lambda kv: str(kv[0])) if p]}
+        return response
+
+    def _update_group_and_reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember, bump: bool,
+                                    owned) -> ConsumerGroupMember:
+        """Steps 1-3 of Kafka's heartbeat (and of a classic member's JoinGroup): bump the group epoch if the
+        subscriptions or the subscribed topics changed, compute the target assignment if the group epoch is
+        ahead of it, and move the member one reconciliation step towards its target. The updated member."""
         # a subscribed topic created, deleted or grown (or a regex matching new topics) changes the assignment too
         topics = self._subscribed_topics(group)
         metadata = {name: n for name, (_, n) in topics.items()}
@@ -164,18 +191,7 @@ class ConsumerGroupHeartbeats:
                                                    group.current_partition_epoch, owned)
         if updated is not member:
             group.update_member(updated)
-        self._schedule_consumer_session(group, updated)
-        self._schedule_rebalance_timeout(group, updated)
-        group.maybe_update_state()
-        response = {"error_code": ErrorCode.NONE, "member_id": updated.member_id,
-                    "member_epoch": updated.member_epoch,
-                    "heartbeat_interval_ms": self.config["group.consumer.heartbeat.interval.ms"]}
-        if (r.member_epoch == JOIN_GROUP_MEMBER_EPOCH or updated is not member
-                or (owned is not None and owned != {t: p for t, p in updated.assigned_partitions.items() if p})):
-            response["assignment"] = {"topic_partitions": [
-                {"topic_id": t, "partitions": sorted(p)} for t, p in sorted(updated.assigned_partitions.items(),
-                                                                            key=lambda kv: str(kv[0])) if p]}
-        return response
+        return updated
 
     def _join_member(self, group: ConsumerGroup, r, version: int) -> tuple[ConsumerGroupMember, bool]:
         """A new member (epoch 0), or a rejoining one: (the member, whether the group epoch must go up)."""
@@ -190,8 +206,8 @@ class ConsumerGroupHeartbeats:
                     raise _err(ErrorCode.UNRELEASED_INSTANCE_ID, f"Static member {old.member_id} with instance id "
                                f"{r.instance_id} is not released yet.")
                 # the restarted static member takes over the old one's assignment and epoch: no rebalance
+                target = group.target_assignment.pop(old.member_id, {})   # (remove_member drops it)
                 group.remove_member(old.member_id)
-                target = group.target_assignment.pop(old.member_id, {})
                 new = ConsumerGroupMember(member_id, instance_id=r.instance_id,
                                           subscribed_topic_names=old.subscribed_topic_names,
                                           subscribed_topic_regex=old.subscribed_topic_regex,
@@ -245,7 +261,12 @@ class ConsumerGroupHeartbeats:
         """Kafka's ``consumerGroupFenceMember``: the member is removed, its partitions free, the group epoch up."""
         if group.members.get(member.member_id) is not member:
             return
+        if self.validate_online_downgrade(group, member.member_id):   # the last consumer-protocol member left
+            log.info("group %s: member %s %s", group.group_id, member.member_id, why)
+            self.convert_to_classic_group(group, member.member_id)
+            return
         group.remove_member(member.member_id)
+        self._forget_unsubscribed_regexes(group)
         group.group_epoch += 1
         group.maybe_update_state()
         log.info("group %s: member %s %s; epoch %d", group.group_id, member.member_id, why, group.group_epoch)
@@ -259,11 +280,12 @@ class ConsumerGroupHeartbeats:
         if group is not None:
             return group
         classic = self.groups.get(group_id)
-        if classic is not None and classic.members:   # Kafka 4's online upgrade, which kafkalab does not serve
-            why = ("the group does not use the consumer embedded protocol" if classic.protocol_type != "consumer"
-                   else "the online upgrade is disabled")
-            raise _err(ErrorCode.GROUP_ID_NOT_FOUND,
-                       f"Cannot upgrade classic group {group_id} to consumer group because {why}.")
+        if classic is not None and classic.members:   # KIP-848's online upgrade (consumer_group_migration)
+            why = self.validate_online_upgrade(classic) if create else "it is not a consumer group"
+            if why is not None:
+                raise _err(ErrorCode.GROUP_ID_NOT_FOUND,
+                           f"Cannot upgrade classic group {group_id} to consumer group because {why}.")
+            return self.convert_to_consumer_group(classic)
         if group_id in self.share_groups:
             raise _err(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         if not create:
@@ -274,39 +296,39 @@ class ConsumerGroupHeartbeats:
     def _subscribed_topics(self, group: ConsumerGroup) -> dict[str, tuple[object, int]]:
         """Name -> (topic id, partition count) of every existing topic some member subscribes to."""
         cache = self.broker.metadata_cache
-        names = group.subscribed_topic_names()
-        regexes = {m.subscribed_topic_regex for m in group.members.values() if m.subscribed_topic_regex}
+        names = set(group.subscribed_topic_names())
+        for m in group.members.values():   # the topics of the regexes the group has resolved (consumer_group_regex)
+            names |= group.resolved_regexes.get(m.subscribed_topic_regex, set()) if m.subscribed_topic_regex else set()
         out = {}
-        for name in list(cache.topics):
+        for name in sorted(names):   # only existing topics count: a deleted one drops out at once
             meta = cache.get(name)
-            by_regex = meta is not None and not meta.is_internal and any(re.fullmatch(rx, name) for rx in regexes)
-            if name in names or by_regex:  # a regex never picks an internal topic (__consumer_offsets, ...)
-                if meta is not None and meta.num_partitions > 0:
-                    out[name] = (meta.topic_id, meta.num_partitions)
+            if meta is not None and meta.num_partitions > 0:
+                out[name] = (meta.topic_id, meta.num_partitions)
         return out
 
-    def _member_topics(self, member: ConsumerGroupMember, topics) -> set[str]:
-        subs = set(member.subscribed_topic_names) & set(topics)
+    @staticmethod
+    def _member_topics(member: ConsumerGroupMember, topics, group: ConsumerGroup) -> set[str]:
+        subs = set(member.subscribed_topic_names)
         if member.subscribed_topic_regex:
-            cache = self.broker.metadata_cache
-            subs |= {t for t in topics if re.fullmatch(member.subscribed_topic_regex, t)
-                     and not (cache.get(t) is not None and cache.get(t).is_internal)}
-        return subs
+            subs |= group.resolved_regexes.get(member.subscribed_topic_regex, set())
+        return subs & set(topics)
 
     def _compute_target_assignment(self, group: ConsumerGroup, topics) -> None:
         """Kafka's ``TargetAssignmentBuilder``: run the group's assignor for the group epoch."""
         names = self._assignor_names()
         chosen = [m.server_assignor for m in group.members.values() if m.server_assignor]
         name = max(set(chosen), key=chosen.count) if chosen else names[0]
-        members = {m.member_id: self._member_topics(m, topics) for m in group.members.values()}
+        members = {m.member_id: self._member_topics(m, topics, group) for m in group.members.values()}
         group.target_assignment = ASSIGNORS[name](members, topics, group.target_assignment)
         group.assignor_name = name
         group.assignment_epoch = group.group_epoch
 
     def _schedule_consumer_session(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        """group.consumer.session.timeout.ms; a classic member's own session.timeout.ms."""
         if member.session_handle is not None:
             member.session_handle.cancel()
-        timeout = self.config["group.consumer.session.timeout.ms"] / 1000
+        timeout = (member.classic.session_timeout_ms if member.uses_classic_protocol
+                   else self.config["group.consumer.session.timeout.ms"]) / 1000
         member.session_handle = self.loop.call_later(timeout, self._on_consumer_session_expired, group,
                                                      member.member_id)
 
@@ -386,6 +408,8 @@ class ConsumerGroupHeartbeats:
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
+        if member.uses_classic_protocol:   # a classic member commits with its generation: the member epoch
+            return ErrorCode.NONE if member_epoch == member.member_epoch else ErrorCode.ILLEGAL_GENERATION
         if version < 9:
             return ErrorCode.UNSUPPORTED_VERSION
         if member_epoch == member.member_epoch:
@@ -408,17 +432,19 @@ class ConsumerGroupHeartbeats:
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        return ErrorCode.STALE_MEMBER_EPOCH if member_epoch != member.member_epoch else None
+        if member_epoch == member.member_epoch:
+            return None
+        return ErrorCode.ILLEGAL_GENERATION if member.uses_classic_protocol else ErrorCode.STALE_MEMBER_EPOCH
 
-    def classic_join_to_consumer_group(self, group_id: str) -> ErrorCode | None:
-        """JoinGroup for the id of a consumer group: an Empty one is dropped (the classic group replaces it),
-        one with members refuses with INCONSISTENT_GROUP_PROTOCOL (kafkalab does not serve KIP-848's
-        classic members inside a consumer group, ``group.consumer.migration.policy``)."""
+    def consumer_group_for_classic_request(self, group_id: str) -> ConsumerGroup | None:
+        """The consumer group a JoinGroup for ``group_id`` joins as a classic member (KIP-848's online migration,
+        :mod:`.consumer_group_migration`), or None: no consumer group of that id, or an Empty one, which is
+        dropped (the classic group replaces it; its offsets stay)."""
         group = self.consumer_groups.get(group_id)
         if group is None:
             return None
         if not group.is_empty():
-            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+            return group
         del self.consumer_groups[group_id]
         self.consumer_group_persister.delete(group_id)
         return None
@@ -448,6 +474,7 @@ class ConsumerGroupHeartbeats:
             if group is None:
                 continue
             self.consumer_groups[group_id] = group
+            self.resolve_regular_expressions(group)   # kafkalab does not persist the resolution: redone at load
             self.consumer_group_persister.loaded(group_id, records)
             for member in group.members.values():
                 self._schedule_consumer_session(group, member)

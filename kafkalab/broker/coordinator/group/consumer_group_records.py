@@ -9,7 +9,8 @@ kafka-python's ``ApiData``)::
     3     group                       ConsumerGroupMetadata: the group epoch
     4     group                       ConsumerGroupPartitionMetadata: subscribed topics' partition counts
     5     group, member               ConsumerGroupMemberMetadata: instance id, rack, client, subscription,
-                                      rebalance timeout, server assignor
+                                      rebalance timeout, server assignor; for a member using the classic
+                                      protocol (online migration) its session timeout and JoinGroup protocols
     6     group                       ConsumerGroupTargetAssignmentMetadata: the target assignment epoch
     7     group, member               ConsumerGroupTargetAssignmentMember: the member's target partitions
     8     group, member               ConsumerGroupCurrentMemberAssignment: member epoch, previous epoch,
@@ -34,9 +35,10 @@ import logging
 import struct
 
 from kafka.protocol.api_data import ApiData
+from kafka.protocol.schemas.fields.codecs import UnsignedVarInt32
 
 from . import schemas
-from .consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState
+from .consumer_group import ClassicMemberMetadata, ConsumerGroup, ConsumerGroupMember, MemberState
 
 log = logging.getLogger("kafkalab.broker.coordinator")
 
@@ -53,6 +55,31 @@ class ConsumerGroupTargetAssignmentMemberKey(ApiData, load_json=schemas): pass
 class ConsumerGroupTargetAssignmentMemberValue(ApiData, load_json=schemas): pass
 class ConsumerGroupCurrentMemberAssignmentKey(ApiData, load_json=schemas): pass
 class ConsumerGroupCurrentMemberAssignmentValue(ApiData, load_json=schemas): pass
+
+
+class ConsumerGroupClassicMemberMetadata(ApiData, load_json=schemas): pass
+
+
+def with_classic_member_metadata(value: bytes, classic: ClassicMemberMetadata | None) -> bytes:
+    """A type-5 value with its tagged field 0 as Kafka 4.4 writes it: always present, the varint 0 for a member of
+    the consumer protocol, else the varint 1 and the ClassicMemberMetadata struct. ``value`` ends with an empty
+    tagged-field section (one byte 0), which this replaces."""
+    assert value[-1:] == b"\x00"
+    payload = b"\x00" if classic is None else b"\x01" + ConsumerGroupClassicMemberMetadata(
+        version=0, session_timeout_ms=classic.session_timeout_ms,
+        supported_protocols=[ConsumerGroupClassicMemberMetadata.ClassicProtocol(name=n, metadata=bytes(meta))
+                             for n, meta in classic.supported_protocols]).encode(version=0, header=False)
+    return value[:-1] + UnsignedVarInt32.encode(1) + UnsignedVarInt32.encode(0) + \
+        UnsignedVarInt32.encode(len(payload)) + payload
+
+
+def classic_member_metadata(value) -> ClassicMemberMetadata | None:
+    """The tagged field 0 of a decoded type-5 value (kafka-python keeps it raw, as an unknown tag)."""
+    raw = (value.unknown_tags or {}).get("_0")
+    if not raw or raw[0] == 0:
+        return None
+    c = ConsumerGroupClassicMemberMetadata.decode(io.BytesIO(bytes(raw[1:])), version=0, header=False)
+    return ClassicMemberMetadata(c.session_timeout_ms, [(p.name, bytes(p.metadata)) for p in c.supported_protocols])
 
 
 #: record type (the key's version) -> (key class, value class)
@@ -109,10 +136,11 @@ def group_records(group: ConsumerGroup, topic_ids: dict[str, object]) -> dict[by
     gid = group.group_id
     out: dict[bytes, bytes] = {}
     for m in group.members.values():
-        out[_key(5, gid, m.member_id)] = _value(
+        out[_key(5, gid, m.member_id)] = with_classic_member_metadata(_value(
             5, instance_id=m.instance_id, rack_id=m.rack_id, client_id=m.client_id, client_host=m.client_host,
-            subscribed_topic_names=list(m.subscribed_topic_names), subscribed_topic_regex=m.subscribed_topic_regex,
-            rebalance_timeout_ms=m.rebalance_timeout_ms, server_assignor=m.server_assignor)
+            subscribed_topic_names=list(m.subscribed_topic_names),
+            subscribed_topic_regex=m.subscribed_topic_regex or "",   # Kafka 4.4 writes "" for no regex
+            rebalance_timeout_ms=m.rebalance_timeout_ms, server_assignor=m.server_assignor), m.classic)
     tm = ConsumerGroupPartitionMetadataValue.TopicMetadata
     out[_key(4, gid)] = _value(4, topics=[tm(topic_id=topic_ids[name], topic_name=name, num_partitions=n,
                                              partition_metadata=[])
@@ -216,6 +244,7 @@ def replay(group_id: str, records: dict[bytes, bytes]) -> ConsumerGroup | None:
                 m.subscribed_topic_names = sorted(v.subscribed_topic_names)
                 m.subscribed_topic_regex = v.subscribed_topic_regex or None   # Kafka 4.4 writes "" for none
                 m.rebalance_timeout_ms, m.server_assignor = v.rebalance_timeout_ms, v.server_assignor
+                m.classic = classic_member_metadata(v)
             else:
                 m.member_epoch, m.previous_member_epoch = v.member_epoch, v.previous_member_epoch
                 m.state = STATES.get(v.state, MemberState.UNKNOWN)

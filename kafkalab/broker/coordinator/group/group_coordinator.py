@@ -70,7 +70,11 @@ along the same lines:
 * :mod:`.heartbeats`: Heartbeat, ``DelayedHeartbeat`` (``session.timeout.ms``
   and its bounds ``group.min/max.session.timeout.ms``), pending member ids;
 * :mod:`.group_offsets`: OffsetCommit, OffsetFetch, DeleteGroups, and offset
-  expiry (``offsets.retention.minutes``).
+  expiry (``offsets.retention.minutes``);
+* :mod:`.consumer_group_heartbeat` (KIP-848 consumer groups),
+  :mod:`.consumer_group_regex` (their regex subscriptions) and
+  :mod:`.consumer_group_migration` (classic members inside them, and a group
+  changing protocol: ``group.consumer.migration.policy``).
 
 This module keeps what ties them together: the coordinator's state, its
 start and stop, which groups it coordinates (the cluster mode above:
@@ -85,6 +89,8 @@ import logging
 from ...common.errors import ErrorCode, KafkaError
 from .consumer_group import ConsumerGroup
 from .consumer_group_heartbeat import ConsumerGroupHeartbeats
+from .consumer_group_migration import ConsumerGroupMigration
+from .consumer_group_regex import ConsumerGroupRegexes
 from .consumer_group_records import ConsumerGroupPersister
 from .group_metadata import GroupMetadata
 from .group_metadata_manager import GroupMetadataManager
@@ -101,7 +107,7 @@ log = logging.getLogger("kafkalab.broker.coordinator")
 
 
 class GroupCoordinator(JoinSyncHandlers, Rebalancing, MemberSessions, GroupOffsets, ConsumerGroupHeartbeats,
-                       ShareGroupHeartbeats):
+                       ConsumerGroupMigration, ConsumerGroupRegexes, ShareGroupHeartbeats):
     """The coordinator the API handlers call (``broker.group_coordinator``); its request handling is in
     the parts it inherits, listed in the module's docstring."""
 

@@ -182,6 +182,11 @@ class GroupMetadataManager:
                                    group.leader_id, group.state_timestamp_ms, members)
         self._append(group.group_id, [(group_metadata_key(group.group_id), group_metadata_value(value))])
 
+    def delete_group_metadata(self, group_id: str) -> None:
+        """A tombstone for the group's metadata record only (its offsets stay): the classic group became a
+        consumer group (KIP-848's online upgrade, Kafka's ``ClassicGroup.createGroupTombstoneRecords``)."""
+        self._append(group_id, [(group_metadata_key(group_id), None)])
+
     def delete_offsets(self, group: GroupMetadata, partitions: list[tuple[str, int]]) -> None:
         self._append(group.group_id, [(offset_commit_key(group.group_id, t, p), None) for t, p in partitions])
         for tp in partitions:

@@ -105,6 +105,8 @@ class MemberSessions:
             return ErrorCode.INVALID_GROUP_ID
         if (status := self.group_status_error(group_id)) is not None:
             return status
+        if (cgroup := self.consumer_groups.get(group_id)) is not None:   # a classic member of a consumer group
+            return self.classic_group_heartbeat_to_consumer_group(cgroup, member_id, instance_id, generation_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if group.is_(DEAD):

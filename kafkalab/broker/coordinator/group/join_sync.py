@@ -27,6 +27,8 @@ Kafka's ``kafka.coordinator.group.GroupCoordinator`` answers them in
   again; in PreparingRebalance, REBALANCE_IN_PROGRESS.
 * **LeaveGroup**: by member id, or by ``group.instance.id`` with an empty
   member id (an admin's ``removeMembersFromConsumerGroup``, KIP-345).
+* For the id of a KIP-848 consumer group with members, all four are served
+  as a classic member *inside* that group (:mod:`.consumer_group_migration`).
 
 A JoinGroup or SyncGroup that must wait gets a future, answered when the
 rebalance moves on (:mod:`.rebalance`) by ``_answer_join`` / ``_answer_sync``
@@ -126,8 +128,10 @@ class JoinSyncHandlers:
             return join_result(member_id, status)
         if not self._valid_session_timeout(session_timeout_ms):
             return join_result(member_id, ErrorCode.INVALID_SESSION_TIMEOUT)
-        if (error := self.classic_join_to_consumer_group(group_id)) is not None:  # KIP-848 group of that id
-            return join_result(member_id, error)
+        if (cgroup := self.consumer_group_for_classic_request(group_id)) is not None:   # KIP-848 online migration
+            return self.classic_group_join_to_consumer_group(
+                cgroup, member_id, group_instance_id, client_id, client_host, rebalance_timeout_ms, session_timeout_ms,
+                protocol_type, protocols, require_known_member_id)
         group = self.groups.get(group_id)
         is_unknown = member_id == UNKNOWN_MEMBER_ID
         if group is None:
@@ -296,6 +300,9 @@ class JoinSyncHandlers:
             return sync_result(ErrorCode.INVALID_GROUP_ID)
         if (status := self.group_status_error(group_id)) is not None:
             return sync_result(status)
+        if (cgroup := self.consumer_groups.get(group_id)) is not None:   # a classic member of a consumer group
+            return self.classic_group_sync_to_consumer_group(cgroup, generation_id, member_id, instance_id,
+                                                             protocol_type, protocol_name)
         if group is None:
             return sync_result(ErrorCode.UNKNOWN_MEMBER_ID)
         if group.is_(DEAD):
@@ -351,6 +358,8 @@ class JoinSyncHandlers:
             return ErrorCode.INVALID_GROUP_ID, []
         if (status := self.group_status_error(group_id)) is not None:
             return status, []
+        if (cgroup := self.consumer_groups.get(group_id)) is not None:   # classic members of a consumer group
+            return ErrorCode.NONE, self.classic_group_leave_to_consumer_group(cgroup, leaving)
         if group is None:
             return ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID for _ in leaving]
         if group.is_(DEAD):

@@ -1,0 +1,271 @@
+"""KIP-848's online migration with confluent-kafka, on the mini broker and on Apache Kafka 4.4 (KRaft) as the oracle.
+
+A group of three ``group.protocol=classic`` consumers is bounced one by one to ``group.protocol=consumer`` (the
+first one to come back upgrades the group: the two others stay inside it as classic members, served through
+JoinGroup/SyncGroup/Heartbeat with the coordinator's assignment), and the reverse: three consumer-protocol
+members bounced one by one to the classic protocol (when the last consumer-protocol member leaves, the group is
+downgraded to a classic group). Records are produced between the steps; every consumer commits each record
+before the next poll. On both brokers: no record is lost, none consumed twice, a partition is never held by two
+members at once, and the group's type follows the migration. The classic members' ConsumerGroupMemberMetadata
+records in ``__consumer_offsets`` carry their ClassicMemberMetadata (session timeout, JoinGroup protocols) as
+Kafka writes it; ``group.consumer.migration.policy=disabled`` refuses the upgrade with Kafka's error.
+"""
+from __future__ import annotations
+
+import io
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, ConsumerGroupType, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+import kafkalab
+from kafkalab.broker.coordinator.group.consumer_group_records import (ConsumerGroupMemberMetadataValue,
+                                                                      classic_member_metadata, record_type)
+
+PARTITIONS = 6
+GROUP_CONFIGS = {"group.consumer.session.timeout.ms": 6000, "group.consumer.heartbeat.interval.ms": 500,
+                 "group.initial.rebalance.delay.ms": 0}
+KAFKA_GROUP_CONFIGS = {**GROUP_CONFIGS, "group.consumer.min.session.timeout.ms": 6000,
+                       "group.consumer.min.heartbeat.interval.ms": 500}
+
+
+@pytest.fixture(scope="module", params=["mini", pytest.param("kafka-4.4", marks=pytest.mark.cluster)])
+def bootstrap(request, tmp_path_factory):
+    if request.param == "mini":
+        with kafkalab.mini(log_dir=str(tmp_path_factory.mktemp("migrate")), **GROUP_CONFIGS) as b:
+            yield request.param, b.bootstrap_servers
+        return
+    from kafkalab.cluster.distribution import fetch_kafka
+    from kafkalab.cluster.kraft_config import KRaftBackend
+    with kafkalab.cluster(brokers=1, dir=str(tmp_path_factory.mktemp("migratekraft") / "cluster"),
+                          backend=KRaftBackend(str(fetch_kafka("4"))), mode="kraft", **KAFKA_GROUP_CONFIGS) as c:
+        yield request.param, c.bootstrap_servers
+
+
+class Group:
+    """Consumers of one group polled round-robin in this thread; each record committed before the next poll."""
+
+    def __init__(self, bs: str, group: str, topic: str):
+        self.bs, self.group, self.topic = bs, group, topic
+        self.consumers: dict[str, Consumer] = {}
+        self.consumed: list[int] = []
+        self.commit_errors: list[str] = []
+        self.admin = AdminClient({"bootstrap.servers": bs})
+        self.events: list[tuple[float, int, str, str, int]] = []   # (time, seq, member, assign/revoke, partition)
+
+    def add(self, name: str, protocol: str) -> None:
+        conf = {"bootstrap.servers": self.bs, "group.id": self.group, "group.protocol": protocol,
+                "enable.auto.commit": False, "auto.offset.reset": "earliest"}
+        if protocol == "classic":
+            conf["heartbeat.interval.ms"] = 500
+        c = Consumer(conf)
+
+        def log(kind, ps, name=name):
+            self.events += [(time.time(), len(self.events), name, kind, p.partition) for p in ps]
+        c.subscribe([self.topic], on_assign=lambda _c, ps: log("assign", ps),
+                    on_revoke=lambda _c, ps: log("revoke", ps), on_lost=lambda _c, ps: log("revoke", ps))
+        self.consumers[name] = c
+
+    def close(self, name: str) -> None:
+        self.consumers.pop(name).close()
+
+    def owned(self) -> dict[str, set[int]]:
+        out: dict[str, set[int]] = {}
+        for *_, name, kind, p in self.events:
+            s = out.setdefault(name, set())
+            s.add(p) if kind == "assign" else s.discard(p)
+        return {n: s for n, s in out.items() if n in self.consumers}
+
+    def poll_until(self, done, timeout: float = 90) -> None:
+        t0 = time.time()
+        while time.time() - t0 < timeout:
+            for c in list(self.consumers.values()):
+                msg = c.poll(0.05)
+                if msg is not None and msg.error() is None:
+                    self.consumed.append(int(msg.value()))
+                    try:
+                        c.commit(message=msg, asynchronous=False)
+                    except KafkaException as exc:   # e.g. ILLEGAL_GENERATION while the group rebalances
+                        self.commit_errors.append(exc.args[0].name())
+            if done():
+                return
+        raise AssertionError(f"not done within {timeout}s; owned {self.owned()}, consumed {len(self.consumed)}")
+
+    def settled(self, produced: int) -> bool:
+        """Every record so far consumed, and every partition owned by exactly one member."""
+        every = sorted(p for s in self.owned().values() for p in s)
+        if not (len(set(self.consumed)) >= produced and every == list(range(PARTITIONS))
+                and all(self.owned().get(n) for n in self.consumers)):
+            return False
+        # and the group Stable: every member at the group's epoch (a classic member rejoins after a heartbeat)
+        d = self.admin.describe_consumer_groups([self.group])[self.group].result()
+        return str(d.state).endswith("STABLE") and len(d.members) == len(self.consumers)
+
+    def assert_never_owned_twice(self) -> None:
+        holder: dict[int, str] = {}
+        for _, _, name, kind, p in sorted(self.events):
+            if kind == "assign":
+                assert p not in holder or holder[p] == name, f"partition {p} given to {name} while {holder[p]} owns it"
+                holder[p] = name
+            elif holder.get(p) == name:
+                del holder[p]
+
+
+def produce(producer: Producer, topic: str, start: int, n: int) -> int:
+    for i in range(start, start + n):
+        producer.produce(topic, value=b"%d" % i, partition=i % PARTITIONS)
+    producer.flush(30)
+    return start + n
+
+
+def group_type(admin: AdminClient, group: str):
+    return admin.describe_consumer_groups([group])[group].result().type
+
+
+def migrate(bs: str, frm: str, to: str):
+    """Three members of protocol ``frm`` bounced one by one to ``to``: (group, consumed, types seen after each step)."""
+    admin = AdminClient({"bootstrap.servers": bs})
+    topic, gid = f"mig-{uuid.uuid4().hex[:6]}", f"gm-{uuid.uuid4().hex[:6]}"
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result()
+    producer = Producer({"bootstrap.servers": bs})
+    g = Group(bs, gid, topic)
+    types = []
+    try:
+        produced = produce(producer, topic, 0, 60)
+        for name in "abc":
+            g.add(name, frm)
+        g.poll_until(lambda: g.settled(produced))
+        types.append(group_type(admin, gid))
+        for name in "abc":
+            g.close(name)
+            produced = produce(producer, topic, produced, 60)
+            g.add(name, to)
+            g.poll_until(lambda: g.settled(produced))
+            types.append(group_type(admin, gid))
+        g.assert_never_owned_twice()
+    finally:
+        for name in list(g.consumers):
+            g.close(name)
+    return g, produced, types
+
+
+def test_rolling_upgrade_from_classic_to_consumer(bootstrap):
+    backend, bs = bootstrap
+    g, produced, types = migrate(bs, "classic", "consumer")
+    assert sorted(set(g.consumed)) == list(range(produced)), f"{backend}: records lost"
+    duplicates = len(g.consumed) - produced
+    assert duplicates == 0 and not g.commit_errors, f"{backend}: {duplicates} records consumed twice, {g.commit_errors}"
+    # classic at first; upgraded when the first member came back with the consumer protocol
+    assert types == [ConsumerGroupType.CLASSIC] + [ConsumerGroupType.CONSUMER] * 3, types
+
+
+def test_rolling_downgrade_from_consumer_to_classic(bootstrap):
+    backend, bs = bootstrap
+    g, produced, types = migrate(bs, "consumer", "classic")
+    assert sorted(set(g.consumed)) == list(range(produced)), f"{backend}: records lost"
+    duplicates = len(g.consumed) - produced
+    assert duplicates == 0 and not g.commit_errors, f"{backend}: {duplicates} records consumed twice, {g.commit_errors}"
+    # classic members join the consumer group; the last consumer-protocol member leaving downgrades it
+    assert types == [ConsumerGroupType.CONSUMER] * 3 + [ConsumerGroupType.CLASSIC], types
+
+
+def test_classic_members_are_persisted_with_their_classic_metadata(bootstrap):
+    """Two classic members and one consumer-protocol member: the classic ones' type-5 records carry
+    ClassicMemberMetadata (their session.timeout.ms, their JoinGroup protocols), the other's a null one."""
+    backend, bs = bootstrap
+    admin = AdminClient({"bootstrap.servers": bs})
+    topic, gid = f"migp-{uuid.uuid4().hex[:6]}", f"gp-{uuid.uuid4().hex[:6]}"
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result()
+    g = Group(bs, gid, topic)
+    try:
+        g.add("a", "classic")
+        g.add("b", "classic")
+        g.poll_until(lambda: g.settled(0))
+        g.add("c", "consumer")
+        g.poll_until(lambda: g.settled(0))
+        assert group_type(admin, gid) == ConsumerGroupType.CONSUMER
+        members = {}
+        reader = Consumer({"bootstrap.servers": bs, "group.id": f"reader-{uuid.uuid4().hex[:6]}",
+                           "enable.auto.commit": False})
+        try:
+            parts = reader.list_topics("__consumer_offsets", timeout=10).topics["__consumer_offsets"].partitions
+            reader.assign([TopicPartition("__consumer_offsets", p, 0) for p in parts])
+            idle = time.time()
+            while time.time() - idle < 3:
+                msg = reader.poll(0.2)
+                if msg is None or msg.error() is not None:
+                    continue
+                idle = time.time()
+                key = msg.key()
+                if key and len(key) > 2 and record_type(key) == 5 and gid.encode() in key:
+                    members[key] = msg.value()
+        finally:
+            reader.close()
+        # the last record of each member (key): a classic member's session timeout and protocols, or null
+        current = [classic_member_metadata(ConsumerGroupMemberMetadataValue.decode(io.BytesIO(v)))
+                   for v in members.values() if v is not None]
+        classic = [c for c in current if c is not None]
+        assert len(classic) == 2 and len(current) == 3, f"{backend}: {current}"
+        for c in classic:
+            assert c.session_timeout_ms == 45000   # librdkafka's session.timeout.ms default
+            assert [n for n, _ in c.supported_protocols] == ["range", "roundrobin"]   # its default strategies
+    finally:
+        for name in list(g.consumers):
+            g.close(name)
+
+
+@pytest.mark.parametrize("backend", ["mini", pytest.param("kafka-4.4", marks=pytest.mark.cluster)])
+def test_upgrade_refused_when_the_policy_disables_it(tmp_path, backend):
+    """``group.consumer.migration.policy=disabled``: a ConsumerGroupHeartbeat joining a classic group with members
+    gets GROUP_ID_NOT_FOUND with Kafka's words, and the group stays classic."""
+    from test_consumer_group_protocol import join_group, raw   # kafka-python's codecs over a plain socket
+
+    from kafkalab.broker.apis.consumer_group_heartbeat import (ConsumerGroupHeartbeatRequest,
+                                                               ConsumerGroupHeartbeatResponse)
+    from kafkalab.broker.common.errors import ErrorCode
+    configs = {**GROUP_CONFIGS, "group.consumer.migration.policy": "disabled"}
+    if backend == "mini":
+        ctx = kafkalab.mini(log_dir=str(tmp_path), **configs)
+    else:
+        from kafkalab.cluster.distribution import fetch_kafka
+        from kafkalab.cluster.kraft_config import KRaftBackend
+        ctx = kafkalab.cluster(brokers=1, dir=str(tmp_path / "cluster"), backend=KRaftBackend(str(fetch_kafka("4"))),
+                               mode="kraft", **KAFKA_GROUP_CONFIGS, **{"group.consumer.migration.policy": "disabled"})
+    with ctx as b:
+        bs = b.bootstrap_servers
+        admin = AdminClient({"bootstrap.servers": bs})
+        topic, gid = f"migd-{uuid.uuid4().hex[:6]}", f"gd-{uuid.uuid4().hex[:6]}"
+        admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result()
+        g = Group(bs, gid, topic)
+        try:
+            g.add("a", "classic")
+            g.poll_until(lambda: g.settled(0))
+            resp = raw(bs, ConsumerGroupHeartbeatRequest(group_id=gid, member_id=str(uuid.uuid4()), member_epoch=0,
+                                                         rebalance_timeout_ms=30000, subscribed_topic_names=[topic],
+                                                         topic_partitions=[]), ConsumerGroupHeartbeatResponse, 1)
+            assert (resp.error_code, resp.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND, (
+                f"Cannot upgrade classic group {gid} to consumer group because online upgrade is disabled."))
+            assert group_type(admin, gid) == ConsumerGroupType.CLASSIC
+            # and a classic member cannot join a consumer group with members
+            cgid = f"gdc-{uuid.uuid4().hex[:6]}"
+            resp = raw(bs, ConsumerGroupHeartbeatRequest(group_id=cgid, member_id=str(uuid.uuid4()), member_epoch=0,
+                                                         rebalance_timeout_ms=30000, subscribed_topic_names=[topic],
+                                                         topic_partitions=[]), ConsumerGroupHeartbeatResponse, 1)
+            assert resp.error_code == 0
+            assert join_group(bs, cgid, "consumer")[0] == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        finally:
+            g.close("a")
+
+
+@pytest.mark.cluster
+def test_rolling_migration_on_a_mini_cluster(tmp_path):
+    """Three mini brokers on a real ZooKeeper: the group lives on the leader of its __consumer_offsets partition;
+    the upgrade, the classic members inside the consumer group and the downgrade work there too."""
+    with kafkalab.cluster(brokers=3, dir=str(tmp_path / "cluster"), **GROUP_CONFIGS) as c:
+        for frm, to, last in (("classic", "consumer", ConsumerGroupType.CONSUMER),
+                              ("consumer", "classic", ConsumerGroupType.CLASSIC)):
+            g, produced, types = migrate(c.bootstrap_servers, frm, to)
+            assert sorted(g.consumed) == list(range(produced)) and not g.commit_errors, (frm, g.commit_errors)
+            assert types[-1] == last, types
