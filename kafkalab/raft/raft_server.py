@@ -56,6 +56,12 @@ class RaftServer:
         self.port = port
         self._server = None
         self._connections: set[asyncio.Task] = set()
+        #: api key -> (request class, response class, lowest, highest version, handler(client, request))
+        self.apis = dict(APIS)
+
+    def register(self, api_key: int, request_cls, response_cls, lowest: int, highest: int, handler) -> None:
+        """Serve one more API on this listener (a KRaft controller's QuorumController adds its own)."""
+        self.apis[api_key] = (request_cls, response_cls, lowest, highest, handler)
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._serve, self.host, self.port, limit=2**20)
@@ -103,13 +109,13 @@ class RaftServer:
                 version = 0
             else:
                 keys = [{"api_key": k, "min_version": lo, "max_version": hi}
-                        for k, (_, _, lo, hi, _) in sorted(APIS.items())]
+                        for k, (_, _, lo, hi, _) in sorted(self.apis.items())]
                 response = build(ApiVersionsResponse, version, {"error_code": 0, "api_keys": sorted(
                     [*keys, own], key=lambda k: k["api_key"]), "throttle_time_ms": 0})
         else:
-            if api_key not in APIS:
+            if api_key not in self.apis:
                 raise InvalidRequest(f"API key {api_key} is not served by a controller")
-            request_cls, response_cls, lo, hi, handler = APIS[api_key]
+            request_cls, response_cls, lo, hi, handler = self.apis[api_key]
             if not lo <= version <= hi:
                 raise InvalidRequest(f"{request_cls.name} v{version} is not supported (v{lo}-v{hi})")
             try:

@@ -1,0 +1,58 @@
+"""The requests a KRaft controller answers besides the quorum's own (Kafka's ``ControllerApis``).
+
+On the controller listener, next to Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch and DescribeQuorum:
+
+===================  ====  ======  ==========================================================
+request              key   served  answer
+===================  ====  ======  ==========================================================
+CreateTopics          19   v2-v7   TopicRecord, ConfigRecords, PartitionRecords, committed
+BrokerRegistration    62   v0-v4   RegisterBrokerRecord; the broker epoch
+BrokerHeartbeat       63   v0-v1   maybe Unfence/Fence/ControlledShutdown records; the state
+===================  ====  ======  ==========================================================
+
+Each goes to :class:`~kafkalab.controller.quorum_controller.QuorumController`; a KafkaError becomes the
+answer's error code (NOT_CONTROLLER from a controller that is not active: the sender looks for the
+active one and asks again).
+"""
+from __future__ import annotations
+
+from kafka.protocol.admin.topics import CreateTopicsRequest, CreateTopicsResponse
+
+from ..broker.common.errors import KafkaError
+from .controller_messages import (BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
+                                  BrokerRegistrationResponse)
+
+
+async def handle_broker_registration(controller, request) -> dict:
+    try:
+        epoch = await controller.register_broker(request)
+        return {"throttle_time_ms": 0, "error_code": 0, "broker_epoch": epoch}
+    except KafkaError as exc:
+        return {"throttle_time_ms": 0, "error_code": int(exc.code), "broker_epoch": -1}
+
+
+async def handle_broker_heartbeat(controller, request) -> dict:
+    try:
+        state = await controller.process_broker_heartbeat(request)
+        return {"throttle_time_ms": 0, "error_code": 0, **state}
+    except KafkaError as exc:
+        return {"throttle_time_ms": 0, "error_code": int(exc.code), "is_caught_up": False, "is_fenced": True,
+                "should_shut_down": False}
+
+
+async def handle_create_topics(controller, request) -> dict:
+    try:
+        results = await controller.create_topics(request)
+    except KafkaError as exc:   # not the active controller, or not committed in time: every topic fails alike
+        results = [{"name": t.name, "error_code": int(exc.code), "error_message": exc.message, "num_partitions": -1,
+                    "replication_factor": -1, "configs": []} for t in request.topics]
+    return {"throttle_time_ms": 0, "topics": results}
+
+
+def register_controller_apis(server, controller) -> None:
+    """Add the controller's APIs to a :class:`~kafkalab.raft.raft_server.RaftServer`."""
+    for key, req, resp, lo, hi, handler in (
+            (19, CreateTopicsRequest, CreateTopicsResponse, 2, 7, handle_create_topics),
+            (62, BrokerRegistrationRequest, BrokerRegistrationResponse, 0, 4, handle_broker_registration),
+            (63, BrokerHeartbeatRequest, BrokerHeartbeatResponse, 0, 1, handle_broker_heartbeat)):
+        server.register(key, req, resp, lo, hi, lambda _client, request, h=handler: h(controller, request))
