@@ -45,7 +45,11 @@ def _free_port() -> int:
 
 
 class RaftQuorum:
-    def __init__(self, n: int = 3, base_dir: str | None = None, configs: dict | None = None, first_id: int = 1):
+    def __init__(self, n: int = 3, base_dir: str | None = None, configs: dict | None = None, first_id: int = 1,
+                 module: str = "kafkalab.raft"):
+        #: ``kafkalab.raft`` (the Raft quorum alone) or ``kafkalab.controller`` (KRaft controllers: Raft and the
+        #: QuorumController, which serves BrokerRegistration, BrokerHeartbeat and CreateTopics)
+        self.module = module
         self.ids = list(range(first_id, first_id + n))
         self._own_dir = base_dir is None
         self.base_dir = base_dir or tempfile.mkdtemp(prefix="kafkalab-raft-")
@@ -72,7 +76,7 @@ class RaftQuorum:
 
     def start_node(self, node_id: int) -> None:
         voters = ",".join(f"{i}@{h}:{p}" for i, (h, p) in self.voters.items())
-        cmd = [sys.executable, "-m", "kafkalab.raft", "--node-id", str(node_id), "--voters", voters,
+        cmd = [sys.executable, "-m", self.module, "--node-id", str(node_id), "--voters", voters,
                "--metadata-log-dir", self.node_dir(node_id), "--cluster-id", self.cluster_id, "--parent-pid", str(os.getpid()), "--seed",
                str(node_id * 7919 + int(time.time() * 1000) % 1000)]
         for name, value in self.configs.items():
