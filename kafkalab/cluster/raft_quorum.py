@@ -12,6 +12,10 @@ free ports with the KRaft lab defaults (``controller.quorum.fetch.timeout.ms=100
         q.wait_for_leader(exclude={leader})
         q.describe()                        # DescribeQuorum, as kafkalab.cluster.quorum reads Kafka's
 
+``RaftQuorum(3, module="kafkalab.controller")`` runs KRaft controllers instead (the Raft replica plus
+the QuorumController of :mod:`kafkalab.controller`, which also serves BrokerRegistration, BrokerHeartbeat
+and CreateTopics; its configs such as ``broker.session.timeout.ms`` go in ``configs``).
+
 The same :func:`~kafkalab.cluster.quorum.quorum_answer` and ``quorum_table`` read the mini quorum's
 DescribeQuorum and Kafka's. Children never outlive the owner: PDEATHSIG, ``--parent-pid``, the
 watchdog and ``atexit``, as for the mini brokers.

@@ -4,7 +4,8 @@ The same framing as the broker's :class:`~kafkalab.broker.network.socket_server.
 (4-byte size, request header, one request at a time per connection, responses in order), serving
 the quorum's APIs only: Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch (of ``__cluster_metadata``)
 and DescribeQuorum, plus ApiVersions and DescribeCluster v1-v2 (KIP-919), so that Kafka's own
-``kafka-metadata-quorum.sh --bootstrap-controller`` can ask the mini quorum. Bad input closes that one connection, never the controller:
+``kafka-metadata-quorum.sh --bootstrap-controller`` can ask the mini quorum. A KRaft controller adds its
+own APIs (BrokerRegistration, BrokerHeartbeat, CreateTopics) with :meth:`RaftServer.register`. Bad input closes that one connection, never the controller:
 a frame size out of range, an unknown API or version, a request that cannot be parsed.
 """
 from __future__ import annotations
