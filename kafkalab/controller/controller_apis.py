@@ -6,6 +6,7 @@ On the controller listener, next to Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetc
 request              key   served  answer
 ===================  ====  ======  ==========================================================
 CreateTopics          19   v2-v7   TopicRecord, ConfigRecords, PartitionRecords, committed
+AlterPartition        56   v1      a leader's ISR change: PartitionChangeRecord; the new state
 BrokerRegistration    62   v0-v4   RegisterBrokerRecord; the broker epoch
 BrokerHeartbeat       63   v0-v1   maybe Unfence/Fence/ControlledShutdown records; the state
 ===================  ====  ======  ==========================================================
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from kafka.protocol.admin.topics import CreateTopicsRequest, CreateTopicsResponse
 
+from ..broker.apis.zk_messages import AlterPartitionRequest, AlterPartitionResponse
 from ..broker.common.errors import KafkaError
 from .controller_messages import (BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
                                   BrokerRegistrationResponse)
@@ -49,10 +51,18 @@ async def handle_create_topics(controller, request) -> dict:
     return {"throttle_time_ms": 0, "topics": results}
 
 
+async def handle_alter_partition(controller, request) -> dict:
+    try:
+        return await controller.alter_partition(request)
+    except KafkaError as exc:   # NOT_CONTROLLER, STALE_BROKER_EPOCH, BROKER_ID_NOT_REGISTERED: the leader retries
+        return {"throttle_time_ms": 0, "error_code": int(exc.code), "topics": []}
+
+
 def register_controller_apis(server, controller) -> None:
     """Add the controller's APIs to a :class:`~kafkalab.raft.raft_server.RaftServer`."""
     for key, req, resp, lo, hi, handler in (
             (19, CreateTopicsRequest, CreateTopicsResponse, 2, 7, handle_create_topics),
+            (56, AlterPartitionRequest, AlterPartitionResponse, 1, 1, handle_alter_partition),
             (62, BrokerRegistrationRequest, BrokerRegistrationResponse, 0, 4, handle_broker_registration),
             (63, BrokerHeartbeatRequest, BrokerHeartbeatResponse, 0, 1, handle_broker_heartbeat)):
         server.register(key, req, resp, lo, hi, lambda _client, request, h=handler: h(controller, request))

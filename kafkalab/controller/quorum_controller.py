@@ -275,3 +275,15 @@ class QuorumController:
 
     async def create_topics(self, request) -> list[dict]:
         return await self.write(lambda: self.replication.create_topics(request))
+
+    async def alter_partition(self, request) -> dict:
+        """AlterPartition from a partition leader: its ISR change, committed; the answer carries the new state."""
+        def operation():
+            self.cluster.check_broker_epoch(request.broker_id, request.broker_epoch)
+            return self.replication.alter_partition(request.broker_id, request.topics or [])
+        answered = await self.write(operation)
+        topics: dict[str, list] = {}
+        for topic, index, error in answered:
+            topics.setdefault(topic, []).append(self.replication.partition_answer(topic, index, error))
+        return {"throttle_time_ms": 0, "error_code": 0,
+                "topics": [{"topic_name": t, "partitions": parts} for t, parts in topics.items()]}

@@ -199,6 +199,52 @@ class ReplicationControlManager:
             return []
         return [ApiMessageAndVersion("PartitionChangeRecord", PARTITION_CHANGE_RECORD_VERSION, data)]
 
+    # -- AlterPartition (a leader's ISR change) ------------------------------------------------------------
+
+    def alter_partition(self, broker_id: int, topics) -> tuple[list[ApiMessageAndVersion], list]:
+        """AlterPartition (v1, topic names) from the leader ``broker_id`` -> (records, the partitions answered:
+        (topic, partition index, error code)). Kafka's checks: the sender leads the partition
+        (INVALID_REQUEST / NOT_LEADER_OR_FOLLOWER), the leader epoch (FENCED_LEADER_EPOCH), the partition epoch
+        (INVALID_UPDATE_VERSION); a new ISR member must be a replica, unfenced and not shutting down
+        (OPERATION_NOT_ATTEMPTED, what Kafka answers v0-v1; INELIGIBLE_REPLICA from v2)."""
+        records, answered = [], []
+        usable = set(self.cluster.usable())
+        for t in topics:
+            topic_id = self.topics_by_name.get(t.topic_name)
+            for p in t.partitions or []:
+                part = self.topics[topic_id].partitions.get(p.partition_index) if topic_id else None
+                error = ErrorCode.NONE
+                if part is None:
+                    error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                elif part.leader != broker_id:
+                    error = ErrorCode.INVALID_REQUEST
+                elif p.leader_epoch != part.leader_epoch:
+                    error = ErrorCode.FENCED_LEADER_EPOCH
+                elif p.partition_epoch != part.partition_epoch:
+                    error = ErrorCode.INVALID_UPDATE_VERSION
+                else:
+                    new_isr = list(p.new_isr or [])
+                    if not new_isr or any(b not in part.replicas for b in new_isr) or broker_id not in new_isr:
+                        error = ErrorCode.INVALID_REQUEST
+                    elif any(b not in part.isr and b not in usable for b in new_isr):
+                        error = ErrorCode.OPERATION_NOT_ATTEMPTED
+                    elif new_isr != part.isr:
+                        records.append(ApiMessageAndVersion("PartitionChangeRecord", PARTITION_CHANGE_RECORD_VERSION,
+                                                            {"partition_id": p.partition_index, "topic_id": topic_id,
+                                                             "isr": new_isr}))
+                answered.append((t.topic_name, p.partition_index, int(error)))
+        return records, answered
+
+    def partition_answer(self, topic: str, index: int, error: int) -> dict:
+        """One partition of an AlterPartition answer, with the state after the change (when there is one)."""
+        topic_id = self.topics_by_name.get(topic)
+        part = self.topics[topic_id].partitions.get(index) if topic_id else None
+        if part is None or error:
+            return {"partition_index": index, "error_code": error, "leader_id": -1, "leader_epoch": -1, "isr": [],
+                    "leader_recovery_state": 0, "partition_epoch": -1}
+        return {"partition_index": index, "error_code": 0, "leader_id": part.leader, "leader_epoch": part.leader_epoch,
+                "isr": list(part.isr), "leader_recovery_state": 0, "partition_epoch": part.partition_epoch}
+
     # -- replay -------------------------------------------------------------------------------------------
 
     def replay_topic(self, data: dict) -> None:

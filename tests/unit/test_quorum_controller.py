@@ -5,7 +5,7 @@ A broker is played by this test: it sends BrokerRegistration and BrokerHeartbeat
 would. Checked: the bootstrap FeatureLevelRecords; RegisterBrokerRecord (fenced) and the broker epoch; unfencing
 only once the broker has read its own registration; CreateTopics -> TopicRecord, ConfigRecord, PartitionRecords;
 fencing after broker.session.timeout.ms without heartbeats, with PartitionChangeRecords moving leadership off the
-broker; controlled shutdown through heartbeats; every standby's state equal to the active controller's, and a new
+broker; AlterPartition from a leader; controlled shutdown through heartbeats; every standby's state equal to the active controller's, and a new
 active controller continuing from it after the old one is stopped; Kafka's error codes for bad requests; and the
 log, dumped by ``kafkalab dump-log --cluster-metadata-decoder``, printing each record as Kafka's tool does.
 """
@@ -21,6 +21,7 @@ import uuid
 from kafka.protocol.admin.topics import CreateTopicsRequest
 
 from kafkalab.broker.apis.messages import build
+from kafkalab.broker.apis.zk_messages import AlterPartitionRequest
 from kafkalab.broker.network.network_client import NetworkClient
 from kafkalab.controller.controller_messages import BrokerHeartbeatRequest, BrokerRegistrationRequest
 from kafkalab.controller.controller_node import ControllerNode
@@ -30,7 +31,7 @@ from kafkalab.tools import dump_log
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
 SESSION_MS = 600
 NOT_CONTROLLER, STALE_BROKER_EPOCH, INCONSISTENT_CLUSTER_ID = 41, 77, 104
-TOPIC_ALREADY_EXISTS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG = 36, 38, 40
+TOPIC_ALREADY_EXISTS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG, INVALID_UPDATE_VERSION = 36, 38, 40, 95
 
 
 def free_port() -> int:
@@ -194,6 +195,23 @@ def test_quorum_controller_registers_unfences_creates_fences_and_fails_over(tmp_
             epochs[1] = answer.broker_epoch
             answer = await to_leader.send(heartbeat(1, epochs[1], leader.controller.applied_offset))
             assert answer.is_fenced is False
+
+            # -- AlterPartition: a leader takes broker 1 back into its ISR; a stale partition epoch is refused
+            p0 = topic.partitions[0]
+            request = build(AlterPartitionRequest, 1, {"broker_id": p0.leader, "broker_epoch": epochs[p0.leader],
+                                                       "topics": [{"topic_name": "orders", "partitions": [
+                                                           {"partition_index": 0, "leader_epoch": p0.leader_epoch,
+                                                            "new_isr": sorted(p0.isr + [1]),
+                                                            "leader_recovery_state": 0,
+                                                            "partition_epoch": p0.partition_epoch}]}]})
+            old_partition_epoch = p0.partition_epoch
+            answer = await to_leader.send(request)
+            part = answer.topics[0].partitions[0]
+            assert (answer.error_code, part.error_code) == (0, 0)
+            assert sorted(part.isr) == [1, 2, 3] and part.partition_epoch == old_partition_epoch + 1
+            assert sorted(topic.partitions[0].isr) == [1, 2, 3]
+            answer = await to_leader.send(request)     # the same request again: its partition epoch is stale now
+            assert answer.topics[0].partitions[0].error_code == INVALID_UPDATE_VERSION
 
             # -- controlled shutdown of broker 2: leaders moved, then ShouldShutDown
             led_by_2 = [p for p, part in topic.partitions.items() if part.leader == 2]
