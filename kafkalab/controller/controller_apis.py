@@ -9,6 +9,7 @@ CreateTopics          19   v2-v7   TopicRecord, ConfigRecords, PartitionRecords,
 AlterPartition        56   v1      a leader's ISR change: PartitionChangeRecord; the new state
 BrokerRegistration    62   v0-v4   RegisterBrokerRecord; the broker epoch
 BrokerHeartbeat       63   v0-v1   maybe Unfence/Fence/ControlledShutdown records; the state
+AllocateProducerIds   67   v0      ProducerIdsRecord; a block of 1000 producer ids
 ===================  ====  ======  ==========================================================
 
 Each goes to :class:`~kafkalab.controller.quorum_controller.QuorumController`; a KafkaError becomes the
@@ -21,8 +22,8 @@ from kafka.protocol.admin.topics import CreateTopicsRequest, CreateTopicsRespons
 
 from ..broker.apis.zk_messages import AlterPartitionRequest, AlterPartitionResponse
 from ..broker.common.errors import KafkaError
-from .controller_messages import (BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
-                                  BrokerRegistrationResponse)
+from .controller_messages import (AllocateProducerIdsRequest, AllocateProducerIdsResponse, BrokerHeartbeatRequest,
+                                  BrokerHeartbeatResponse, BrokerRegistrationRequest, BrokerRegistrationResponse)
 
 
 async def handle_broker_registration(controller, request) -> dict:
@@ -58,11 +59,21 @@ async def handle_alter_partition(controller, request) -> dict:
         return {"throttle_time_ms": 0, "error_code": int(exc.code), "topics": []}
 
 
+async def handle_allocate_producer_ids(controller, request) -> dict:
+    try:
+        block = await controller.allocate_producer_ids(request)
+        return {"throttle_time_ms": 0, "error_code": 0, "producer_id_start": block.start,
+                "producer_id_len": len(block)}
+    except KafkaError as exc:
+        return {"throttle_time_ms": 0, "error_code": int(exc.code), "producer_id_start": -1, "producer_id_len": 0}
+
+
 def register_controller_apis(server, controller) -> None:
     """Add the controller's APIs to a :class:`~kafkalab.raft.raft_server.RaftServer`."""
     for key, req, resp, lo, hi, handler in (
             (19, CreateTopicsRequest, CreateTopicsResponse, 2, 7, handle_create_topics),
             (56, AlterPartitionRequest, AlterPartitionResponse, 1, 1, handle_alter_partition),
             (62, BrokerRegistrationRequest, BrokerRegistrationResponse, 0, 4, handle_broker_registration),
-            (63, BrokerHeartbeatRequest, BrokerHeartbeatResponse, 0, 1, handle_broker_heartbeat)):
+            (63, BrokerHeartbeatRequest, BrokerHeartbeatResponse, 0, 1, handle_broker_heartbeat),
+            (67, AllocateProducerIdsRequest, AllocateProducerIdsResponse, 0, 0, handle_allocate_producer_ids)):
         server.register(key, req, resp, lo, hi, lambda _client, request, h=handler: h(controller, request))

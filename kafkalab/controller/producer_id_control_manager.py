@@ -3,8 +3,7 @@
 In ZooKeeper mode a broker took a block of producer ids by rewriting the ``/latest_producer_id_block``
 znode; in KRaft mode it asks the active controller (AllocateProducerIds, key 67), which writes a
 ProducerIdsRecord whose ``nextProducerId`` is the first id not yet handed out. Blocks are
-``PRODUCER_ID_BLOCK_SIZE`` ids. Here the manager generates and replays the record; the
-AllocateProducerIds RPC itself is not served yet (the brokers of this slice do not ask).
+``PRODUCER_ID_BLOCK_SIZE`` ids.
 """
 from __future__ import annotations
 

@@ -42,6 +42,35 @@ log = logging.getLogger("kafkalab.controller")
 TIMER_S = 0.05
 
 
+def replay_record(state, offset: int, record) -> None:
+    """Apply one committed metadata record to ``state``'s control managers (its ``features``, ``cluster``,
+    ``replication``, ``producer_ids``): what every controller does, and what a broker's metadata image does."""
+    d, name = record.data, record.name
+    if name == "FeatureLevelRecord":
+        state.features.replay_feature_level(d)
+    elif name == "RegisterBrokerRecord":
+        state.cluster.replay_register_broker(offset, d)
+    elif name in ("FenceBrokerRecord", "UnfenceBrokerRecord"):
+        state.cluster.replay_fence(d, fenced=name == "FenceBrokerRecord")
+    elif name == "BrokerRegistrationChangeRecord":
+        state.cluster.replay_registration_change(d)
+    elif name == "UnregisterBrokerRecord":
+        state.cluster.replay_unregister(d)
+    elif name == "TopicRecord":
+        state.replication.replay_topic(d)
+    elif name == "ConfigRecord":
+        state.replication.replay_config(d)
+    elif name == "PartitionRecord":
+        state.replication.replay_partition(d)
+    elif name == "PartitionChangeRecord":
+        state.replication.replay_partition_change(d)
+    elif name == "RemoveTopicRecord":
+        state.replication.replay_remove_topic(d)
+    elif name == "ProducerIdsRecord":
+        state.producer_ids.replay(d)
+    # NoOpRecord and the record types never written here change nothing
+
+
 class QuorumController:
     def __init__(self, raft_client, cluster_id: str | None = None, session_timeout_ms: int = 9000,
                  idle_interval_ms: int = 500, default_num_partitions: int = 1, default_replication_factor: int = 1,
@@ -103,31 +132,8 @@ class QuorumController:
         return len(records)
 
     def _replay(self, offset: int, record) -> None:
-        d, name = record.data, record.name
-        if name == "FeatureLevelRecord":
-            self.features.replay_feature_level(d)
-        elif name == "RegisterBrokerRecord":
-            self.cluster.replay_register_broker(offset, d)
-        elif name in ("FenceBrokerRecord", "UnfenceBrokerRecord"):
-            self.cluster.replay_fence(d, fenced=name == "FenceBrokerRecord")
-        elif name == "BrokerRegistrationChangeRecord":
-            self.cluster.replay_registration_change(d)
-        elif name == "UnregisterBrokerRecord":
-            self.cluster.replay_unregister(d)
-        elif name == "TopicRecord":
-            self.replication.replay_topic(d)
-        elif name == "ConfigRecord":
-            self.replication.replay_config(d)
-        elif name == "PartitionRecord":
-            self.replication.replay_partition(d)
-        elif name == "PartitionChangeRecord":
-            self.replication.replay_partition_change(d)
-        elif name == "RemoveTopicRecord":
-            self.replication.replay_remove_topic(d)
-        elif name == "ProducerIdsRecord":
-            self.producer_ids.replay(d)
-        # NoOpRecord and the record types this controller never writes change nothing here
-        self.replayed.append((offset, name))
+        replay_record(self, offset, record)
+        self.replayed.append((offset, record.name))
 
     def _maybe_change_activity(self) -> None:
         state = self.raft.quorum.state
@@ -287,3 +293,10 @@ class QuorumController:
             topics.setdefault(topic, []).append(self.replication.partition_answer(topic, index, error))
         return {"throttle_time_ms": 0, "error_code": 0,
                 "topics": [{"topic_name": t, "partitions": parts} for t, parts in topics.items()]}
+
+    async def allocate_producer_ids(self, request) -> range:
+        """AllocateProducerIds: the next block of producer ids (a ProducerIdsRecord, committed)."""
+        def operation():
+            self.cluster.check_broker_epoch(request.broker_id, request.broker_epoch)
+            return self.producer_ids.generate_next_producer_id(request.broker_id, request.broker_epoch)
+        return await self.write(operation)
