@@ -494,7 +494,11 @@ class KRaftCluster(BrokerLifecycle):
         self._res = res = _KRaftResources()
         res.owns_processes = False
         self._finalizer = weakref.finalize(self, res.shutdown)
-        self.backend = KRaftBackend(state.get("kafka_home"))
+        if state.get("backend") == "mini":   # the mini KRaft cluster: no Kafka distribution
+            from .mini_kraft import MiniKRaftBackend
+            self.backend = MiniKRaftBackend()
+        else:
+            self.backend = KRaftBackend(state.get("kafka_home"))
         self.dir, self.owner_pid, self.timeout_s = os.path.abspath(state.get("dir", dir)), state.get("owner_pid"), timeout_s
         self.start_time_s, self.combined = None, bool(state.get("combined"))
         self.configs, self.cluster_id, self._leader_hint = dict(state.get("configs", {})), state["cluster_id"], None

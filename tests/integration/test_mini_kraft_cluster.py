@@ -123,3 +123,31 @@ def test_mini_kraft_cluster_keeps_every_acked_record_when_a_leader_broker_is_kil
         assert brokers.loc[[1, 2, 3], "registered"].all() and not brokers.loc[[1, 2, 3], "fenced"].any()
         # the restarted replicas catch up and the leaders take them back into the ISRs (AlterPartition)
         wait_until(lambda: all(len(p["isr"]) == 3 for p in partitions(c, "orders").values()), "full ISRs again", 30)
+
+
+def test_kafkalab_up_mode_kraft_runs_the_mini_kraft_cluster(tmp_path):
+    """``kafkalab up --mode kraft`` (no --backend kafka): the mini controllers and brokers, status, kill, down."""
+    import subprocess
+    import sys
+
+    import os
+    env = {k: v for k, v in os.environ.items() if k not in ("KAFKALAB_CLUSTER_DIR", "KAFKALAB_BOOTSTRAP_SERVERS")}
+
+    def kafkalab_cli(*args):
+        return subprocess.run([sys.executable, "-m", "kafkalab.cli", *args], capture_output=True, text=True,
+                              timeout=120, env=env)
+
+    directory = str(tmp_path / "up")
+    up = kafkalab_cli("up", "--mode", "kraft", "--dir", directory)
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        status = kafkalab_cli("status", "--dir", directory)
+        assert status.returncode == 0 and "3 controller(s) in KRaft mode" in status.stdout, status.stdout
+        lines = {line.split()[0]: line for line in status.stdout.splitlines() if line[:1].isdigit()}
+        assert {"1", "2", "3", "3001", "3002", "3003"} <= set(lines) and "yes" in lines["2"]
+        assert kafkalab_cli("kill", "2", "--dir", directory).returncode == 0
+        after = kafkalab_cli("status", "--dir", directory)
+        assert "killed" in next(line for line in after.stdout.splitlines() if line.startswith("2 "))
+    finally:
+        down = kafkalab_cli("down", "--dir", directory, "--delete")
+    assert down.returncode == 0, down.stdout + down.stderr

@@ -16,6 +16,7 @@ import glob
 import io
 import random
 import socket
+import struct
 import uuid
 
 from kafka.protocol.admin.topics import CreateTopicsRequest
@@ -262,3 +263,33 @@ def test_quorum_controller_registers_unfences_creates_fences_and_fails_over(tmp_
     assert '"type":"BROKER_REGISTRATION_CHANGE_RECORD","version":0,"data":{"brokerId":1' in text
     assert '"fenced":1' in text and '"fenced":-1' in text
     assert "Error at" not in text
+
+
+def test_a_broken_request_closes_only_its_connection_and_the_controller_keeps_serving(tmp_path):
+    """Bad input on the controller listener: a BrokerRegistration whose body cannot be parsed, and an API the
+    controller does not serve, close that one connection; the next broker registers as usual."""
+    async def scenario():
+        voters = {1: ("127.0.0.1", free_port())}
+        node = ControllerNode(RaftConfig(1, voters, election_timeout_ms=200, fetch_timeout_ms=400,
+                                         cluster_id=CLUSTER_ID), str(tmp_path / "single"), idle_interval_ms=200,
+                              session_timeout_ms=SESSION_MS)
+        await node.start()
+        try:
+            await active({1: node})
+            for frame in (struct.pack(">hhi", 62, 4, 7) + b"\x00\x03abc" + b"\xff" * 5,   # a cut-off BrokerRegistration
+                          struct.pack(">hhi", 0, 9, 8) + b"\x00\x03abc"):                 # Produce: not a controller's
+                reader, writer = await asyncio.open_connection(*voters[1])
+                writer.write(struct.pack(">i", len(frame)) + frame)
+                await writer.drain()
+                assert await asyncio.wait_for(reader.read(), 5) == b""    # closed, no answer
+                writer.close()
+            conn = NetworkClient(*voters[1], timeout_s=5)
+            try:
+                answer = await conn.send(registration(7, uuid.uuid4()))
+                assert answer.error_code == 0 and answer.broker_epoch > 0
+            finally:
+                await conn.close()
+        finally:
+            await node.stop(resign=False)
+
+    asyncio.run(scenario())
