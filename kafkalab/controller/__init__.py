@@ -14,14 +14,14 @@ ZooKeeper-mode controller (:mod:`kafkalab.broker.controller`) held. Modules, nam
 ``replication_control_manager.py`` ``ReplicationControlManager``: topics, partitions, leaders, ISRs
 ``producer_id_control_manager.py`` ``ProducerIdControlManager``: producer id blocks
 ``metadata_record.py``            ``ApiMessageAndVersion``; reading committed records from the log
-``controller_apis.py``            CreateTopics, BrokerRegistration, BrokerHeartbeat on the listener
+``controller_apis.py``            CreateTopics, DeleteTopics, AlterPartition, BrokerRegistration,
+                                  BrokerHeartbeat, AllocateProducerIds on the listener
 ``controller_messages.py``,       BrokerRegistration and BrokerHeartbeat codecs
 ``schemas/``
 ``controller_node.py``,           one controller process (``python -m kafkalab.controller``)
 ``__main__.py``
 ================================  ==================================================================
 
-Not yet: brokers in KRaft mode (observers applying the records), forwarding, DeleteTopics,
-CreatePartitions, AlterPartition, ElectLeaders, configs (IncrementalAlterConfigs),
-AllocateProducerIds, snapshots. See docs/differences.md.
+The brokers that fetch these records as observers are :mod:`kafkalab.kraft`. Not yet: CreatePartitions,
+ElectLeaders, configs changes (IncrementalAlterConfigs), snapshots. See docs/differences.md.
 """

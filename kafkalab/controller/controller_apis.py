@@ -6,6 +6,7 @@ On the controller listener, next to Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetc
 request              key   served  answer
 ===================  ====  ======  ==========================================================
 CreateTopics          19   v2-v7   TopicRecord, ConfigRecords, PartitionRecords, committed
+DeleteTopics          20   v1-v6   RemoveTopicRecord per topic
 AlterPartition        56   v1      a leader's ISR change: PartitionChangeRecord; the new state
 BrokerRegistration    62   v0-v4   RegisterBrokerRecord; the broker epoch
 BrokerHeartbeat       63   v0-v1   maybe Unfence/Fence/ControlledShutdown records; the state
@@ -18,7 +19,8 @@ active one and asks again).
 """
 from __future__ import annotations
 
-from kafka.protocol.admin.topics import CreateTopicsRequest, CreateTopicsResponse
+from kafka.protocol.admin.topics import (CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest,
+                                         DeleteTopicsResponse)
 
 from ..broker.apis.zk_messages import AlterPartitionRequest, AlterPartitionResponse
 from ..broker.common.errors import KafkaError
@@ -52,6 +54,15 @@ async def handle_create_topics(controller, request) -> dict:
     return {"throttle_time_ms": 0, "topics": results}
 
 
+async def handle_delete_topics(controller, request) -> dict:
+    try:
+        results = await controller.delete_topics(request)
+    except KafkaError as exc:
+        names = list(getattr(request, "topic_names", None) or []) + [t.name for t in getattr(request, "topics", None) or []]
+        results = [{"name": n, "error_code": int(exc.code), "error_message": exc.message} for n in names]
+    return {"throttle_time_ms": 0, "responses": results}
+
+
 async def handle_alter_partition(controller, request) -> dict:
     try:
         return await controller.alter_partition(request)
@@ -72,6 +83,7 @@ def register_controller_apis(server, controller) -> None:
     """Add the controller's APIs to a :class:`~kafkalab.raft.raft_server.RaftServer`."""
     for key, req, resp, lo, hi, handler in (
             (19, CreateTopicsRequest, CreateTopicsResponse, 2, 7, handle_create_topics),
+            (20, DeleteTopicsRequest, DeleteTopicsResponse, 1, 6, handle_delete_topics),
             (56, AlterPartitionRequest, AlterPartitionResponse, 1, 1, handle_alter_partition),
             (62, BrokerRegistrationRequest, BrokerRegistrationResponse, 0, 4, handle_broker_registration),
             (63, BrokerHeartbeatRequest, BrokerHeartbeatResponse, 0, 1, handle_broker_heartbeat),

@@ -300,3 +300,14 @@ class QuorumController:
             self.cluster.check_broker_epoch(request.broker_id, request.broker_epoch)
             return self.producer_ids.generate_next_producer_id(request.broker_id, request.broker_epoch)
         return await self.write(operation)
+
+    async def delete_topics(self, request) -> list[dict]:
+        """DeleteTopics: a RemoveTopicRecord per topic, committed."""
+        names = list(getattr(request, "topic_names", None) or [])
+        ids = []
+        for t in getattr(request, "topics", None) or []:
+            if t.name is not None:
+                names.append(t.name)
+            else:
+                ids.append(t.topic_id)
+        return await self.write(lambda: self.replication.delete_topics(names, ids))

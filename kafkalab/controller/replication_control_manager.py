@@ -199,6 +199,30 @@ class ReplicationControlManager:
             return []
         return [ApiMessageAndVersion("PartitionChangeRecord", PARTITION_CHANGE_RECORD_VERSION, data)]
 
+    # -- DeleteTopics -------------------------------------------------------------------------------------
+
+    def delete_topics(self, names: list, ids: list) -> tuple[list[ApiMessageAndVersion], list[dict]]:
+        """DeleteTopics by name (v1-v5) or id (v6) -> (a RemoveTopicRecord per topic, one result per topic).
+        UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID for a topic not there; a topic named twice: INVALID_REQUEST."""
+        records, results, seen = [], [], set()
+        for name, topic_id in [(n, None) for n in names] + [(None, i) for i in ids]:
+            if topic_id is None:
+                topic_id = self.topics_by_name.get(name)
+                error = None if topic_id is not None else (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                                           f"Topic '{name}' does not exist.")
+            else:
+                name = self.topics[topic_id].name if topic_id in self.topics else None
+                error = None if name is not None else (ErrorCode.UNKNOWN_TOPIC_ID, f"Topic id {topic_id} does not "
+                                                                                   "exist.")
+            if error is None and topic_id in seen:
+                error = (ErrorCode.INVALID_REQUEST, f"Duplicate topic in request: {name}")
+            if error is None:
+                seen.add(topic_id)
+                records.append(ApiMessageAndVersion("RemoveTopicRecord", 0, {"topic_id": topic_id}))
+            results.append({"name": name, "topic_id": topic_id or UNASSIGNED_DIR,
+                            "error_code": int(error[0]) if error else 0, "error_message": error[1] if error else None})
+        return records, results
+
     # -- AlterPartition (a leader's ISR change) ------------------------------------------------------------
 
     def alter_partition(self, broker_id: int, topics) -> tuple[list[ApiMessageAndVersion], list]:

@@ -7,6 +7,8 @@ the same facts from the records and does the same work itself, through the same 
 * UpdateMetadata's work (``KafkaServer.apply_update_metadata``): the metadata cache gets the changed
   partitions' states (leader, leader epoch, ISR, replicas) and the live brokers, which in KRaft are
   the registered, *unfenced* ones; a topic's configs come from its ConfigRecords;
+* StopReplica's work (``ReplicaManager.stop_replicas``) for a deleted topic (RemoveTopicRecord): its local
+  replicas stop and their logs are deleted; the cache drops it (leader -2, as UpdateMetadata says it);
 * LeaderAndIsr's work (``ReplicaManager.become_leader_or_follower``): for every changed partition
   this broker is a replica of, become its leader or follower (a ReplicaFetcherThread to the leader).
   Unlike a ZooKeeper-mode LeaderAndIsr, a change keeps the leader epoch when only the ISR changed
@@ -21,7 +23,8 @@ from __future__ import annotations
 import logging
 
 from ..broker.cluster.partition_state import LeaderAndIsrPartitionState
-from ..broker.server.metadata_cache import BrokerEndpoint
+from ..broker.server.metadata_cache import LEADER_DURING_DELETE, BrokerEndpoint
+from ..broker.server.replica_manager import EPOCH_DURING_DELETE
 
 log = logging.getLogger("kafkalab.kraft.publisher")
 
@@ -54,6 +57,10 @@ class BrokerMetadataPublisher:
                 topic.name, index, rm.controller_epoch, part.leader, part.leader_epoch, list(part.isr),
                 part.partition_epoch, list(part.replicas)))
         topic_states = [(topics[t].name, t, states) for t, states in by_topic.items()]
+        # a deleted topic: leader -2 (LeaderDuringDelete) takes it out of the cache, as UpdateMetadata does
+        topic_states += [(name, topic_id, [LeaderAndIsrPartitionState(name, p, rm.controller_epoch, LEADER_DURING_DELETE,
+                                                                      -1, [], -1, []) for p in parts])
+                         for name, topic_id, parts in delta.removed]
         await broker.apply_update_metadata(controller_id, topic_states, live)
         for topic_id in delta.topics | set(by_topic):
             topic = topics.get(topic_id)
@@ -61,6 +68,13 @@ class BrokerMetadataPublisher:
             if meta is not None:
                 meta.configs = dict(topic.configs)
                 broker.apply_topic_configs(topic.name, topic.configs)
+        # StopReplica's work for a deleted topic: the local replicas stop and their logs go
+        gone = [(name, p, EPOCH_DURING_DELETE, True) for name, _, parts in delta.removed for p in parts
+                if (name, p) in rm.partitions]
+        if gone:
+            rm.stop_replicas(-1, rm.controller_epoch, gone)
+        for name, _, _ in delta.removed:
+            broker.topic_configs.pop(name, None)
         mine = [s for states in by_topic.values() for s in states if broker.broker_id in s.replicas]
         if mine:
             errors = rm.become_leader_or_follower(-1, rm.controller_epoch, mine, {topics[t].name: t for t in by_topic},

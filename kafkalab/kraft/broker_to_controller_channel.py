@@ -22,7 +22,7 @@ RETRY_BACKOFF_S = 0.05
 def _error_of(response) -> int:
     if getattr(response, "error_code", None):
         return response.error_code
-    topics = getattr(response, "topics", None) or []
+    topics = getattr(response, "topics", None) or getattr(response, "responses", None) or []
     return next((t.error_code for t in topics if getattr(t, "error_code", 0) == NOT_CONTROLLER), 0)
 
 

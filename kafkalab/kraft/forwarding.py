@@ -2,7 +2,7 @@
 (CreateTopics) and producer id blocks (AllocateProducerIds).
 
 Forwarding, as kafkalab does it: the broker checks what it can (a legal name), sends the controller
-a CreateTopics of its own for that one topic and answers its client with the controller's result. Kafka
+a CreateTopics (DeleteTopics) of its own for that one topic and answers its client with the controller's result. Kafka
 wraps the client's request whole in an Envelope (KIP-590) so that the controller sees the client's
 principal; there are no principals here, and the controller's answer is the same.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from kafka.protocol.admin.topics import CreateTopicsRequest
+from kafka.protocol.admin.topics import CreateTopicsRequest, DeleteTopicsRequest
 
 from ..broker.apis.messages import build
 from ..broker.common.errors import ErrorCode, KafkaError
@@ -27,6 +27,7 @@ from ..controller.controller_messages import AllocateProducerIdsRequest
 
 log = logging.getLogger("kafkalab.kraft.forwarding")
 CREATE_TOPICS_VERSION = 7
+DELETE_TOPICS_VERSION = 6
 
 
 class KRaftAdminManager(AdminManager):
@@ -88,6 +89,54 @@ class KRaftAdminManager(AdminManager):
                 log.warning("broker %d: creating %s failed: %s", self.broker.broker_id, name, exc.message)
         finally:
             self._creating.pop(name, None)
+
+
+    def delete_topic(self, name: str) -> TopicMetadata:
+        """DeleteTopics: this broker's checks, then a DeleteTopics to the active controller (in the background:
+        the handler waits for the metadata to drop the topic, as in ZooKeeper mode)."""
+        if not self.broker.config["delete.topic.enable"]:
+            raise KafkaError(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled (delete.topic.enable=false).")
+        topic = self.cache.get(name)
+        if topic is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
+        if topic.is_internal:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Topic '{name}' is an internal topic; the mini broker does "
+                                                        "not delete it (its coordinator keeps state in it).")
+        self.broker.spawn(self._delete_in_background(name))
+        return topic
+
+    async def _delete_in_background(self, name: str) -> None:
+        request = build(DeleteTopicsRequest, DELETE_TOPICS_VERSION,
+                        {"topics": [{"name": name, "topic_id": NULL_UUID}], "timeout_ms": 0})
+        try:
+            response = await self.broker.controller_channel.send(request, "forwarding")
+            error = response.responses[0].error_code
+            if error:
+                log.warning("broker %d: deleting %s failed: %s", self.broker.broker_id, name,
+                            response.responses[0].error_message)
+        except TimeoutError as exc:
+            log.warning("broker %d: DeleteTopics for %s not forwarded: %s", self.broker.broker_id, name, exc)
+
+    # -- what a KRaft broker does not forward yet: a clear error, never ZooKeeper --------------------------
+
+    def topic_for_configs(self, name: str) -> TopicMetadata:
+        """DescribeConfigs and the AlterConfigs checks: the topic and its configs as the metadata records gave them."""
+        validate_topic_name(name)
+        topic = self.cache.get(name)
+        if topic is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
+        return topic
+
+    def _not_forwarded(self, what: str) -> KafkaError:
+        return KafkaError(ErrorCode.INVALID_REQUEST, f"{what} is not forwarded to the controllers by a mini "
+                                                          "broker in KRaft mode yet (docs/differences.md, KRaft mode)")
+
+    def _apply_topic_overrides(self, topic, overrides, validate_only: bool) -> None:
+        raise self._not_forwarded("changing a topic's configs")
+
+    def create_partitions(self, name: str, count: int, validate_only: bool = False, assignments=None,
+                          request_state=None, _plan_only: bool = False):
+        raise self._not_forwarded("CreatePartitions")
 
 
 class RPCProducerIdManager:

@@ -32,9 +32,10 @@ class MetadataDelta:
     partitions: set = field(default_factory=set)      # (topic id, partition)
     topics: set = field(default_factory=set)          # topic ids with a new TopicRecord or ConfigRecord
     brokers_changed: bool = False
+    removed: list = field(default_factory=list)       # (name, topic id, [partition]) of each RemoveTopicRecord
 
     def __bool__(self) -> bool:
-        return bool(self.partitions or self.topics or self.brokers_changed)
+        return bool(self.partitions or self.topics or self.brokers_changed or self.removed)
 
 
 class MetadataImage:
@@ -55,8 +56,14 @@ class MetadataImage:
         if high_watermark is None or high_watermark <= self.next_offset:
             return delta
         for offset, record in read_committed(metadata_log, self.next_offset, high_watermark):
-            replay_record(self, offset, record)
             data = record.data
+            if record.name == "RemoveTopicRecord":    # what it removes, before it is gone from the image
+                topic = self.replication.topics.get(self._topic_id(data["topicId"]))
+                if topic is not None:
+                    delta.removed.append((topic.name, topic.id, sorted(topic.partitions)))
+                    delta.partitions -= {(topic.id, p) for p in topic.partitions}
+                    delta.topics.discard(topic.id)
+            replay_record(self, offset, record)
             if record.name in _PARTITION_RECORDS:
                 delta.partitions.add((self._topic_id(data["topicId"]), data["partitionId"]))
             elif record.name in ("TopicRecord",):

@@ -108,11 +108,17 @@ def test_mini_kraft_cluster_keeps_every_acked_record_when_a_leader_broker_is_kil
         assert f'"type":"BROKER_REGISTRATION_CHANGE_RECORD","version":0,"data":{{"brokerId":{victim}' in text
         assert '"type":"PARTITION_CHANGE_RECORD"' in text and '"fenced":1' in text
 
-        # -- the active controller SIGKILLed: another takes over, and still serves the brokers
+        # -- the active controller SIGKILLed: another takes over, and still serves the brokers; a topic is deleted
         c.kill(controller)
         wait_until(lambda: c.controller not in (None, controller), "a new active controller")
         admin.create_topics([NewTopic("after-failover", 1, 2)])["after-failover"].result(20)
         wait_until(lambda: partitions(c, "after-failover").get(0, {}).get("leader", -1) >= 0, "the new topic's leader")
+        # DeleteTopics, forwarded: RemoveTopicRecord; every broker drops the topic and deletes its replicas' logs
+        replicas = partitions(c, "after-failover")[0]["replicas"]
+        admin.delete_topics(["after-failover"])["after-failover"].result(20)
+        wait_until(lambda: "after-failover" not in c.metadata()["topics"], "the topic to be gone")
+        wait_until(lambda: not any(glob.glob(f"{c.dir}/node-{b}/after-failover-0") for b in replicas),
+                   "the deleted topic's logs to be removed")
 
         # -- a broker stopped (controlled shutdown) and restarted: registered and unfenced again
         other = next(b for b in c.broker_ids if b != victim)

@@ -19,7 +19,7 @@ import socket
 import struct
 import uuid
 
-from kafka.protocol.admin.topics import CreateTopicsRequest
+from kafka.protocol.admin.topics import CreateTopicsRequest, DeleteTopicsRequest
 
 from kafkalab.broker.apis.messages import build
 from kafkalab.broker.apis.zk_messages import AlterPartitionRequest
@@ -197,6 +197,15 @@ def test_quorum_controller_registers_unfences_creates_fences_and_fails_over(tmp_
             answer = await to_leader.send(heartbeat(1, epochs[1], leader.controller.applied_offset))
             assert answer.is_fenced is False
 
+            # -- DeleteTopics: a RemoveTopicRecord; an unknown topic is UNKNOWN_TOPIC_OR_PARTITION
+            answer = await to_leader.send(create_topics(("doomed", 1, 1, None)))
+            assert answer.topics[0].error_code == 0
+            answer = await to_leader.send(build(DeleteTopicsRequest, 6, {"topics": [
+                {"name": "doomed", "topic_id": uuid.UUID(int=0)}, {"name": "never-was", "topic_id": uuid.UUID(int=0)}],
+                "timeout_ms": 5000}))
+            assert [(r.name, r.error_code) for r in answer.responses] == [("doomed", 0), ("never-was", 3)]
+            assert "doomed" not in leader.controller.replication.topics_by_name
+
             # -- AlterPartition: a leader takes broker 1 back into its ISR; a stale partition epoch is refused
             p0 = topic.partitions[0]
             request = build(AlterPartitionRequest, 1, {"broker_id": p0.leader, "broker_epoch": epochs[p0.leader],
@@ -260,6 +269,7 @@ def test_quorum_controller_registers_unfences_creates_fences_and_fails_over(tmp_
            '"name":"retention.ms","value":"60000"}' in text
     assert '"type":"PARTITION_RECORD","version":2' in text
     assert '"type":"PARTITION_CHANGE_RECORD","version":2' in text
+    assert '"type":"REMOVE_TOPIC_RECORD","version":0' in text
     assert '"type":"BROKER_REGISTRATION_CHANGE_RECORD","version":0,"data":{"brokerId":1' in text
     assert '"fenced":1' in text and '"fenced":-1' in text
     assert "Error at" not in text
