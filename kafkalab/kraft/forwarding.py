@@ -53,11 +53,14 @@ class KRaftAdminManager(AdminManager):
         validate_topic_name(name)
         num_partitions, replication_factor = self._defaults(num_partitions, replication_factor)
         request = self._create_request(name, num_partitions, replication_factor, configs, validate_only, assignments)
+        log.info("broker %d: forwarding CreateTopics for %s to the active controller", self.broker.broker_id, name)
         try:
             response = await self.broker.controller_channel.send(request, "forwarding")
         except TimeoutError as exc:
             raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"CreateTopics not forwarded: {exc}") from None
         result = response.topics[0]
+        log.info("broker %d: controller %s answered CreateTopics for %s: error %d", self.broker.broker_id,
+                 self.broker.controller_channel.active_controller, name, result.error_code)
         if result.error_code:
             raise KafkaError(result.error_code, result.error_message)
         return TopicMetadata(name, result.topic_id if not validate_only else NULL_UUID, result.num_partitions,
