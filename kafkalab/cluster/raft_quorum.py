@@ -1,7 +1,7 @@
 """``RaftQuorum``: N mini KRaft controllers (``python -m kafkalab.raft``) as processes, to break and watch.
 
-The first slice of issue #21 on the mini backend: only the Raft quorum, not yet a cluster with
-brokers (``kafkalab.cluster(mode="kraft")`` on the mini backend still raises). Each controller is a
+The quorum alone, without brokers (a whole mini KRaft cluster is ``kafkalab.cluster(mode="kraft")``,
+:mod:`kafkalab.cluster.mini_kraft`), to break it and watch Raft. Each controller is a
 process with its own ``__cluster_metadata-0`` under ``<base_dir>/node-<id>``; the lab starts them on
 free ports with the KRaft lab defaults (``controller.quorum.fetch.timeout.ms=1000``,
 ``controller.quorum.election.timeout.ms=500``, ``controller.quorum.election.backoff.max.ms=500``)::

@@ -24,5 +24,6 @@ leader's *high watermark* says how far that is. Modules, named as Kafka's classe
 
 The QuorumController that writes the cluster's metadata records through this layer is
 :mod:`kafkalab.controller` (``python -m kafkalab.controller``). Not yet (next slices): snapshots and
-FetchSnapshot, brokers as observers applying the records, check-quorum, KIP-853 and KIP-996 (pre-vote).
+FetchSnapshot, check-quorum, KIP-853 and KIP-996 (pre-vote). Brokers fetch the log as observers
+(:mod:`kafkalab.kraft`).
 """
