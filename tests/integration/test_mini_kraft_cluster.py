@@ -109,6 +109,9 @@ def test_mini_kraft_cluster_keeps_every_acked_record_when_a_leader_broker_is_kil
         assert '"type":"PARTITION_CHANGE_RECORD"' in text and '"fenced":1' in text
 
         # -- the active controller SIGKILLed: another takes over, and still serves the brokers; a topic is deleted
+        # (a new admin client: the first one may still hold the killed broker as the cluster's "controller" from an
+        # old Metadata answer, and librdkafka waits for that broker to come back before it sends CreateTopics)
+        admin = AdminClient({"bootstrap.servers": c.bootstrap_servers})
         c.kill(controller)
         wait_until(lambda: c.controller not in (None, controller), "a new active controller")
         admin.create_topics([NewTopic("after-failover", 1, 2)])["after-failover"].result(20)
