@@ -13,6 +13,7 @@ import subprocess
 import time
 import uuid
 
+import pytest
 from kafka.protocol.admin.topics import CreateTopicsRequest
 
 from kafkalab.broker.apis.messages import build
@@ -24,6 +25,7 @@ from kafkalab.controller.controller_messages import BrokerHeartbeatRequest, Brok
 from kafkalab.tools import dump_log
 
 NOT_CONTROLLER = 41
+pytestmark = pytest.mark.cluster   # Kafka 4.4's own dump tool runs (Java)
 
 
 async def ask_active(q: RaftQuorum, request, timeout_s: float = 15.0, exclude=()):
