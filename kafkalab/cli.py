@@ -19,6 +19,7 @@ A cluster to break from a terminal (see :mod:`kafkalab.cluster.supervisor`)::
 
     kafkalab up [--brokers 3] [--backend mini|kafka] [--dir D]   start ZooKeeper + N brokers in the background
     kafkalab up --backend kafka --mode kraft [--combined]         Kafka 4.x in KRaft mode: 3 controllers + N brokers
+    kafkalab up --mode kraft                                      the mini KRaft cluster (Python controllers)
     kafkalab status                                               brokers, controller, partitions, groups, lag
     kafkalab kill|stop|restart|pause|resume ID                    break (and mend) a broker
     kafkalab down [--delete]                                      stop it all (the data stays unless --delete)
@@ -401,8 +402,9 @@ def _add_cluster_commands(sub) -> None:
     up.add_argument("--config", action="append", metavar="NAME=VALUE",
                     help="a broker config for every broker, by Kafka's name (repeatable)")
     up.add_argument("--mode", choices=["zookeeper", "kraft"], default="zookeeper",
-                    help="kraft: Apache Kafka 4.x without ZooKeeper (with --backend kafka; 'kafkalab fetch-kafka 4' "
-                         "first) (default: %(default)s)")
+                    help="kraft: without ZooKeeper: 3 controllers and the brokers (--backend kafka: Apache Kafka "
+                         "4.x, 'kafkalab fetch-kafka 4' first; mini: Python controllers and brokers) "
+                         "(default: %(default)s)")
     up.add_argument("--combined", action="store_true",
                     help="with --mode kraft: every node is broker and controller (process.roles=broker,controller)")
     up.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for the cluster (default: 90)")

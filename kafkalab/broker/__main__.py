@@ -71,13 +71,13 @@ async def watch_parent(parent_pid: int, stop: asyncio.Event) -> None:
     asyncio.get_running_loop().call_later(PARENT_GONE_EXIT_S, os._exit, 1)
 
 
-async def run(config: BrokerConfig, parent_pid: int | None = None) -> None:
+async def run(config: BrokerConfig, parent_pid: int | None = None, server_class=KafkaServer) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):  # before starting: a signal during log recovery stops cleanly too
         loop.add_signal_handler(sig, stop.set)
     watcher = loop.create_task(watch_parent(parent_pid, stop)) if parent_pid else None
-    server = KafkaServer(config)
+    server = server_class(config)   # KafkaServer; kafkalab.kraft's BrokerServer in KRaft mode
     await server.start()
     try:
         if not stop.is_set():

@@ -18,7 +18,8 @@ processes a cluster owns, and how they are stopped); ``zookeeper``
 (ZooKeeperServer), ``kafka_backend`` (mini brokers or Apache Kafka's),
 ``distribution`` (``kafkalab fetch-kafka``: Apache Kafka's jars, fetched into a cache),
 ``kraft``, ``kraft_config`` and ``quorum`` (``mode="kraft"``: Kafka 4.x without ZooKeeper, read with
-DescribeQuorum), ``offsets`` (ListOffsets for ``describe``), ``processes`` and ``watchdog`` (no
+DescribeQuorum), ``mini_kraft`` (the same with Python controllers and mini brokers), ``raft_quorum``
+(mini KRaft controllers alone), ``offsets`` (ListOffsets for ``describe``), ``processes`` and ``watchdog`` (no
 child outlives its owner), ``supervisor`` (the cluster ``kafkalab up`` leaves
 running), ``external``, ``external_controls``, ``kafka_requests`` and
 ``docker_api`` (a cluster kafkalab did not start, e.g. the workshop's compose one).

@@ -297,8 +297,9 @@ def cluster(brokers: int = 3, dir: str | None = None, backend: str = "mini", mod
     default: free ports), ``timeout_s`` (for the start, default 30), ``wait=False`` (return once the
     processes listen, without waiting for their registration and a controller).
 
-    ``mode="kraft"`` (with ``backend="kafka"``) runs Apache Kafka 4.x in KRaft mode instead, without
-    ZooKeeper: three controllers and the brokers, or ``combined=True`` nodes that are both; see
+    ``mode="kraft"`` runs a KRaft cluster instead, without ZooKeeper: three controllers and the brokers; with
+    the default ``backend="mini"`` Python controllers and mini brokers (:mod:`kafkalab.cluster.mini_kraft`),
+    with ``backend="kafka"`` Apache Kafka 4.x, also ``combined=True`` nodes that are both; see
     :mod:`kafkalab.cluster.kraft`. ``mode="zookeeper"`` is the default."""
     if mode == "kraft":
         from .kraft import kraft_cluster

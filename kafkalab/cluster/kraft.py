@@ -53,6 +53,7 @@ import weakref
 from .kafka_requests import metadata_answer, metadata_request
 from .kraft_config import CONTROLLER_ID_BASE, KRaftBackend, effective_configs, new_cluster_id, voters_string
 from .lifecycle import BrokerLifecycle
+from .mini_kraft import MiniKRaftBackend
 from .offsets import describe_rows
 from .processes import Watchdog, spawn
 from .quorum import QuorumError, describe_cluster, describe_quorum, quorum_answer, quorum_table
@@ -336,7 +337,8 @@ class KRaftCluster(BrokerLifecycle):
         order = sorted(voters, key=lambda i: i != self._leader_hint)
         nodes = {b.id: b for b in self._all_nodes()}
         addresses = [voters[i] for i in order if self._state(nodes[i]) == "running"]
-        addresses += [(b.host, b.port) for b in self._res.brokers.values() if self._state(b) == "running"]
+        if self.backend.name != "mini":   # Kafka's brokers forward DescribeQuorum; the mini brokers do not serve it
+            addresses += [(b.host, b.port) for b in self._res.brokers.values() if self._state(b) == "running"]
         for host, port in addresses:
             try:
                 answer = quorum_answer(describe_quorum(host, port, timeout_s))
@@ -494,7 +496,8 @@ class KRaftCluster(BrokerLifecycle):
         self._res = res = _KRaftResources()
         res.owns_processes = False
         self._finalizer = weakref.finalize(self, res.shutdown)
-        self.backend = KRaftBackend(state.get("kafka_home"))
+        mini = state.get("backend") == "mini"   # the mini KRaft cluster: no Kafka distribution
+        self.backend = MiniKRaftBackend() if mini else KRaftBackend(state.get("kafka_home"))
         self.dir, self.owner_pid, self.timeout_s = os.path.abspath(state.get("dir", dir)), state.get("owner_pid"), timeout_s
         self.start_time_s, self.combined = None, bool(state.get("combined"))
         self.configs, self.cluster_id, self._leader_hint = dict(state.get("configs", {})), state["cluster_id"], None
@@ -571,9 +574,11 @@ def _refuse_a_running_cluster(directory: str) -> None:
 
 def kraft_cluster(brokers: int = 3, dir: str | None = None, backend="kafka", **kwargs) -> KRaftCluster:
     """``kafkalab.cluster(brokers, mode="kraft", backend="kafka")``: see :class:`KRaftCluster`."""
-    if backend == "mini":
-        raise NotImplementedError("mode='kraft' needs backend='kafka' (Apache Kafka 4.x): the mini broker has no "
-                                  "KRaft yet (issue #21)")
+    if backend == "mini":   # Python controllers and brokers (kafkalab.controller, kafkalab.kraft)
+        if kwargs.get("combined"):
+            raise NotImplementedError("the mini KRaft cluster has separate controllers only: combined=True needs "
+                                      "backend='kafka' (Apache Kafka 4.x)")
+        return KRaftCluster(brokers=brokers, dir=dir, backend=MiniKRaftBackend(), **kwargs)
     from .kafka_backend import KafkaBackend, KafkaDistributionError
     if isinstance(backend, KafkaBackend):
         raise KafkaDistributionError(f"{backend.kafka_home} holds Kafka {'.'.join(map(str, backend.version))}; "

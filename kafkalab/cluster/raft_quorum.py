@@ -1,7 +1,7 @@
 """``RaftQuorum``: N mini KRaft controllers (``python -m kafkalab.raft``) as processes, to break and watch.
 
-The first slice of issue #21 on the mini backend: only the Raft quorum, not yet a cluster with
-brokers (``kafkalab.cluster(mode="kraft")`` on the mini backend still raises). Each controller is a
+The quorum alone, without brokers (a whole mini KRaft cluster is ``kafkalab.cluster(mode="kraft")``,
+:mod:`kafkalab.cluster.mini_kraft`), to break it and watch Raft. Each controller is a
 process with its own ``__cluster_metadata-0`` under ``<base_dir>/node-<id>``; the lab starts them on
 free ports with the KRaft lab defaults (``controller.quorum.fetch.timeout.ms=1000``,
 ``controller.quorum.election.timeout.ms=500``, ``controller.quorum.election.backoff.max.ms=500``)::
@@ -11,6 +11,10 @@ free ports with the KRaft lab defaults (``controller.quorum.fetch.timeout.ms=100
         q.kill(leader)                      # SIGKILL
         q.wait_for_leader(exclude={leader})
         q.describe()                        # DescribeQuorum, as kafkalab.cluster.quorum reads Kafka's
+
+``RaftQuorum(3, module="kafkalab.controller")`` runs KRaft controllers instead (the Raft replica plus
+the QuorumController of :mod:`kafkalab.controller`, which also serves BrokerRegistration, BrokerHeartbeat
+and CreateTopics; its configs such as ``broker.session.timeout.ms`` go in ``configs``).
 
 The same :func:`~kafkalab.cluster.quorum.quorum_answer` and ``quorum_table`` read the mini quorum's
 DescribeQuorum and Kafka's. Children never outlive the owner: PDEATHSIG, ``--parent-pid``, the
@@ -45,7 +49,11 @@ def _free_port() -> int:
 
 
 class RaftQuorum:
-    def __init__(self, n: int = 3, base_dir: str | None = None, configs: dict | None = None, first_id: int = 1):
+    def __init__(self, n: int = 3, base_dir: str | None = None, configs: dict | None = None, first_id: int = 1,
+                 module: str = "kafkalab.raft"):
+        #: ``kafkalab.raft`` (the Raft quorum alone) or ``kafkalab.controller`` (KRaft controllers: Raft and the
+        #: QuorumController, which serves BrokerRegistration, BrokerHeartbeat and CreateTopics)
+        self.module = module
         self.ids = list(range(first_id, first_id + n))
         self._own_dir = base_dir is None
         self.base_dir = base_dir or tempfile.mkdtemp(prefix="kafkalab-raft-")
@@ -72,7 +80,7 @@ class RaftQuorum:
 
     def start_node(self, node_id: int) -> None:
         voters = ",".join(f"{i}@{h}:{p}" for i, (h, p) in self.voters.items())
-        cmd = [sys.executable, "-m", "kafkalab.raft", "--node-id", str(node_id), "--voters", voters,
+        cmd = [sys.executable, "-m", self.module, "--node-id", str(node_id), "--voters", voters,
                "--metadata-log-dir", self.node_dir(node_id), "--cluster-id", self.cluster_id, "--parent-pid", str(os.getpid()), "--seed",
                str(node_id * 7919 + int(time.time() * 1000) % 1000)]
         for name, value in self.configs.items():

@@ -214,15 +214,18 @@ def check_can_start(directory: str, brokers: int, backend: str, host: str, base_
     if len(socket_path(directory).encode()) > 100:
         raise UpError(f"the state directory's path is too long for a Unix socket ({socket_path(directory)}); "
                       f"choose a shorter --dir")
+    mini_kraft = mode == "kraft" and backend == "mini"   # Python controllers and brokers: no Java, no ZooKeeper
+    if not mini_kraft:
+        try:
+            find_java()
+            find_classpath()
+        except ZooKeeperNotFound as exc:
+            raise UpError(str(exc)) from None
+    if mode == "kraft" and backend not in ("kafka", "mini"):
+        raise UpError(f"--mode kraft runs --backend mini or kafka, not {backend!r}")
     try:
-        find_java()
-        find_classpath()
-    except ZooKeeperNotFound as exc:
-        raise UpError(str(exc)) from None
-    if mode == "kraft" and backend != "kafka":
-        raise UpError("--mode kraft needs --backend kafka (Apache Kafka 4.x): the mini broker has no KRaft yet (#21)")
-    try:
-        KRaftBackend() if mode == "kraft" else make_backend(backend)
+        if not mini_kraft:
+            KRaftBackend() if mode == "kraft" else make_backend(backend)
     except (KafkaDistributionError, ValueError) as exc:
         raise UpError(str(exc)) from None
     if base_port:

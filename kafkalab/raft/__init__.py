@@ -22,7 +22,8 @@ leader's *high watermark* says how far that is. Modules, named as Kafka's classe
 ``raft_node.py``, ``__main__``  one controller (``python -m kafkalab.raft``)
 =============================  ===========================================================================
 
-Not yet (next slices): snapshots and FetchSnapshot, the QuorumController's metadata records,
-brokers as observers applying them, BrokerRegistration/BrokerHeartbeat, check-quorum, KIP-853 and
-KIP-996 (pre-vote).
+The QuorumController that writes the cluster's metadata records through this layer is
+:mod:`kafkalab.controller` (``python -m kafkalab.controller``). Not yet (next slices): snapshots and
+FetchSnapshot, check-quorum, KIP-853 and KIP-996 (pre-vote). Brokers fetch the log as observers
+(:mod:`kafkalab.kraft`).
 """

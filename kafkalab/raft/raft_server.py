@@ -4,7 +4,8 @@ The same framing as the broker's :class:`~kafkalab.broker.network.socket_server.
 (4-byte size, request header, one request at a time per connection, responses in order), serving
 the quorum's APIs only: Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch (of ``__cluster_metadata``)
 and DescribeQuorum, plus ApiVersions and DescribeCluster v1-v2 (KIP-919), so that Kafka's own
-``kafka-metadata-quorum.sh --bootstrap-controller`` can ask the mini quorum. Bad input closes that one connection, never the controller:
+``kafka-metadata-quorum.sh --bootstrap-controller`` can ask the mini quorum. A KRaft controller adds its
+own APIs (BrokerRegistration, BrokerHeartbeat, CreateTopics) with :meth:`RaftServer.register`. Bad input closes that one connection, never the controller:
 a frame size out of range, an unknown API or version, a request that cannot be parsed.
 """
 from __future__ import annotations
@@ -56,6 +57,12 @@ class RaftServer:
         self.port = port
         self._server = None
         self._connections: set[asyncio.Task] = set()
+        #: api key -> (request class, response class, lowest, highest version, handler(client, request))
+        self.apis = dict(APIS)
+
+    def register(self, api_key: int, request_cls, response_cls, lowest: int, highest: int, handler) -> None:
+        """Serve one more API on this listener (a KRaft controller's QuorumController adds its own)."""
+        self.apis[api_key] = (request_cls, response_cls, lowest, highest, handler)
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._serve, self.host, self.port, limit=2**20)
@@ -103,13 +110,13 @@ class RaftServer:
                 version = 0
             else:
                 keys = [{"api_key": k, "min_version": lo, "max_version": hi}
-                        for k, (_, _, lo, hi, _) in sorted(APIS.items())]
+                        for k, (_, _, lo, hi, _) in sorted(self.apis.items())]
                 response = build(ApiVersionsResponse, version, {"error_code": 0, "api_keys": sorted(
                     [*keys, own], key=lambda k: k["api_key"]), "throttle_time_ms": 0})
         else:
-            if api_key not in APIS:
+            if api_key not in self.apis:
                 raise InvalidRequest(f"API key {api_key} is not served by a controller")
-            request_cls, response_cls, lo, hi, handler = APIS[api_key]
+            request_cls, response_cls, lo, hi, handler = self.apis[api_key]
             if not lo <= version <= hi:
                 raise InvalidRequest(f"{request_cls.name} v{version} is not supported (v{lo}-v{hi})")
             try:

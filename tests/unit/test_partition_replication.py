@@ -376,3 +376,26 @@ def test_a_partition_made_standalone_takes_the_controllers_first_epoch_zero(tmp_
     finally:
         for log in logs:
             log.close()
+
+
+def test_a_caught_up_follower_out_of_the_isr_holds_the_hw_back_only_while_its_broker_is_alive(make):
+    """Kafka's isReplicaIsrEligible in maybeIncrementLeaderHW: a follower that left the ISR but fetched recently
+    would join again, so the HW waits for it; not if its broker is dead (ZooKeeper) or fenced (KRaft)."""
+    p, clock = make()
+    alive = {1, 2, 3}
+    p.is_broker_alive = lambda b: b in alive
+    p.make_leader(state(epoch=1))
+    p.log.append_as_leader(batch(3), 1)
+    for r in (2, 3):
+        fetch(p, r, 3, clock)                       # all caught up: HW 3
+    assert p.log.high_watermark == 3
+    alive.discard(3)                                # broker 3 is fenced; the controller takes it out of the ISR
+    p.make_leader(state(epoch=1, isr=(1, 2), partition_epoch=1))
+    p.log.append_as_leader(batch(2, epoch=1, base=3), 1)
+    clock.ms += 100                                 # well inside replica.lag.time.max.ms of 3's last catch-up
+    fetch(p, 2, 5, clock)
+    assert p.log.high_watermark == 5                # not held back by the fenced broker 3
+    alive.add(3)                                    # (were it alive, it would be waited for, as it may rejoin)
+    p.log.append_as_leader(batch(1, epoch=1, base=5), 1)
+    fetch(p, 2, 6, clock)
+    assert p.log.high_watermark == 5

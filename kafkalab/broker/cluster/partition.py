@@ -328,7 +328,8 @@ class Partition(IsrMaintenance):
 
     def maybe_increment_leader_hw(self, current_time_ms: int | None = None) -> bool:
         """Kafka's ``maybeIncrementLeaderHW``: HW = the smallest LEO over the maximal ISR and the
-        followers caught up enough to join it; never backwards; not while under min ISR."""
+        followers caught up enough to join it, if they may join it (``isReplicaIsrEligible``: on a live
+        broker; in KRaft mode an unfenced one); never backwards; not while under min ISR."""
         if not self.is_leader or self.is_under_min_isr():
             return False
         current = self.clock() if current_time_ms is None else current_time_ms
@@ -337,9 +338,11 @@ class Partition(IsrMaintenance):
         new_hw = leo
         maximal_isr = self.partition_state.maximal_isr
         max_lag = self.replica_lag_time_max_ms
+        alive = self.is_broker_alive
         for replica in self.remote_replicas.values():
             if replica.log_end_offset < new_hw and (
-                    replica.broker_id in maximal_isr or replica.is_caught_up(leo, current, max_lag)):
+                    replica.broker_id in maximal_isr or (replica.is_caught_up(leo, current, max_lag)
+                                                         and (alive is None or alive(replica.broker_id)))):
                 new_hw = replica.log_end_offset
         if new_hw > log_.high_watermark:
             log_.high_watermark = new_hw

@@ -8,6 +8,8 @@ from .transaction.transaction_coordinator import TransactionCoordinator
 
 
 def make_coordinators(broker) -> tuple[GroupCoordinator, ProducerIdManager | ZkProducerIdManager]:
+    if getattr(broker, "make_producer_id_manager", None) is not None:   # a KRaft broker (kafkalab.kraft)
+        return GroupCoordinator(broker), broker.make_producer_id_manager()
     if getattr(broker, "zk_mode", False):
         return GroupCoordinator(broker), ZkProducerIdManager(broker)
     return GroupCoordinator(broker), ProducerIdManager(broker.log_dir)
@@ -29,6 +31,7 @@ def make_share_partition_manager(broker):
     coordinator.start()
     manager = SharePartitionManager(broker, persister=SharePersister(broker, coordinator))
     if getattr(broker, "zk_mode", False):
-        manager.load_zk_group_configs()
+        if getattr(broker, "zk_client", None) is not None:   # a KRaft broker (kafkalab.kraft) has no ZooKeeper
+            manager.load_zk_group_configs()
         broker.replica_manager.leadership_listeners.append(manager.on_leadership_change)
     return manager

@@ -90,7 +90,8 @@ class SocketServer:
         self._server = await asyncio.start_server(self._serve, self.host, self.port, limit=2**20)
         self.port = self._server.sockets[0].getsockname()[1]
         if getattr(self.broker, "zk_mode", False):
-            await asyncio.to_thread(self.quotas.load_zk)
+            if getattr(self.broker, "zk_client", None) is not None:   # a KRaft broker (kafkalab.kraft) has none
+                await asyncio.to_thread(self.quotas.load_zk)
             self._fault_control = ControlSocket(self.faults, self.broker.log_dir)
             await self._fault_control.start()
 

@@ -268,6 +268,19 @@ _BROKER_ONLY: list[ConfigDef] = [
     _d("zookeeper.connection.timeout.ms", "int", None, "Longest wait to connect to ZooKeeper "
        "(unset: zookeeper.session.timeout.ms)"),
     _d("broker.rack", "string", None, "Rack of this broker (rack-aware replica placement)"),
+    # -- KRaft mode (kafkalab.kraft.BrokerServer): no ZooKeeper, a controller quorum ----------------
+    _d("process.roles", "string", "", "KRaft: 'broker' for a broker of a KRaft cluster (empty: ZooKeeper or "
+       "standalone)"),
+    _d("controller.quorum.voters", "string", "", "KRaft: the controllers, id@host:port,..."),
+    _d("metadata.log.dir", "string", None, "KRaft: where __cluster_metadata-0 lives (unset: log.dirs)"),
+    _d("broker.heartbeat.interval.ms", "int", 2000, "KRaft: how often a broker heartbeats to the active "
+       "controller", _positive),
+    _d("broker.session.timeout.ms", "int", 9000, "KRaft: a broker without heartbeats for this long is fenced "
+       "(read by the controllers)", _positive),
+    _d("controller.quorum.fetch.timeout.ms", "int", 2000, "KRaft: no Fetch answer from the quorum leader for "
+       "this long: look for another", _positive),
+    _d("controller.quorum.request.timeout.ms", "int", 2000, "KRaft: timeout of a request to a controller",
+       _positive),
     _d("controller.socket.timeout.ms", "int", 30_000, "Socket timeout of controller-to-broker requests",
        _positive),
     _d("controlled.shutdown.enable", "bool", True, "Move leadership away before shutting down"),

@@ -213,9 +213,13 @@ class ReplicaManager:
     # -- the controller's requests ---------------------------------------------------------------
 
     def become_leader_or_follower(self, controller_id: int, controller_epoch: int, states: list,
-                                  topic_ids: dict, live_leaders: dict[int, tuple[str, int]]
+                                  topic_ids: dict, live_leaders: dict[int, tuple[str, int]], kraft: bool = False
                                   ) -> dict[tuple[str, int], int]:
-        """LeaderAndIsr (Kafka's ``becomeLeaderOrFollower``); returns an error code per partition."""
+        """LeaderAndIsr (Kafka's ``becomeLeaderOrFollower``); returns an error code per partition.
+
+        ``kraft``: the states come from a KRaft broker's metadata records (``kafkalab.kraft``), where a change
+        of the ISR alone keeps the leader epoch: a newer partition epoch at the same leader epoch is applied
+        too (Kafka's ``applyDelta``, ``Partition.makeLeader`` checking the partition epoch)."""
         if controller_epoch < self.controller_epoch:
             raise KafkaError(ErrorCode.STALE_CONTROLLER_EPOCH,
                              f"controller {controller_id}'s epoch {controller_epoch} is older than "
@@ -235,7 +239,9 @@ class ReplicaManager:
                 errors[key] = exc.code
                 continue
             current = -1 if partition.standalone else partition.leader_epoch
-            if state.leader_epoch > current:
+            newer = state.leader_epoch > current or (kraft and state.leader_epoch == current
+                                                     and state.partition_epoch > partition.partition_epoch)
+            if newer:
                 if self.broker_id not in state.replicas:
                     log.warning("broker %d: ignoring LeaderAndIsr for %s: not among its replicas %s",
                                 self.broker_id, partition.name, state.replicas)

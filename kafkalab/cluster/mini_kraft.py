@@ -1,0 +1,92 @@
+"""``kafkalab.cluster(brokers=3, mode="kraft")``: the mini KRaft cluster — Python controllers and brokers.
+
+The same :class:`~kafkalab.cluster.kraft.KRaftCluster` as for Apache Kafka 4.x (``backend="kafka"``), with
+this backend in place of :class:`~kafkalab.cluster.kraft_config.KRaftBackend`: each node still gets its
+``node-<id>.properties`` (the same text) and is formatted first (``meta.properties``, by
+``python -m kafkalab.kraft.storage_tool format``); what runs is
+
+* a controller (``process.roles=controller``, ids 3001..): ``python -m kafkalab.controller`` — the Raft
+  quorum and the QuorumController (:mod:`kafkalab.controller`);
+* a broker (``process.roles=broker``, ids 1..N): ``python -m kafkalab.kraft`` — the mini broker in KRaft
+  mode (:mod:`kafkalab.kraft`).
+
+Each gets the configs that it knows from the cluster's (the lab defaults, docs/cluster.md, and those
+given): a controller the quorum's timeouts, ``broker.session.timeout.ms``, ``num.partitions`` and
+``default.replication.factor``; a broker every config the mini broker has. The KRaft lab defaults the
+mini broker does not have (``controller.quorum.election.*``: controllers only;
+``share.coordinator.state.topic.min.isr``, ``group.share.min.record.lock.duration.ms``) are left out.
+Not served: ``combined=True`` (nodes that are broker and controller at once).
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from ..broker.server.config import BROKER_CONFIGS
+from ..kraft.storage_tool import read_properties
+from .kraft_config import KRaftBackend
+
+#: what a mini controller takes (python -m kafkalab.controller --config name=value)
+CONTROLLER_CONFIGS = ("controller.quorum.fetch.timeout.ms", "controller.quorum.election.timeout.ms",
+                      "controller.quorum.election.backoff.max.ms", "controller.quorum.request.timeout.ms",
+                      "metadata.max.idle.interval.ms", "broker.session.timeout.ms", "num.partitions",
+                      "default.replication.factor")
+_PER_NODE = ("process.roles", "node.id", "controller.quorum.voters", "listeners", "advertised.listeners",
+             "controller.listener.names", "listener.security.protocol.map", "inter.broker.listener.name", "log.dirs")
+
+
+def _host_port(listeners: str, name: str) -> tuple[str, int]:
+    for item in listeners.split(","):
+        listener, _, address = item.strip().partition("://")
+        if listener == name:
+            host, _, port = address.rpartition(":")
+            return host, int(port)
+    raise ValueError(f"no {name} listener in {listeners!r}")
+
+
+class MiniKRaftBackend(KRaftBackend):
+    name = "mini"
+    mode = "kraft"
+    needs_fixed_port = True
+
+    def __init__(self, log_level: str = "INFO"):   # no Kafka distribution to find
+        self.kafka_home = None
+        self.version = ("mini",)
+        self.log_level = log_level
+
+    def format_command(self, properties_path: str, cluster_id: str) -> list[str]:
+        return [sys.executable, "-m", "kafkalab.kraft.storage_tool", "format", "--cluster-id", cluster_id,
+                "--config", properties_path, "--ignore-formatted"]
+
+    def dump_log_command(self, paths, *options):
+        raise NotImplementedError("the mini backend has no kafka-dump-log.sh: use kafkalab dump-log")
+
+    def command(self, properties_path: str, roles: str = "broker") -> list[str]:
+        props = read_properties(properties_path)
+        node_id, log_dir = props["node.id"], props["log.dirs"]
+        meta = os.path.join(log_dir, "meta.properties")
+        cluster_id = read_properties(meta).get("cluster.id", "") if os.path.exists(meta) else ""
+        configs = {k: v for k, v in props.items() if k not in _PER_NODE}
+        if roles == "controller":
+            cmd = [sys.executable, "-m", "kafkalab.controller", "--node-id", node_id,
+                   "--voters", props["controller.quorum.voters"], "--metadata-log-dir", log_dir,
+                   "--cluster-id", cluster_id, "--log-level", self.log_level]
+            for name in CONTROLLER_CONFIGS:
+                if name in configs:
+                    cmd += ["--config", f"{name}={configs[name]}"]
+            return cmd
+        if roles != "broker":
+            raise ValueError(f"the mini KRaft cluster runs controllers and brokers, not process.roles={roles}")
+        host, port = _host_port(props["listeners"], "PLAINTEXT")
+        cmd = [sys.executable, "-m", "kafkalab.kraft", "--host", host, "--port", str(port), "--log-dir", log_dir,
+               "--broker-id", node_id, "--log-level", self.log_level,
+               "--config", f"controller.quorum.voters={props['controller.quorum.voters']}",
+               "--config", f"cluster.id={cluster_id}"]
+        for name, value in configs.items():
+            if name in BROKER_CONFIGS:
+                cmd += ["--config", f"{name}={value}"]
+        return cmd
+
+    def env(self, node_id: int, state_dir: str) -> dict:
+        from .processes import child_env
+        return child_env()

@@ -1,0 +1,91 @@
+"""The requests a KRaft controller answers besides the quorum's own (Kafka's ``ControllerApis``).
+
+On the controller listener, next to Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch and DescribeQuorum:
+
+===================  ====  ======  ==========================================================
+request              key   served  answer
+===================  ====  ======  ==========================================================
+CreateTopics          19   v2-v7   TopicRecord, ConfigRecords, PartitionRecords, committed
+DeleteTopics          20   v1-v6   RemoveTopicRecord per topic
+AlterPartition        56   v1      a leader's ISR change: PartitionChangeRecord; the new state
+BrokerRegistration    62   v0-v4   RegisterBrokerRecord; the broker epoch
+BrokerHeartbeat       63   v0-v1   maybe Unfence/Fence/ControlledShutdown records; the state
+AllocateProducerIds   67   v0      ProducerIdsRecord; a block of 1000 producer ids
+===================  ====  ======  ==========================================================
+
+Each goes to :class:`~kafkalab.controller.quorum_controller.QuorumController`; a KafkaError becomes the
+answer's error code (NOT_CONTROLLER from a controller that is not active: the sender looks for the
+active one and asks again).
+"""
+from __future__ import annotations
+
+from kafka.protocol.admin.topics import (CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest,
+                                         DeleteTopicsResponse)
+
+from ..broker.apis.zk_messages import AlterPartitionRequest, AlterPartitionResponse
+from ..broker.common.errors import KafkaError
+from .controller_messages import (AllocateProducerIdsRequest, AllocateProducerIdsResponse, BrokerHeartbeatRequest,
+                                  BrokerHeartbeatResponse, BrokerRegistrationRequest, BrokerRegistrationResponse)
+
+
+async def handle_broker_registration(controller, request) -> dict:
+    try:
+        epoch = await controller.register_broker(request)
+        return {"throttle_time_ms": 0, "error_code": 0, "broker_epoch": epoch}
+    except KafkaError as exc:
+        return {"throttle_time_ms": 0, "error_code": int(exc.code), "broker_epoch": -1}
+
+
+async def handle_broker_heartbeat(controller, request) -> dict:
+    try:
+        state = await controller.process_broker_heartbeat(request)
+        return {"throttle_time_ms": 0, "error_code": 0, **state}
+    except KafkaError as exc:
+        return {"throttle_time_ms": 0, "error_code": int(exc.code), "is_caught_up": False, "is_fenced": True,
+                "should_shut_down": False}
+
+
+async def handle_create_topics(controller, request) -> dict:
+    try:
+        results = await controller.create_topics(request)
+    except KafkaError as exc:   # not the active controller, or not committed in time: every topic fails alike
+        results = [{"name": t.name, "error_code": int(exc.code), "error_message": exc.message, "num_partitions": -1,
+                    "replication_factor": -1, "configs": []} for t in request.topics]
+    return {"throttle_time_ms": 0, "topics": results}
+
+
+async def handle_delete_topics(controller, request) -> dict:
+    try:
+        results = await controller.delete_topics(request)
+    except KafkaError as exc:
+        names = list(getattr(request, "topic_names", None) or []) + [t.name for t in getattr(request, "topics", None) or []]
+        results = [{"name": n, "error_code": int(exc.code), "error_message": exc.message} for n in names]
+    return {"throttle_time_ms": 0, "responses": results}
+
+
+async def handle_alter_partition(controller, request) -> dict:
+    try:
+        return await controller.alter_partition(request)
+    except KafkaError as exc:   # NOT_CONTROLLER, STALE_BROKER_EPOCH, BROKER_ID_NOT_REGISTERED: the leader retries
+        return {"throttle_time_ms": 0, "error_code": int(exc.code), "topics": []}
+
+
+async def handle_allocate_producer_ids(controller, request) -> dict:
+    try:
+        block = await controller.allocate_producer_ids(request)
+        return {"throttle_time_ms": 0, "error_code": 0, "producer_id_start": block.start,
+                "producer_id_len": len(block)}
+    except KafkaError as exc:
+        return {"throttle_time_ms": 0, "error_code": int(exc.code), "producer_id_start": -1, "producer_id_len": 0}
+
+
+def register_controller_apis(server, controller) -> None:
+    """Add the controller's APIs to a :class:`~kafkalab.raft.raft_server.RaftServer`."""
+    for key, req, resp, lo, hi, handler in (
+            (19, CreateTopicsRequest, CreateTopicsResponse, 2, 7, handle_create_topics),
+            (20, DeleteTopicsRequest, DeleteTopicsResponse, 1, 6, handle_delete_topics),
+            (56, AlterPartitionRequest, AlterPartitionResponse, 1, 1, handle_alter_partition),
+            (62, BrokerRegistrationRequest, BrokerRegistrationResponse, 0, 4, handle_broker_registration),
+            (63, BrokerHeartbeatRequest, BrokerHeartbeatResponse, 0, 1, handle_broker_heartbeat),
+            (67, AllocateProducerIdsRequest, AllocateProducerIdsResponse, 0, 0, handle_allocate_producer_ids)):
+        server.register(key, req, resp, lo, hi, lambda _client, request, h=handler: h(controller, request))

@@ -1,0 +1,44 @@
+"""``ControllerNode``: one KRaft controller (``process.roles=controller``) of the mini cluster: the Raft
+replica and its listener (:class:`~kafkalab.raft.raft_node.RaftNode`) plus the :class:`QuorumController`
+that turns requests into metadata records and replays the committed ones.
+
+Run one as a process with ``python -m kafkalab.controller`` (see ``__main__.py``), or several in one
+event loop for tests.
+"""
+from __future__ import annotations
+
+import random
+
+from ..raft.kafka_raft_client import RaftConfig
+from ..raft.raft_node import RaftNode
+from .controller_apis import register_controller_apis
+from .quorum_controller import QuorumController
+
+
+class ControllerNode:
+    def __init__(self, config: RaftConfig, metadata_log_dir: str, idle_interval_ms: int = 500,
+                 rng: random.Random | None = None, listen: tuple[str, int] | None = None,
+                 session_timeout_ms: int = 9000, default_num_partitions: int = 1,
+                 default_replication_factor: int = 1):
+        self.config = config
+        # the QuorumController writes the NoOps, not the bare Raft node
+        self.raft = RaftNode(config, metadata_log_dir, idle_interval_ms=0, rng=rng, listen=listen)
+        self.controller = QuorumController(self.raft.client, config.cluster_id, session_timeout_ms, idle_interval_ms,
+                                           default_num_partitions, default_replication_factor)
+        register_controller_apis(self.raft.server, self.controller)
+
+    @property
+    def client(self):
+        return self.raft.client
+
+    @property
+    def server(self):
+        return self.raft.server
+
+    async def start(self) -> None:
+        await self.raft.start()
+        await self.controller.start()
+
+    async def stop(self, resign: bool = True) -> None:
+        await self.controller.stop()
+        await self.raft.stop(resign=resign)

@@ -1,0 +1,313 @@
+"""``QuorumController``: the KRaft controller on top of the mini Raft quorum (Kafka's
+``org.apache.kafka.controller.QuorumController``).
+
+Every controller runs one, over its :class:`~kafkalab.raft.kafka_raft_client.KafkaRaftClient`:
+
+* **replay** (every controller): whatever the quorum has *committed* (below the high watermark) is
+  read from ``__cluster_metadata-0`` in offset order and applied to the control managers
+  (:class:`FeatureControlManager`, :class:`ClusterControlManager`, :class:`ReplicationControlManager`,
+  :class:`ProducerIdControlManager`). A standby's state is therefore the active controller's, a
+  little later; a new active controller continues from it.
+* **the active controller** is the Raft leader, once the LeaderChange record of its epoch is
+  committed and replayed (then it has every record an earlier leader committed). It answers the
+  brokers' and admins' requests by *generating* records from its state, appending them through the
+  Raft client and answering once they are committed and replayed: one write at a time (Kafka
+  pipelines writes and applies them at once, reverting on failure; one at a time keeps the state a
+  simple function of the committed log). On an empty log it first writes the bootstrap records
+  (FeatureLevelRecords, as ``kafka-storage format`` prepares them).
+* **timers** (active only): a broker without a heartbeat for ``broker.session.timeout.ms`` is fenced
+  (PartitionChangeRecords moving leadership off it, then the fence record); a NoOpRecord is written
+  when nothing was for ``metadata.max.idle.interval.ms``, so the high watermark keeps moving.
+
+A request that reaches a controller that is not active is answered NOT_CONTROLLER (41); so is one
+whose records were appended but not committed before the controller lost its leadership.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from ..broker.common.errors import ErrorCode, KafkaError
+from ..broker.utils.async_util import cancel_and_wait
+from ..raft.kafka_raft_client import NotLeaderError
+from ..raft.leader_state import LeaderState
+from .cluster_control_manager import ClusterControlManager
+from .feature_control_manager import FeatureControlManager
+from .metadata_record import ApiMessageAndVersion, read_committed
+from .producer_id_control_manager import ProducerIdControlManager
+from .replication_control_manager import ReplicationControlManager
+
+log = logging.getLogger("kafkalab.controller")
+TIMER_S = 0.05
+
+
+def replay_record(state, offset: int, record) -> None:
+    """Apply one committed metadata record to ``state``'s control managers (its ``features``, ``cluster``,
+    ``replication``, ``producer_ids``): what every controller does, and what a broker's metadata image does."""
+    d, name = record.data, record.name
+    if name == "FeatureLevelRecord":
+        state.features.replay_feature_level(d)
+    elif name == "RegisterBrokerRecord":
+        state.cluster.replay_register_broker(offset, d)
+    elif name in ("FenceBrokerRecord", "UnfenceBrokerRecord"):
+        state.cluster.replay_fence(d, fenced=name == "FenceBrokerRecord")
+    elif name == "BrokerRegistrationChangeRecord":
+        state.cluster.replay_registration_change(d)
+    elif name == "UnregisterBrokerRecord":
+        state.cluster.replay_unregister(d)
+    elif name == "TopicRecord":
+        state.replication.replay_topic(d)
+    elif name == "ConfigRecord":
+        state.replication.replay_config(d)
+    elif name == "PartitionRecord":
+        state.replication.replay_partition(d)
+    elif name == "PartitionChangeRecord":
+        state.replication.replay_partition_change(d)
+    elif name == "RemoveTopicRecord":
+        state.replication.replay_remove_topic(d)
+    elif name == "ProducerIdsRecord":
+        state.producer_ids.replay(d)
+    # NoOpRecord and the record types never written here change nothing
+
+
+class QuorumController:
+    def __init__(self, raft_client, cluster_id: str | None = None, session_timeout_ms: int = 9000,
+                 idle_interval_ms: int = 500, default_num_partitions: int = 1, default_replication_factor: int = 1,
+                 write_timeout_ms: int = 5000, bootstrap_levels=None):
+        self.raft = raft_client
+        self.features = FeatureControlManager()
+        self.cluster = ClusterControlManager(cluster_id, self.features, session_timeout_ms)
+        self.replication = ReplicationControlManager(self.cluster, default_num_partitions, default_replication_factor)
+        self.producer_ids = ProducerIdControlManager()
+        self.idle_interval_ms = idle_interval_ms
+        self.write_timeout_s = write_timeout_ms / 1000
+        self.bootstrap_levels = bootstrap_levels
+        #: the next offset to replay: every committed record below it has been applied
+        self.applied_offset = 0
+        #: the Raft epoch this controller is active in, None while it is not
+        self.active_epoch: int | None = None
+        self.replayed: list[tuple[int, str]] = []      # (offset, record type), for tests and notebooks
+        self._write_lock = asyncio.Lock()
+        self._last_write = time.monotonic()
+        self._tasks: list[asyncio.Task] = []
+        self._changed = asyncio.Event()
+
+    # -- life cycle ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._replay_loop()), loop.create_task(self._timer_loop())]
+
+    async def stop(self) -> None:
+        await cancel_and_wait(self._tasks)
+
+    @property
+    def is_active(self) -> bool:
+        return self.active_epoch is not None and self.active_epoch == self.raft.quorum.epoch \
+            and self.raft.quorum.is_leader
+
+    # -- replay (every controller) -----------------------------------------------------------------
+
+    async def _replay_loop(self) -> None:
+        while True:
+            try:
+                self.replay_committed()
+                self._maybe_change_activity()
+            except Exception:   # a bug or a corrupt log: say so loudly, keep the controller up
+                log.exception("node %d: replaying the metadata log failed", self.raft.node_id)
+                await asyncio.sleep(1.0)
+            await self.raft.wait_for_change(TIMER_S)
+
+    def replay_committed(self) -> int:
+        """Apply every committed record not applied yet; returns how many."""
+        hw = self.raft.high_watermark
+        if hw is None or hw <= self.applied_offset:
+            return 0
+        records = read_committed(self.raft.log, self.applied_offset, hw)
+        for offset, record in records:
+            self._replay(offset, record)
+        self.applied_offset = hw
+        self._notify()
+        return len(records)
+
+    def _replay(self, offset: int, record) -> None:
+        replay_record(self, offset, record)
+        self.replayed.append((offset, record.name))
+
+    def _maybe_change_activity(self) -> None:
+        state = self.raft.quorum.state
+        leading = isinstance(state, LeaderState) and state.high_watermark is not None \
+            and state.high_watermark > state.epoch_start_offset and self.applied_offset >= state.high_watermark
+        if leading and self.active_epoch != state.epoch:
+            self.active_epoch = state.epoch
+            self.cluster.activate()
+            log.info("node %d: active controller in epoch %d (metadata replayed to offset %d)",
+                     self.raft.node_id, state.epoch, self.applied_offset)
+            if not self.features.bootstrapped:
+                asyncio.get_running_loop().create_task(self._bootstrap())
+        elif not isinstance(state, LeaderState) and self.active_epoch is not None:
+            log.info("node %d: no longer the active controller (epoch %d)", self.raft.node_id, self.active_epoch)
+            self.active_epoch = None
+            self.cluster.deactivate()
+
+    async def _bootstrap(self) -> None:
+        try:
+            await self.write(lambda: (self.features.bootstrap_records(self.bootstrap_levels), None)
+                             if not self.features.bootstrapped else ([], None))
+        except KafkaError as exc:
+            log.info("node %d: bootstrap records not written: %s", self.raft.node_id, exc)
+
+    # -- writing (the active controller) -----------------------------------------------------------
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def write(self, operation):
+        """Run ``operation`` (-> (records, result)) on the current state, append its records, and return the
+        result once they are committed and replayed. NOT_CONTROLLER if this controller is not (or stops
+        being) active; REQUEST_TIMED_OUT if they are not committed in time."""
+        async with self._write_lock:
+            if not self.is_active:
+                raise self._not_controller()
+            records, result = operation()
+            if not records:
+                return result
+            epoch = self.active_epoch
+            try:
+                last = self.raft.append([r.encode() for r in records])
+            except NotLeaderError:
+                raise self._not_controller() from None
+            self._last_write = time.monotonic()
+            deadline = time.monotonic() + self.write_timeout_s
+            while self.applied_offset <= last:
+                if self.active_epoch != epoch or not self.raft.quorum.is_leader:
+                    raise self._not_controller()
+                if time.monotonic() >= deadline:
+                    raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"the records at offsets up to {last} were not "
+                                     f"committed in {self.write_timeout_s} s")
+                changed = self._changed
+                try:
+                    await asyncio.wait_for(changed.wait(), TIMER_S)
+                except asyncio.TimeoutError:
+                    pass
+            return result
+
+    def _not_controller(self) -> KafkaError:
+        leader = self.raft.quorum.leader_id
+        return KafkaError(ErrorCode.NOT_CONTROLLER, f"node {self.raft.node_id} is not the active controller"
+                          + (f" (the Raft leader is {leader})" if leader is not None and leader >= 0 else ""))
+
+    # -- timers (the active controller) --------------------------------------------------------------
+
+    async def _timer_loop(self) -> None:
+        while True:
+            await asyncio.sleep(TIMER_S)
+            if not self.is_active:
+                continue
+            try:
+                await self._fence_stale_brokers()
+                if self.idle_interval_ms > 0 and time.monotonic() - self._last_write >= self.idle_interval_ms / 1000 \
+                        and not self._write_lock.locked():
+                    async with self._write_lock:
+                        if self.is_active:
+                            self.raft.append([ApiMessageAndVersion("NoOpRecord").encode()])
+                            self._last_write = time.monotonic()
+            except KafkaError as exc:
+                log.info("node %d: timer write failed: %s", self.raft.node_id, exc)
+            except NotLeaderError:
+                pass
+
+    async def _fence_stale_brokers(self) -> None:
+        manager = self.cluster.heartbeat_manager
+        if manager is None:
+            return
+        alive = [b for b, r in self.cluster.registrations.items() if not r.fenced]
+        for broker_id in manager.expired(alive):
+            def fence(broker_id=broker_id):
+                registration = self.cluster.registrations.get(broker_id)
+                if registration is None or registration.fenced or self.cluster.heartbeat_manager is None \
+                        or self.cluster.heartbeat_manager.has_valid_session(broker_id):
+                    return [], None
+                log.info("node %d: broker %d missed its session (%d ms): fencing it", self.raft.node_id,
+                         broker_id, self.cluster.session_timeout_ms)
+                return self.replication.handle_broker_removed(broker_id) + [self.cluster.fence_record(broker_id)], None
+            await self.write(fence)
+
+    # -- the requests ----------------------------------------------------------------------------------
+
+    async def register_broker(self, request) -> int:
+        """BrokerRegistration -> the broker epoch (the offset of its RegisterBrokerRecord)."""
+        return await self.write(lambda: self.cluster.register_broker(request, self.raft.log.end_offset))
+
+    async def process_broker_heartbeat(self, request) -> dict:
+        """BrokerHeartbeat -> {is_caught_up, is_fenced, should_shut_down} (Kafka's
+        ``BrokerHeartbeatManager.calculateNextBrokerState``)."""
+        return await self.write(lambda: self._heartbeat(request))
+
+    def _heartbeat(self, request):
+        broker_id = request.broker_id
+        registration = self.cluster.check_broker_epoch(broker_id, request.broker_epoch)
+        self.cluster.heartbeat_manager.touch(broker_id, request.current_metadata_offset)
+        offset = request.current_metadata_offset
+        records: list[ApiMessageAndVersion] = []
+        fenced, shut_down = registration.fenced, False
+
+        def fence():
+            return self.replication.handle_broker_removed(broker_id) + [self.cluster.fence_record(broker_id)]
+
+        if registration.fenced:
+            if request.want_shut_down:
+                shut_down = True
+            elif not request.want_fence and offset >= registration.register_offset:
+                records = [self.cluster.unfence_record(broker_id)] + self.replication.handle_broker_unfenced(broker_id)
+                fenced = False
+        elif registration.in_controlled_shutdown:
+            if self.replication.leaderships(broker_id) == 0:
+                records, fenced, shut_down = fence(), True, True
+            else:
+                records = self.replication.handle_broker_removed(broker_id)
+        elif request.want_fence:
+            records, fenced, shut_down = fence(), True, bool(request.want_shut_down)
+        elif request.want_shut_down:
+            if self.replication.leaderships(broker_id):
+                records = [self.cluster.controlled_shutdown_record(broker_id)] + \
+                    self.replication.handle_broker_removed(broker_id)
+            else:
+                records, fenced, shut_down = fence(), True, True
+        return records, {"is_caught_up": offset >= registration.register_offset, "is_fenced": fenced,
+                         "should_shut_down": shut_down}
+
+    async def create_topics(self, request) -> list[dict]:
+        return await self.write(lambda: self.replication.create_topics(request))
+
+    async def alter_partition(self, request) -> dict:
+        """AlterPartition from a partition leader: its ISR change, committed; the answer carries the new state."""
+        def operation():
+            self.cluster.check_broker_epoch(request.broker_id, request.broker_epoch)
+            return self.replication.alter_partition(request.broker_id, request.topics or [])
+        answered = await self.write(operation)
+        topics: dict[str, list] = {}
+        for topic, index, error in answered:
+            topics.setdefault(topic, []).append(self.replication.partition_answer(topic, index, error))
+        return {"throttle_time_ms": 0, "error_code": 0,
+                "topics": [{"topic_name": t, "partitions": parts} for t, parts in topics.items()]}
+
+    async def allocate_producer_ids(self, request) -> range:
+        """AllocateProducerIds: the next block of producer ids (a ProducerIdsRecord, committed)."""
+        def operation():
+            self.cluster.check_broker_epoch(request.broker_id, request.broker_epoch)
+            return self.producer_ids.generate_next_producer_id(request.broker_id, request.broker_epoch)
+        return await self.write(operation)
+
+    async def delete_topics(self, request) -> list[dict]:
+        """DeleteTopics: a RemoveTopicRecord per topic, committed."""
+        names = list(getattr(request, "topic_names", None) or [])
+        ids = []
+        for t in getattr(request, "topics", None) or []:
+            if t.name is not None:
+                names.append(t.name)
+            else:
+                ids.append(t.topic_id)
+        return await self.write(lambda: self.replication.delete_topics(names, ids))

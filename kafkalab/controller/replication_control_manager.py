@@ -1,0 +1,307 @@
+"""``ReplicationControlManager``: topics, their partitions, leaders and ISRs, as records.
+
+In ZooKeeper mode the controller wrote ``/brokers/topics/<t>`` and partition state znodes and told
+brokers with LeaderAndIsr. In KRaft mode the same facts are records of ``__cluster_metadata``:
+
+* **CreateTopics** -> a TopicRecord (name, topic id), a ConfigRecord per topic config given, then a
+  PartitionRecord per partition: its replicas (the first is the preferred leader), ISR (all of
+  them), leader (the first), leader epoch 0, partition epoch 0, the log directory of each replica;
+* **a broker fenced** (missed heartbeats, or shut down) -> a PartitionChangeRecord for each partition
+  whose ISR holds it: the ISR without it and, if it led, a new leader: the first replica (in
+  replica order) that is in the new ISR and is an unfenced broker not shutting down; none: -1.
+  A PartitionChangeRecord names only what changed (``leader`` and/or ``isr``). As in Kafka
+  (``PartitionChangeBuilder``) with metadata.version 3.6+, the leader epoch is bumped when the leader
+  changes, not when only the ISR shrinks; the partition epoch on every change. An ISR is never left
+  empty: when its last member is fenced it stays in the ISR and the partition has no leader (-1)
+  until that broker is unfenced and leads again;
+* **a broker unfenced** -> leaderless partitions whose ISR holds it get it as leader.
+
+Simplified: replica placement is Kafka's ZooKeeper-mode ``AdminUtils`` round robin
+(:func:`~kafkalab.broker.controller.replica_assignment.assign_replicas_to_brokers`) over the usable
+brokers, where Kafka's KRaft controller uses ``StripedReplicaPlacer`` (also round robin, shuffled,
+rack-striped); eligible leader replicas (KIP-966, on by default in Kafka 4.4) are not maintained:
+a partition behaves as with ``eligible.leader.replicas.version=0``; unclean leader election is
+not done.
+"""
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ..broker.common.errors import ErrorCode, KafkaError
+from ..broker.controller.replica_assignment import assign_replicas_to_brokers
+from ..broker.server.config import LogConfig, to_string
+from ..broker.server.metadata_cache import unify_collision_chars, validate_topic_name
+from .metadata_record import ApiMessageAndVersion, uuid_of
+
+NO_LEADER = -1
+TOPIC_RESOURCE = 2
+#: record versions for metadata.version 3.9+ (directories, then KIP-966's tagged fields)
+PARTITION_RECORD_VERSION = 2
+PARTITION_CHANGE_RECORD_VERSION = 2
+#: DirectoryId.UNASSIGNED: a replica whose broker has several log dirs, not yet placed in one
+UNASSIGNED_DIR = uuid.UUID(int=0)
+
+
+@dataclass
+class PartitionRegistration:
+    replicas: list[int]
+    isr: list[int]
+    leader: int
+    leader_epoch: int = 0
+    partition_epoch: int = 0
+
+
+@dataclass
+class TopicControlInfo:
+    name: str
+    id: uuid.UUID
+    partitions: dict[int, PartitionRegistration] = field(default_factory=dict)
+    configs: dict[str, str] = field(default_factory=dict)
+
+
+class ReplicationControlManager:
+    def __init__(self, cluster_control, default_num_partitions: int = 1, default_replication_factor: int = 1):
+        self.cluster = cluster_control
+        self.topics: dict[uuid.UUID, TopicControlInfo] = {}
+        self.topics_by_name: dict[str, uuid.UUID] = {}
+        self.default_num_partitions = default_num_partitions
+        self.default_replication_factor = default_replication_factor
+
+    # -- CreateTopics ------------------------------------------------------------------------------
+
+    def create_topics(self, request, topic_ids: dict | None = None) -> tuple[list[ApiMessageAndVersion], list[dict]]:
+        """CreateTopics -> (records, one result per topic: name, topic_id, error_code, error_message,
+        num_partitions, replication_factor, configs). ``validate_only`` returns no records."""
+        records: list[ApiMessageAndVersion] = []
+        results = []
+        counts = Counter(t.name for t in request.topics)
+        seen_in_request: set[str] = set()
+        for t in request.topics:
+            try:
+                if counts[t.name] > 1:
+                    raise KafkaError(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+                topic_records, result = self._create_topic(t, seen_in_request, (topic_ids or {}).get(t.name))
+                if not request.validate_only:
+                    records += topic_records
+                    seen_in_request.add(unify_collision_chars(t.name))
+                results.append(result)
+            except KafkaError as exc:
+                results.append({"name": t.name, "topic_id": UNASSIGNED_DIR, "error_code": int(exc.code),
+                                "error_message": exc.message, "num_partitions": -1, "replication_factor": -1,
+                                "configs": []})
+        return records, results
+
+    def _create_topic(self, t, seen_in_request: set, topic_id: uuid.UUID | None):
+        validate_topic_name(t.name)
+        if t.name in self.topics_by_name:
+            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists.")
+        unified = unify_collision_chars(t.name)
+        clash = [n for n in self.topics_by_name if unify_collision_chars(n) == unified]
+        if clash or unified in seen_in_request:
+            raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic '{t.name}' collides with existing topic: "
+                                                                f"{clash[0] if clash else t.name}")
+        configs = {c.name: c.value for c in t.configs or []}
+        for name, value in configs.items():
+            if value is None:
+                raise KafkaError(ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {name}")
+        try:
+            configs = {n: to_string(v) for n, v in LogConfig.validate_overrides(configs).items()}
+        except ValueError as exc:
+            raise KafkaError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+        usable = self.cluster.usable()
+        if t.assignments:
+            if t.num_partitions != -1 or t.replication_factor != -1:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, "Both manual partition assignment and "
+                                 "number of partitions or replication factor were specified.")
+            assignment = {a.partition_index: list(a.broker_ids) for a in t.assignments}
+            if sorted(assignment) != list(range(len(assignment))):
+                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 "Partitions should be a consecutive 0-based integer sequence")
+            for p, replicas in assignment.items():
+                if not replicas or len(set(replicas)) != len(replicas):
+                    raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                     f"Empty or duplicate broker ids in the assignment of partition {p}")
+                missing = [b for b in replicas if b not in self.cluster.registrations]
+                if missing:
+                    raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                     f"The manual partition assignment includes broker {missing[0]}, but no broker "
+                                     "with that ID is registered.")
+        else:
+            partitions = self.default_num_partitions if t.num_partitions == -1 else t.num_partitions
+            factor = self.default_replication_factor if t.replication_factor == -1 else t.replication_factor
+            if factor > len(usable):
+                raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR, f"Unable to replicate the partition {factor} "
+                                 f"time(s): The target replication factor of {factor} cannot be reached because "
+                                 f"only {len(usable)} broker(s) are registered.")
+            assignment = assign_replicas_to_brokers(partitions, factor, usable)
+        topic_id = topic_id or uuid.uuid4()
+        records = [ApiMessageAndVersion("TopicRecord", 0, {"name": t.name, "topic_id": topic_id})]
+        records += [ApiMessageAndVersion("ConfigRecord", 0, {"resource_type": TOPIC_RESOURCE, "resource_name": t.name,
+                                                             "name": n, "value": v}) for n, v in sorted(configs.items())]
+        for p, replicas in sorted(assignment.items()):
+            isr = [b for b in replicas if b in usable] or list(replicas)
+            leader = next((b for b in replicas if b in usable), NO_LEADER)
+            records.append(ApiMessageAndVersion("PartitionRecord", PARTITION_RECORD_VERSION, {
+                "partition_id": p, "topic_id": topic_id, "replicas": replicas, "isr": isr, "removing_replicas": [],
+                "adding_replicas": [], "leader": leader, "leader_recovery_state": 0, "leader_epoch": 0,
+                "partition_epoch": 0, "directories": [self._default_dir(b) for b in replicas]}))
+        result = {"name": t.name, "topic_id": topic_id, "error_code": 0, "error_message": None,
+                  "num_partitions": len(assignment), "replication_factor": len(assignment[0]),
+                  "configs": [{"name": n, "value": v, "read_only": False, "config_source": 1, "is_sensitive": False}
+                              for n, v in sorted(configs.items())]}
+        return records, result
+
+    def _default_dir(self, broker_id: int) -> uuid.UUID:
+        registration = self.cluster.registrations.get(broker_id)
+        dirs = getattr(registration, "log_dirs", None) or []
+        return dirs[0] if len(dirs) == 1 else UNASSIGNED_DIR
+
+    # -- leader and ISR changes ------------------------------------------------------------------------
+
+    def partitions_with_broker_in_isr(self, broker_id: int):
+        for topic in self.topics.values():
+            for p, part in sorted(topic.partitions.items()):
+                if broker_id in part.isr:
+                    yield topic, p, part
+
+    def leaderships(self, broker_id: int) -> int:
+        return sum(1 for t in self.topics.values() for part in t.partitions.values() if part.leader == broker_id)
+
+    def handle_broker_removed(self, broker_id: int) -> list[ApiMessageAndVersion]:
+        """A broker fenced or entering controlled shutdown: out of every ISR, leadership moved off it."""
+        acceptable = set(self.cluster.usable()) - {broker_id}
+        records = []
+        for topic, p, part in self.partitions_with_broker_in_isr(broker_id):
+            isr = [b for b in part.isr if b != broker_id] or list(part.isr)   # never an empty ISR
+            records += self._change(topic, p, part, isr, acceptable)
+        return records
+
+    def handle_broker_unfenced(self, broker_id: int) -> list[ApiMessageAndVersion]:
+        acceptable = set(self.cluster.usable()) | {broker_id}
+        records = []
+        for topic in self.topics.values():
+            for p, part in sorted(topic.partitions.items()):
+                if part.leader == NO_LEADER:
+                    records += self._change(topic, p, part, list(part.isr), acceptable)
+        return records
+
+    def _change(self, topic, p: int, part: PartitionRegistration, isr: list[int], acceptable: set):
+        leader = part.leader if part.leader in isr and part.leader in acceptable else next(
+            (b for b in part.replicas if b in isr and b in acceptable), NO_LEADER)
+        data = {"partition_id": p, "topic_id": topic.id}
+        if leader != part.leader:
+            data["leader"] = leader
+        if isr != part.isr:
+            data["isr"] = isr
+        if len(data) == 2:
+            return []
+        return [ApiMessageAndVersion("PartitionChangeRecord", PARTITION_CHANGE_RECORD_VERSION, data)]
+
+    # -- DeleteTopics -------------------------------------------------------------------------------------
+
+    def delete_topics(self, names: list, ids: list) -> tuple[list[ApiMessageAndVersion], list[dict]]:
+        """DeleteTopics by name (v1-v5) or id (v6) -> (a RemoveTopicRecord per topic, one result per topic).
+        UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID for a topic not there; a topic named twice: INVALID_REQUEST."""
+        records, results, seen = [], [], set()
+        for name, topic_id in [(n, None) for n in names] + [(None, i) for i in ids]:
+            if topic_id is None:
+                topic_id = self.topics_by_name.get(name)
+                error = None if topic_id is not None else (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                                           f"Topic '{name}' does not exist.")
+            else:
+                name = self.topics[topic_id].name if topic_id in self.topics else None
+                error = None if name is not None else (ErrorCode.UNKNOWN_TOPIC_ID, f"Topic id {topic_id} does not "
+                                                                                   "exist.")
+            if error is None and topic_id in seen:
+                error = (ErrorCode.INVALID_REQUEST, f"Duplicate topic in request: {name}")
+            if error is None:
+                seen.add(topic_id)
+                records.append(ApiMessageAndVersion("RemoveTopicRecord", 0, {"topic_id": topic_id}))
+            results.append({"name": name, "topic_id": topic_id or UNASSIGNED_DIR,
+                            "error_code": int(error[0]) if error else 0, "error_message": error[1] if error else None})
+        return records, results
+
+    # -- AlterPartition (a leader's ISR change) ------------------------------------------------------------
+
+    def alter_partition(self, broker_id: int, topics) -> tuple[list[ApiMessageAndVersion], list]:
+        """AlterPartition (v1, topic names) from the leader ``broker_id`` -> (records, the partitions answered:
+        (topic, partition index, error code)). Kafka's checks: the sender leads the partition
+        (INVALID_REQUEST / NOT_LEADER_OR_FOLLOWER), the leader epoch (FENCED_LEADER_EPOCH), the partition epoch
+        (INVALID_UPDATE_VERSION); a new ISR member must be a replica, unfenced and not shutting down
+        (OPERATION_NOT_ATTEMPTED, what Kafka answers v0-v1; INELIGIBLE_REPLICA from v2)."""
+        records, answered = [], []
+        usable = set(self.cluster.usable())
+        for t in topics:
+            topic_id = self.topics_by_name.get(t.topic_name)
+            for p in t.partitions or []:
+                part = self.topics[topic_id].partitions.get(p.partition_index) if topic_id else None
+                error = ErrorCode.NONE
+                if part is None:
+                    error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                elif part.leader != broker_id:
+                    error = ErrorCode.INVALID_REQUEST
+                elif p.leader_epoch != part.leader_epoch:
+                    error = ErrorCode.FENCED_LEADER_EPOCH
+                elif p.partition_epoch != part.partition_epoch:
+                    error = ErrorCode.INVALID_UPDATE_VERSION
+                else:
+                    new_isr = list(p.new_isr or [])
+                    if not new_isr or any(b not in part.replicas for b in new_isr) or broker_id not in new_isr:
+                        error = ErrorCode.INVALID_REQUEST
+                    elif any(b not in part.isr and b not in usable for b in new_isr):
+                        error = ErrorCode.OPERATION_NOT_ATTEMPTED
+                    elif new_isr != part.isr:
+                        records.append(ApiMessageAndVersion("PartitionChangeRecord", PARTITION_CHANGE_RECORD_VERSION,
+                                                            {"partition_id": p.partition_index, "topic_id": topic_id,
+                                                             "isr": new_isr}))
+                answered.append((t.topic_name, p.partition_index, int(error)))
+        return records, answered
+
+    def partition_answer(self, topic: str, index: int, error: int) -> dict:
+        """One partition of an AlterPartition answer, with the state after the change (when there is one)."""
+        topic_id = self.topics_by_name.get(topic)
+        part = self.topics[topic_id].partitions.get(index) if topic_id else None
+        if part is None or error:
+            return {"partition_index": index, "error_code": error, "leader_id": -1, "leader_epoch": -1, "isr": [],
+                    "leader_recovery_state": 0, "partition_epoch": -1}
+        return {"partition_index": index, "error_code": 0, "leader_id": part.leader, "leader_epoch": part.leader_epoch,
+                "isr": list(part.isr), "leader_recovery_state": 0, "partition_epoch": part.partition_epoch}
+
+    # -- replay -------------------------------------------------------------------------------------------
+
+    def replay_topic(self, data: dict) -> None:
+        topic_id = uuid_of(data["topicId"])
+        self.topics[topic_id] = TopicControlInfo(data["name"], topic_id)
+        self.topics_by_name[data["name"]] = topic_id
+
+    def replay_config(self, data: dict) -> None:
+        if data["resourceType"] != TOPIC_RESOURCE or data["resourceName"] not in self.topics_by_name:
+            return
+        topic = self.topics[self.topics_by_name[data["resourceName"]]]
+        if data["value"] is None:
+            topic.configs.pop(data["name"], None)
+        else:
+            topic.configs[data["name"]] = data["value"]
+
+    def replay_partition(self, data: dict) -> None:
+        topic = self.topics[uuid_of(data["topicId"])]
+        topic.partitions[data["partitionId"]] = PartitionRegistration(
+            list(data["replicas"]), list(data["isr"]), data["leader"], data["leaderEpoch"], data["partitionEpoch"])
+
+    def replay_partition_change(self, data: dict) -> None:
+        part = self.topics[uuid_of(data["topicId"])].partitions[data["partitionId"]]
+        if data.get("isr") is not None:
+            part.isr = list(data["isr"])
+        if data.get("replicas") is not None:
+            part.replicas = list(data["replicas"])
+        if data.get("leader", -2) != -2:
+            part.leader = data["leader"]
+            part.leader_epoch += 1
+        part.partition_epoch += 1
+
+    def replay_remove_topic(self, data: dict) -> None:
+        topic = self.topics.pop(uuid_of(data["topicId"]), None)
+        if topic is not None:
+            self.topics_by_name.pop(topic.name, None)

@@ -1,0 +1,130 @@
+"""``BrokerLifecycleManager``: a KRaft broker's registration and heartbeats (Kafka's
+``kafka.server.BrokerLifecycleManager``, KIP-631).
+
+1. **register**: BrokerRegistration (v4) to the active controller with the broker's id, the cluster
+   id, a random *incarnation id* (new for every process), its listener, the features it supports and
+   its log directory's id; retried until the controller answers without an error. The answer's broker
+   epoch identifies this incarnation in every later request.
+2. **heartbeat** every ``broker.heartbeat.interval.ms``: BrokerHeartbeat with the offset of the last
+   metadata record the broker has applied. The controller keeps the broker *fenced* until that offset
+   reaches its registration record; the answer says whether it is caught up and fenced. A broker epoch
+   the controller no longer knows (STALE_BROKER_EPOCH, BROKER_ID_NOT_REGISTERED: it was fenced and
+   re-registered elsewhere, or the controllers lost it) makes it register again.
+3. **controlled shutdown**: heartbeats with ``WantShutDown`` until the controller answers
+   ``ShouldShutDown`` (it has moved this broker's leaderships away), or the time is up.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+
+from ..broker.apis.messages import build
+from ..controller.controller_messages import BrokerHeartbeatRequest, BrokerRegistrationRequest
+from ..controller.feature_control_manager import BOOTSTRAP_FEATURE_LEVELS, METADATA_VERSION, MINIMUM_BOOTSTRAP_LEVEL
+
+log = logging.getLogger("kafkalab.kraft.lifecycle")
+STALE_BROKER_EPOCH, BROKER_ID_NOT_REGISTERED = 77, 102
+REGISTRATION_VERSION, HEARTBEAT_VERSION = 4, 1
+RETRY_BACKOFF_S = 0.1
+
+
+class BrokerLifecycleManager:
+    def __init__(self, broker_id: int, cluster_id: str, channel, listener: tuple[str, int], rack: str | None,
+                 log_dir_id: uuid.UUID, metadata_offset, heartbeat_interval_ms: int = 2000):
+        self.broker_id = broker_id
+        self.cluster_id = cluster_id
+        self.channel = channel
+        self.listener = listener
+        self.rack = rack
+        self.log_dir_id = log_dir_id
+        self.metadata_offset = metadata_offset            # callable: the last metadata offset applied
+        self.heartbeat_interval_s = heartbeat_interval_ms / 1000
+        self.incarnation_id = uuid.uuid4()
+        self.broker_epoch = -1
+        self.fenced = True
+        self.caught_up = False
+        self.want_shut_down = False
+        self.should_shut_down = asyncio.Event()
+        self.registered = asyncio.Event()
+        self.unfenced = asyncio.Event()
+        self._task: asyncio.Task | None = None
+
+    def _features(self) -> list[dict]:
+        top = dict(BOOTSTRAP_FEATURE_LEVELS)
+        return [{"name": name, "min_supported_version": MINIMUM_BOOTSTRAP_LEVEL if name == METADATA_VERSION else 0,
+                 "max_supported_version": level} for name, level in top.items()]
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                if self.broker_epoch < 0:
+                    await self._register()
+                    continue
+                await self._heartbeat()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:   # no controller answered in time: try again
+                log.info("broker %d: %s failed: %r", self.broker_id,
+                         "registration" if self.broker_epoch < 0 else "heartbeat", exc)
+                await asyncio.sleep(RETRY_BACKOFF_S)
+                continue
+            await asyncio.sleep(RETRY_BACKOFF_S if self.want_shut_down else self.heartbeat_interval_s)
+
+    async def _register(self) -> None:
+        host, port = self.listener
+        request = build(BrokerRegistrationRequest, REGISTRATION_VERSION, {
+            "broker_id": self.broker_id, "cluster_id": self.cluster_id, "incarnation_id": self.incarnation_id,
+            "listeners": [{"name": "PLAINTEXT", "host": host, "port": port, "security_protocol": 0}],
+            "features": self._features(), "rack": self.rack, "is_migrating_zk_broker": False,
+            "log_dirs": [self.log_dir_id], "previous_broker_epoch": -1})
+        response = await self.channel.send(request, "lifecycle")
+        if response.error_code:
+            log.warning("broker %d: registration refused with error %d", self.broker_id, response.error_code)
+            await asyncio.sleep(RETRY_BACKOFF_S * 5)
+            return
+        self.broker_epoch = response.broker_epoch
+        self.registered.set()
+        log.info("broker %d: registered with broker epoch %d", self.broker_id, self.broker_epoch)
+
+    async def _heartbeat(self) -> None:
+        request = build(BrokerHeartbeatRequest, HEARTBEAT_VERSION, {
+            "broker_id": self.broker_id, "broker_epoch": self.broker_epoch,
+            "current_metadata_offset": self.metadata_offset(), "want_fence": False,
+            "want_shut_down": self.want_shut_down, "offline_log_dirs": []})
+        response = await self.channel.send(request, "lifecycle")
+        if response.error_code in (STALE_BROKER_EPOCH, BROKER_ID_NOT_REGISTERED):
+            log.info("broker %d: the controller does not know broker epoch %d (error %d): registering again",
+                     self.broker_id, self.broker_epoch, response.error_code)
+            self.broker_epoch = -1
+            self.fenced = True
+            self.unfenced.clear()
+            return
+        if response.error_code:
+            return
+        self.caught_up = response.is_caught_up
+        if self.fenced and not response.is_fenced:
+            log.info("broker %d: unfenced", self.broker_id)
+        self.fenced = response.is_fenced
+        (self.unfenced.clear if self.fenced else self.unfenced.set)()
+        if response.should_shut_down:
+            self.should_shut_down.set()
+
+    async def controlled_shutdown(self, timeout_s: float) -> bool:
+        """Ask to shut down (WantShutDown) and wait for ShouldShutDown; returns whether it came in time."""
+        if self.broker_epoch < 0:
+            return False
+        self.want_shut_down = True
+        try:
+            await asyncio.wait_for(self.should_shut_down.wait(), timeout_s)
+            return True
+        except asyncio.TimeoutError:
+            return False

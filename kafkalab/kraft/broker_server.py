@@ -1,0 +1,190 @@
+"""``BrokerServer``: a mini broker in KRaft mode (``process.roles=broker``), Kafka's ``kafka.server.BrokerServer``.
+
+It is the ZooKeeper-mode :class:`~kafkalab.broker.server.kafka_server.KafkaServer` — the same logs,
+partitions, replication, coordinators and socket server, in *cluster mode* (its metadata comes from a
+controller) — with ZooKeeper replaced by the controller quorum, at the same steps of start-up:
+
+1. instead of connecting to ZooKeeper: start fetching ``__cluster_metadata`` from the quorum as an
+   **observer** (a :class:`~kafkalab.raft.kafka_raft_client.KafkaRaftClient` whose replica id is this
+   broker's id, not a voter: it never votes and never counts for the high watermark), and apply the
+   committed records to a :class:`~kafkalab.kraft.metadata_image.MetadataImage`;
+2. load the logs on disk (their topics' configs come later, with the metadata);
+3. coordinators and the socket server, as before;
+4. instead of the ``/brokers/ids/<id>`` znode: **register** with the active controller and heartbeat
+   (:class:`~kafkalab.kraft.broker_lifecycle_manager.BrokerLifecycleManager`); from now on every round
+   of applied records is published (:class:`~kafkalab.kraft.broker_metadata_publisher.BrokerMetadataPublisher`:
+   the metadata cache, becoming leader or follower); start-up completes once the controller has
+   unfenced the broker, i.e. once it has read the metadata log up to its own registration;
+5. no controller runs in a broker (``process.roles=broker``).
+
+Stopping: a controlled shutdown through heartbeats (``WantShutDown`` until ``ShouldShutDown``), then
+as before; the observer and the lifecycle manager stop last. AlterPartition, CreateTopics (forwarded,
+:mod:`kafkalab.kraft.forwarding`) and AllocateProducerIds go to the active controller through a
+:class:`~kafkalab.kraft.broker_to_controller_channel.BrokerToControllerChannelManager`.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+import uuid
+
+from ..broker.server.kafka_server import KafkaServer, StartupError
+from ..broker.server.metadata_cache import MetadataCache
+from ..broker.server.alter_partition_manager import AlterPartitionManager
+from ..broker.apis.messages import build
+from ..broker.apis.zk_messages import ALTER_PARTITION_VERSION, AlterPartitionRequest
+from ..raft.__main__ import parse_voters
+from ..raft.kafka_raft_client import KafkaRaftClient, RaftConfig
+from .broker_lifecycle_manager import BrokerLifecycleManager
+from .broker_metadata_publisher import BrokerMetadataPublisher
+from .broker_to_controller_channel import BrokerToControllerChannelManager
+from .forwarding import KRaftAdminManager, RPCProducerIdManager
+from .metadata_image import MetadataImage
+from .storage_tool import directory_id_of
+
+log = logging.getLogger("kafkalab.kraft.broker")
+METADATA_PARTITION_DIR = "__cluster_metadata-0"
+STARTUP_UNFENCE_TIMEOUT_S = 60.0
+
+
+class BrokerServer(KafkaServer):
+    @staticmethod
+    def check_config(config) -> None:
+        """ValueError naming what is wrong with a KRaft broker's configs."""
+        if config["process.roles"] != "broker":
+            raise ValueError("a BrokerServer runs with process.roles=broker (combined nodes are not served)")
+        if not config["controller.quorum.voters"]:
+            raise ValueError("process.roles=broker needs controller.quorum.voters")
+        if config["zookeeper.connect"]:
+            raise ValueError("a KRaft broker has no zookeeper.connect")
+        if config["broker.id"] in parse_voters(config["controller.quorum.voters"]):
+            raise ValueError(f"node id {config['broker.id']} is a controller's (controller.quorum.voters): a broker "
+                             "needs an id of its own")
+
+    def __init__(self, config):
+        self.check_config(config)
+        super().__init__(config)
+        self.zk_mode = True           # cluster mode: the metadata comes from the controllers
+        self.kraft_mode = True
+        self.metadata_cache = MetadataCache(self.log_dir, zk_mode=True)
+        self.admin_manager = KRaftAdminManager(self)
+        self.voters = parse_voters(config["controller.quorum.voters"])
+        self.metadata_log_dir = config["metadata.log.dir"] or self.log_dir
+        self.raft_client: KafkaRaftClient | None = None
+        self.image = MetadataImage()
+        self.publisher = BrokerMetadataPublisher(self)
+        self.controller_channel = BrokerToControllerChannelManager(
+            self.broker_id, self.voters, self._quorum_leader, config["controller.quorum.request.timeout.ms"])
+        self.lifecycle: BrokerLifecycleManager | None = None
+        self._publishing = False
+        self._metadata_task: asyncio.Task | None = None
+        self.replica_manager.alter_partition_manager = AlterPartitionManager(
+            self.broker_id, send=self._send_alter_partition, broker=self)
+
+    def make_producer_id_manager(self):
+        return RPCProducerIdManager(self)
+
+    def _quorum_leader(self) -> int:
+        return self.raft_client.quorum.leader_id if self.raft_client is not None else -1
+
+    @property
+    def broker_epoch(self) -> int:
+        return self.lifecycle.broker_epoch if self.lifecycle is not None else -1
+
+    @broker_epoch.setter
+    def broker_epoch(self, value) -> None:   # KafkaServer.__init__ sets -1; the lifecycle manager holds it
+        pass
+
+    # -- the steps of KafkaServer.start that were ZooKeeper's ---------------------------------------
+
+    async def _start_zookeeper(self) -> None:
+        """Start the metadata observer (KafkaServer.start calls this where ZooKeeper mode connects)."""
+        cfg = self.config
+        raft_config = RaftConfig(self.broker_id, self.voters, fetch_timeout_ms=cfg["controller.quorum.fetch.timeout.ms"],
+                                 request_timeout_ms=cfg["controller.quorum.request.timeout.ms"],
+                                 cluster_id=self.cluster_id)
+        self.raft_client = KafkaRaftClient(raft_config, self.metadata_log_dir, random.Random())
+        await self.raft_client.start()
+        self._metadata_task = asyncio.get_running_loop().create_task(self._metadata_loop())
+
+    async def _metadata_loop(self) -> None:
+        while True:
+            try:
+                delta = self.image.apply_committed(self.raft_client.log, self.raft_client.high_watermark)
+                if self._publishing and delta:
+                    await self.publisher.publish(self.image, delta)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("broker %d: applying the metadata failed", self.broker_id)
+                await asyncio.sleep(1.0)
+            await self.raft_client.wait_for_change(0.1)
+
+    def _load_logs_on_disk(self) -> None:
+        from ..broker.log.log import parse_partition_dir
+        for name in sorted(os.listdir(self.log_dir)):
+            parsed = parse_partition_dir(name)
+            if not parsed or name == METADATA_PARTITION_DIR or not os.path.isdir(os.path.join(self.log_dir, name)):
+                continue
+            topic, index = parsed
+            self.log_manager.get_or_create_log(topic, index, self._topic_log_config(topic, {}))
+
+    async def _register_broker(self) -> None:
+        """Register and heartbeat; publish the metadata from now on; wait to be unfenced."""
+        self._publishing = True
+        await self.publisher.publish(self.image, self.image.everything())
+        self.lifecycle = BrokerLifecycleManager(
+            self.broker_id, self.cluster_id, self.controller_channel, (self.advertised_host, self.advertised_port),
+            self.config["broker.rack"], self._log_dir_id(), lambda: self.image.offset,
+            self.config["broker.heartbeat.interval.ms"])
+        self.lifecycle.start()
+        try:
+            await asyncio.wait_for(self.lifecycle.unfenced.wait(), STARTUP_UNFENCE_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            raise StartupError(f"broker {self.broker_id} was not unfenced by the controllers in "
+                               f"{STARTUP_UNFENCE_TIMEOUT_S:.0f} s (are they up? controller.quorum.voters="
+                               f"{self.config['controller.quorum.voters']})") from None
+        self._registered = True
+        self.producer_id_manager.maybe_request_next_block()
+        log.info("broker %d: registered (broker epoch %d) and unfenced", self.broker_id, self.broker_epoch)
+
+    async def _start_controller(self) -> None:
+        pass   # process.roles=broker: the controllers are other processes
+
+    def _log_dir_id(self) -> uuid.UUID:
+        """The log directory's id: ``directory.id`` in its meta.properties (``kafka-storage format`` writes it),
+        else one derived from its path."""
+        return directory_id_of(self.log_dir) or uuid.uuid5(uuid.NAMESPACE_URL, os.path.abspath(self.log_dir))
+
+    def apply_topic_configs(self, topic: str, configs: dict) -> None:
+        self._topic_log_config(topic, dict(configs))
+
+    async def _send_alter_partition(self, data: dict):
+        return await self.controller_channel.send(build(AlterPartitionRequest, ALTER_PARTITION_VERSION, data),
+                                                  "alter-partition")
+
+    # -- stopping ---------------------------------------------------------------------------------------
+
+    async def controlled_shutdown(self) -> bool:
+        timeout_s = self.config["controlled.shutdown.max.retries"] * self.config["controlled.shutdown.retry.backoff.ms"] / 1000
+        done = await self.lifecycle.controlled_shutdown(max(timeout_s, 5.0)) if self.lifecycle else False
+        log.info("broker %d: controlled shutdown %s", self.broker_id, "done" if done else "timed out")
+        return done
+
+    def _close_zookeeper(self) -> None:
+        self._registered = False
+
+    async def stop(self, controlled: bool = True) -> None:
+        try:
+            await super().stop(controlled)
+        finally:
+            if self._metadata_task is not None:
+                self._metadata_task.cancel()
+                await asyncio.gather(self._metadata_task, return_exceptions=True)
+            if self.lifecycle is not None:
+                await self.lifecycle.stop()
+            await self.controller_channel.close()
+            if self.raft_client is not None:
+                await self.raft_client.close()
