@@ -123,3 +123,38 @@ def test_consumer_over_its_quota_is_slowed(quota_broker):
     assert got < 4_000_000                           # unthrottled it would have read all 4 MB at once
     average = points[-1][1] / points[-1][0]
     assert abs(average - QUOTA) / QUOTA < TOLERANCE, average
+
+
+def test_a_consumer_fetch_is_capped_and_a_throttled_one_answered_empty(quota_broker):
+    # Kafka's KafkaApis.handleFetchRequest: a consumer's Fetch asks for at most quota x (quota.window.num - 1)
+    # windows (getMaxValueInQuotaWindow); one that would put it over its quota is answered empty, with the
+    # throttle time, and its bytes are not counted (unrecordQuotaSensor)
+    from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
+    import kafka_wire as wire
+    broker = quota_broker
+    topic = f"qf-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(10)
+    p = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 20, "batch.num.messages": 10})
+    for _ in range(300):
+        p.produce(topic, b"z" * 1000)
+        p.poll(0)
+    p.flush(30)
+    quota = 50_000                                  # allowance at once: 50 kB/s x 2 windows of 1 s = 100 kB
+    alter_client_quotas(broker.bootstrap_servers, {"client-id": "raw"}, {"consumer_byte_rate": quota})
+    req = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=2**20, isolation_level=0, session_id=0,
+                       session_epoch=-1, topics=[FetchRequest.FetchTopic(topic=topic, partitions=[
+                           FetchRequest.FetchTopic.FetchPartition(partition=0, current_leader_epoch=-1, fetch_offset=0,
+                                                                  log_start_offset=-1, partition_max_bytes=2**20)])],
+                       forgotten_topics_data=[], rack_id="")
+    with wire.connect(broker.bootstrap_servers) as sock:
+        answers = []
+        for n in (1, 2):
+            sock.sendall(wire.encode(req, 12, correlation_id=n, client_id="raw"))
+            answers.append(FetchResponse.decode(wire.recv_frame(sock), version=12, header=True))
+    first, second = answers
+    size = len(first.responses[0].partitions[0].records)
+    assert first.throttle_time_ms == 0 and 2 * quota - 20_000 < size <= 2 * quota   # capped at the allowance
+    assert second.throttle_time_ms > 0 and second.responses == []                    # over it: empty
+    rate = broker.call(lambda: broker.server.socket_server.quotas.sensors[("consumer_byte_rate", "", "raw")])
+    assert sum(s[1] for s in rate.samples) < 2 * quota + 1000    # the emptied response's bytes were taken back

@@ -98,3 +98,27 @@ def test_standalone_quotas_survive_a_restart(tmp_path):
     assert ClientQuotaManager(log_dir=str(tmp_path)).quotas == {(("client-id", "p"),): {PRODUCER_BYTE_RATE: 500.0}}
     asyncio.run(m.alter(entity_of([("client-id", "p")]), [(PRODUCER_BYTE_RATE, 0, True)]))
     assert ClientQuotaManager(log_dir=str(tmp_path)).quotas == {}
+
+
+def test_rate_keeps_a_sample_whose_last_event_is_recent():
+    # Kafka's SampledStat purges a sample by its last event, not its start: one overlapping sample is kept
+    r = Rate(samples=2, window_ms=1000)
+    r.record(500, 0)
+    r.record(500, 900)
+    assert r.window_size(2100) == 2100 and r.measure(2100) == pytest.approx(1000 / 2.1)
+    assert r.measure(2900) == 0          # its last event is now two windows old
+
+
+def test_a_throttled_fetch_is_taken_back_and_fetches_are_capped(tmp_path):
+    from kafkalab.broker.server.client_quota_manager import CONSUMER_BYTE_RATE
+    m = ClientQuotaManager(samples=3, window_s=1, log_dir=str(tmp_path))
+    m._set(entity_of([("client-id", "c")]), {CONSUMER_BYTE_RATE: 1000})
+    # getMaxValueInQuotaWindow: quota x (samples - 1) x window
+    assert m.max_value_in_quota_window(CONSUMER_BYTE_RATE, "c") == 2000
+    assert m.max_value_in_quota_window(CONSUMER_BYTE_RATE, "other") is None
+    assert m.throttle_for_request("Fetch", "c", 100, 1500, 0.0, False) == 0        # 1500 B / 2 s
+    # 2500 B / 2 s = 1250 B/s: throttled (0.25 x 2 s), and the 1000 B of the emptied response taken back
+    assert m.throttle_for_request("Fetch", "c", 100, 1000, 0.0, False) == 500
+    rate = m.sensors[(CONSUMER_BYTE_RATE, "", "c")]
+    assert sum(s[1] for s in rate.samples) == 1500
+    assert m.throttle_for_request("Fetch", "c", 100, 10**6, 0.0, True) == 0          # a follower: exempt

@@ -40,6 +40,9 @@ the high watermark) and gets the aborted transactions (producer id, first
 offset) overlapping what it read, so the consumer can drop their records;
 read_uncommitted reads up to the high watermark and gets a null list. Control
 batches (the markers) are returned to both: the consumer skips them.
+A consumer under a ``consumer_byte_rate`` quota gets at most what the quota allows
+at once (``ClientQuotaManager.max_value_in_quota_window``), and a response that
+would put it over the quota is sent empty (``SocketServer``), as in Kafka.
 Not implemented: fetch from follower for consumers (preferred read replica is -1).
 """
 import time
@@ -48,6 +51,7 @@ from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 
 from ..common.errors import ErrorCode, KafkaError
 from ..log.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+from ..server.client_quota_manager import CONSUMER_BYTE_RATE
 from ..server.metadata_cache import NULL_UUID
 from . import api
 
@@ -144,6 +148,11 @@ def _read_all(ctx, request, topics, first_read=True):
     budget = request.max_bytes
     replica_id = _replica_id(ctx, request)
     from_follower = replica_id >= 0
+    if not from_follower:   # a consumer under consumer_byte_rate: no more than its quota allows at once
+        quotas = ctx.broker.socket_server.quotas
+        cap = quotas.max_value_in_quota_window(CONSUMER_BYTE_RATE, ctx.client_id) if quotas.enabled else None
+        if cap is not None:
+            budget = min(budget, int(cap))
     read_committed = request.isolation_level == READ_COMMITTED
     responses, total, errors = [], 0, False
     for name, topic_id, partitions in topics:

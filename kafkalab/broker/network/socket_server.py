@@ -199,6 +199,8 @@ class SocketServer:
             throttle_ms = self._throttle(conn_id, spec.name, ctx.client_id, request, len(frame), len(encoded),
                                          handler_s)
             if throttle_ms and "throttle_time_ms" in result:
+                if spec.name == "Fetch":   # Kafka answers a throttled consumer Fetch empty (getThrottledResponse)
+                    result = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": []}
                 result["throttle_time_ms"] = throttle_ms
                 response = ctx.response(spec, result)
                 response.with_header(correlation_id=correlation_id)

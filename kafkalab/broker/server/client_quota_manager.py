@@ -43,10 +43,17 @@ quotas from ZooKeeper when one arrives (``ConfigChangeListener``).
 Simplified: no authentication, so every client is the user ``ANONYMOUS``
 (a quota on another user never applies; quotas on ``<default>`` users do);
 no ``ip`` entities (KIP-612 connection rates), no ``controller_mutation_rate``
-enforcement (KIP-599: accepted and stored, not enforced); the byte rate of a
-Fetch is recorded after it is read (Kafka also caps the fetch size by what the
-quota allows); old clients are muted after the response like new ones, where
-Kafka delays the response to clients older than KIP-219.
+enforcement (KIP-599: accepted and stored, not enforced); old clients are muted
+after the response like new ones, where Kafka delays the response to clients
+older than KIP-219.
+
+**A consumer's Fetch**, as in Kafka's ``KafkaApis.handleFetchRequest``: its size
+is capped at what the quota allows at once, ``quota * (quota.window.num - 1) *
+quota.window.size.seconds`` (``getMaxValueInQuotaWindow``); the response's bytes
+are recorded, and if that puts the client over its quota the bytes are taken back
+(``unrecordQuotaSensor``) and the response goes out *empty*, with the throttle
+time. So a consumer never receives more than its quota allows, where a producer's
+request, already sent, is recorded whole.
 """
 from __future__ import annotations
 
@@ -85,24 +92,29 @@ def entity_of(components) -> Entity:
 
 
 class Rate:
-    """Kafka's ``Rate`` over a ``SampledStat``: ``samples`` windows of ``window_ms`` each."""
+    """Kafka's ``Rate`` over a ``SampledStat``: ``samples`` windows of ``window_ms`` each.
+
+    As in Kafka, a sample is kept while its *last* event is younger than all the windows
+    (``samples * window_ms``), so one more sample than ``samples`` may overlap the monitored
+    span; the rate divides by the time since the oldest kept sample started."""
 
     def __init__(self, samples: int, window_ms: int):
         self.samples_n = samples
         self.window_ms = window_ms
-        self.samples: list[list[float]] = []      # [start_ms, value]
+        self.samples: list[list[float]] = []      # [start_ms, value, last_event_ms]
 
     def _purge(self, now_ms: float) -> None:
         expire = self.samples_n * self.window_ms
-        self.samples = [s for s in self.samples if now_ms - s[0] < expire]
+        self.samples = [s for s in self.samples if now_ms - s[2] < expire]
 
     def record(self, value: float, now_ms: float) -> None:
         self._purge(now_ms)
         if not self.samples or now_ms - self.samples[-1][0] >= self.window_ms:
-            self.samples.append([now_ms, 0.0])
-            if len(self.samples) > self.samples_n:
+            self.samples.append([now_ms, 0.0, now_ms])
+            if len(self.samples) > self.samples_n + 1:    # Kafka keeps one "overlapping" sample extra
                 self.samples.pop(0)
         self.samples[-1][1] += value
+        self.samples[-1][2] = now_ms
 
     def window_size(self, now_ms: float) -> float:
         self._purge(now_ms)
@@ -206,7 +218,25 @@ class ClientQuotaManager:
         elif api == "Fetch":
             throttle = max(throttle, self.record_and_get_throttle_ms(CONSUMER_BYTE_RATE, client_id, response_bytes,
                                                                      now_ms))
+            if throttle:   # the response goes out empty (SocketServer): its bytes were never sent (Kafka's
+                self.unrecord(CONSUMER_BYTE_RATE, client_id, response_bytes, now_ms)   # unrecordQuotaSensor)
         return throttle
+
+    def unrecord(self, key: str, client_id: str | None, value: float, now_ms: float, user: str = ANONYMOUS) -> None:
+        """Take back ``value`` recorded at ``now_ms`` (a negative record, as Kafka's ``unrecordQuotaSensor``)."""
+        found = self.find_quota(key, user, client_id or "")
+        rate = self.sensors.get((key, *found[1])) if found is not None else None
+        if rate is not None:
+            rate.record(-value, now_ms)
+
+    def max_value_in_quota_window(self, key: str, client_id: str | None, user: str = ANONYMOUS) -> float | None:
+        """Kafka's ``getMaxValueInQuotaWindow``: the most a client may take at once without a certain
+        throttle, ``quota * (quota.window.num - 1) * quota.window.size.seconds``; None without a quota.
+        A consumer's Fetch is capped to it."""
+        found = self.find_quota(key, user, client_id or "")
+        if found is None:
+            return None
+        return found[0] * (self.samples - 1) * self.window_ms / 1000
 
     # -- AlterClientQuotas / DescribeClientQuotas -------------------------------------------
 
