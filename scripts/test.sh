@@ -26,6 +26,10 @@ if ! CONNECT_HOME_FOR_TESTS="$(kafkalab fetch-connect | tail -n 1)"; then
     exit 1
 fi
 echo "    $CONNECT_HOME_FOR_TESTS"
+# Two pytest-xdist workers: much of the suite waits (session timeouts, JVM and kernel start-up, rebalances)
+# rather than computes. --dist loadfile keeps each file on one worker, in order: a notebook's cells (nbval
+# items) run in one kernel top to bottom, and a module's shared broker, cluster, JVM or Spark session stays
+# shared. `./scripts/test.sh -n 0` runs everything in this one process instead (a later -n wins).
 exec python -m pytest tests notebooks labs --ignore-glob='labs/*/exercise.ipynb' \
     --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
-    --nbval-cell-timeout 300 -p no:cacheprovider -ra --durations=25 "$@"
+    --nbval-cell-timeout 300 -p no:cacheprovider -ra --durations=25 -n 2 --dist loadfile "$@"
