@@ -92,10 +92,12 @@ async def run(config: BrokerConfig, parent_pid: int | None = None, server_class=
                 watcher.cancel()
 
 
-def main(argv=None) -> int:
+def main(argv=None, server_class=KafkaServer, defaults: dict | None = None) -> int:
+    """The command line; ``python -m kafkalab.kraft`` calls it with its ``BrokerServer`` and
+    ``process.roles=broker`` as a default (a server class may check the configs: ``check_config``)."""
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    overrides = {"broker.id": args.broker_id, "log.dirs": args.log_dir,
+    overrides = {"broker.id": args.broker_id, "log.dirs": args.log_dir, **(defaults or {}),
                  "listeners": f"PLAINTEXT://{args.host}:{args.port}"}
     for item in args.config:
         key, sep, value = item.partition("=")
@@ -105,11 +107,13 @@ def main(argv=None) -> int:
         overrides[key.strip()] = value.strip()
     try:
         config = BrokerConfig(overrides)
+        if hasattr(server_class, "check_config"):
+            server_class.check_config(config)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        asyncio.run(run(config, args.parent_pid))
+        asyncio.run(run(config, args.parent_pid, server_class=server_class))
     except StartupError as exc:  # the port is in use, the log dir cannot be written, ...
         print(f"error: {exc}", file=sys.stderr)
         return 1
