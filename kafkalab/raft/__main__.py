@@ -69,21 +69,28 @@ async def run(node: RaftNode, parent_pid: int | None) -> None:
             watcher.cancel()
 
 
-def main(argv=None) -> int:
+def main(argv=None, node_class=RaftNode, node_configs: dict | None = None) -> int:
+    """The command line; ``python -m kafkalab.controller`` calls it with its ``ControllerNode`` and the
+    controller's own configs (``node_configs``: config name -> the node's keyword argument)."""
     import random
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    node_configs = node_configs or {}
     try:
         voters = parse_voters(args.voters)
-        settings, idle_ms = {}, 500
+        raft_settings, node_settings, idle_ms = {}, {}, 500
         for item in args.config:
-            name, sep, value = item.partition("=")
-            if name.strip() == IDLE_INTERVAL:
+            name, sep, value = (part.strip() for part in item.partition("="))
+            if not sep or not value.lstrip("-").isdigit():
+                raise ValueError(f"malformed --config {item!r} (name=integer)")
+            if name == IDLE_INTERVAL:
                 idle_ms = int(value)
-            elif sep and name.strip() in CONFIGS:
-                settings[CONFIGS[name.strip()]] = int(value)
+            elif name in CONFIGS:
+                raft_settings[CONFIGS[name]] = int(value)
+            elif name in node_configs:
+                node_settings[node_configs[name]] = int(value)
             else:
-                raise ValueError(f"unknown or malformed --config {item!r}")
+                raise ValueError(f"unknown --config {item!r}")
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -91,8 +98,8 @@ def main(argv=None) -> int:
     if args.listen:
         host, _, port = args.listen.rpartition(":")
         listen = (host, int(port))
-    config = RaftConfig(args.node_id, voters, cluster_id=args.cluster_id, **settings)
-    node = RaftNode(config, args.metadata_log_dir, idle_ms, random.Random(args.seed), listen)
+    config = RaftConfig(args.node_id, voters, cluster_id=args.cluster_id, **raft_settings)
+    node = node_class(config, args.metadata_log_dir, idle_ms, random.Random(args.seed), listen, **node_settings)
     asyncio.run(run(node, args.parent_pid))
     return 0
 
