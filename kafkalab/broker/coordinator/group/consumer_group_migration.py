@@ -121,11 +121,18 @@ class ConsumerGroupMigration:
             protocol = classic.protocol_name or m.protocols()[0]
             try:
                 subscription = decode_subscription(m.metadata(protocol))
-                assignment = (ConsumerProtocolAssignment.decode(bytes(m.assignment)).assigned_partitions
-                              if m.assignment else [])
+                decoded = ConsumerProtocolAssignment.decode(bytes(m.assignment)) if m.assignment else None
             except Exception as exc:
-                raise _err(ErrorCode.GROUP_ID_NOT_FOUND, f"Cannot upgrade the classic group {classic.group_id} to "
+                raise _err(ErrorCode.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {classic.group_id} to "
                            "consumer group because the embedded consumer protocol is malformed.") from exc
+            if decoded is not None and decoded.user_data:
+                # Kafka 4.4 (ConsumerGroup.fromClassicGroup): "userData from a custom assignor would be lost"
+                log.warning("Cannot upgrade classic group %s to consumer group: member %s's assignment carries "
+                            "user data of a client-side assignor.", classic.group_id, m.member_id)
+                raise _err(ErrorCode.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {classic.group_id} to "
+                           "consumer group because an unsupported custom assignor is in use. Please refer to the "
+                           "documentation or switch to a default assignor before re-attempting the upgrade.")
+            assignment = decoded.assigned_partitions if decoded is not None else []
             assigned = self._by_ids((tp.topic, tp.partitions) for tp in assignment)
             member = ConsumerGroupMember(
                 m.member_id, instance_id=m.group_instance_id, rack_id=getattr(subscription, "rack_id", None),
