@@ -55,9 +55,11 @@ class Group:
         self.admin = AdminClient({"bootstrap.servers": bs})
         self.events: list[tuple[float, int, str, str, int]] = []   # (time, seq, member, assign/revoke, partition)
 
-    def add(self, name: str, protocol: str) -> None:
+    def add(self, name: str, protocol: str, instance_id: str | None = None) -> None:
         conf = {"bootstrap.servers": self.bs, "group.id": self.group, "group.protocol": protocol,
                 "enable.auto.commit": False, "auto.offset.reset": "earliest"}
+        if instance_id is not None:
+            conf["group.instance.id"] = instance_id
         if protocol == "classic":
             conf["heartbeat.interval.ms"] = 500
         c = Consumer(conf)
@@ -171,6 +173,43 @@ def test_rolling_downgrade_from_consumer_to_classic(bootstrap):
     assert types == [ConsumerGroupType.CONSUMER] * 3 + [ConsumerGroupType.CLASSIC], types
 
 
+def test_downgrade_when_a_classic_static_member_replaces_the_last_consumer_member(bootstrap):
+    """Kafka 4.4 (``validateOnlineDowngradeWithReplacedMemberId``): a static consumer-protocol member closes (it
+    stays in the group, as a static member does, until its session times out) and comes back within that time
+    with the classic protocol and the same group.instance.id. It takes the old member's place and, being the
+    last consumer-protocol member replaced, the group becomes classic at once, Stable: no rebalance, the new
+    member holds the partitions the old one held. No record lost, none consumed twice."""
+    backend, bs = bootstrap
+    admin = AdminClient({"bootstrap.servers": bs})
+    topic, gid = f"migs-{uuid.uuid4().hex[:6]}", f"gs-{uuid.uuid4().hex[:6]}"
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result()
+    producer = Producer({"bootstrap.servers": bs})
+    g = Group(bs, gid, topic)
+    try:
+        produced = produce(producer, topic, 0, 30)
+        g.add("a", "consumer", instance_id="static-a")
+        g.add("b", "classic")
+        g.poll_until(lambda: g.settled(produced))
+        assert group_type(admin, gid) == ConsumerGroupType.CONSUMER
+        held, since = g.owned()["a"], len(g.events)
+        g.close("a")
+        produced = produce(producer, topic, produced, 30)
+        g.add("a", "classic", instance_id="static-a")
+        g.poll_until(lambda: g.settled(produced))
+        assert group_type(admin, gid) == ConsumerGroupType.CLASSIC, backend
+        d = admin.describe_consumer_groups([gid])[gid].result()
+        static = [m for m in d.members if m.group_instance_id == "static-a"]
+        assert len(static) == 1 and {p.partition for p in static[0].assignment.topic_partitions} == held, (backend, d)
+        # no rebalance: the other member kept its partitions throughout
+        assert [e for e in g.events[since:] if e[2] == "b"] == [], (backend, g.events[since:])
+        g.assert_never_owned_twice()
+        assert sorted(set(g.consumed)) == list(range(produced)), f"{backend}: records lost"
+        assert len(g.consumed) == produced and not g.commit_errors, (backend, len(g.consumed), g.commit_errors)
+    finally:
+        for name in list(g.consumers):
+            g.close(name)
+
+
 def test_classic_members_are_persisted_with_their_classic_metadata(bootstrap):
     """Two classic members and one consumer-protocol member: the classic ones' type-5 records carry
     ClassicMemberMetadata (their session.timeout.ms, their JoinGroup protocols), the other's a null one."""
@@ -186,6 +225,7 @@ def test_classic_members_are_persisted_with_their_classic_metadata(bootstrap):
         g.add("c", "consumer")
         g.poll_until(lambda: g.settled(0))
         assert group_type(admin, gid) == ConsumerGroupType.CONSUMER
+        assert_described_as_a_consumer_group(bs, admin, gid)
         members = {}
         reader = Consumer({"bootstrap.servers": bs, "group.id": f"reader-{uuid.uuid4().hex[:6]}",
                            "enable.auto.commit": False})
@@ -214,6 +254,98 @@ def test_classic_members_are_persisted_with_their_classic_metadata(bootstrap):
     finally:
         for name in list(g.consumers):
             g.close(name)
+
+
+def assert_described_as_a_consumer_group(bs: str, admin: AdminClient, gid: str) -> None:
+    """A consumer group with classic members, as Kafka 4.4 describes it: ConsumerGroupDescribe (the AdminClient)
+    shows all three members, v1 with their type (two classic, one consumer); the classic DescribeGroups does not
+    describe it (v5: no error, state Dead, no members; v6: GROUP_ID_NOT_FOUND "not a classic group"); ListGroups
+    lists it as a Stable consumer group of protocol type consumer."""
+    from kafka.protocol.admin.groups import (DescribeGroupsRequest, DescribeGroupsResponse, ListGroupsRequest,
+                                            ListGroupsResponse)
+    from test_consumer_group_protocol import raw
+
+    from kafkalab.broker.apis.consumer_group_describe import (ConsumerGroupDescribeRequest,
+                                                              ConsumerGroupDescribeResponse)
+    from kafkalab.broker.common.errors import ErrorCode
+    d = admin.describe_consumer_groups([gid])[gid].result()
+    assert (d.type, str(d.state).rsplit(".", 1)[-1], len(d.members)) == (ConsumerGroupType.CONSUMER, "STABLE", 3)
+    assert sorted(p.partition for m in d.members for p in m.assignment.topic_partitions) == list(range(PARTITIONS))
+    # ConsumerGroupDescribe v1 (KIP-1099): each member's type, 0 classic, 1 consumer
+    described = raw(bs, ConsumerGroupDescribeRequest(group_ids=[gid], include_authorized_operations=False),
+                    ConsumerGroupDescribeResponse, 1).groups[0]
+    assert described.error_code == 0 and sorted(m.member_type for m in described.members) == [0, 0, 1], described
+    request = DescribeGroupsRequest(groups=[gid], include_authorized_operations=False)
+    v5 = raw(bs, request, DescribeGroupsResponse, 5).groups[0]
+    assert (v5.error_code, v5.group_state, v5.protocol_type, v5.protocol_data, v5.members) == (0, "Dead", "", "", [])
+    v6 = raw(bs, request, DescribeGroupsResponse, 6).groups[0]
+    assert (v6.error_code, v6.error_message, v6.group_state, v6.members) == (
+        ErrorCode.GROUP_ID_NOT_FOUND, f"Group {gid} is not a classic group.", "Dead", [])
+    listed = [g for g in raw(bs, ListGroupsRequest(states_filter=[], types_filter=[]), ListGroupsResponse, 5).groups
+              if g.group_id == gid]
+    assert [(g.protocol_type, g.group_state, g.group_type) for g in listed] == [("consumer", "Stable", "consumer")]
+    [listed] = [g for g in admin.list_consumer_groups().result().valid if g.group_id == gid]
+    assert (listed.type, str(listed.state).rsplit(".", 1)[-1]) == (ConsumerGroupType.CONSUMER, "STABLE")
+
+
+def classic_leader(bs: str, gid: str, topic: str, user_data: bytes | None) -> str:
+    """One classic member by hand (JoinGroup v5, SyncGroup v3): the leader assigns itself every partition, its
+    ConsumerProtocolAssignment carrying ``user_data`` as a client-side assignor's would. Its member id."""
+    from kafka.protocol.consumer.group import JoinGroupRequest, JoinGroupResponse, SyncGroupRequest, SyncGroupResponse
+    from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
+    from test_consumer_group_protocol import RETRIABLE, raw
+    subscription = ConsumerProtocolSubscription(version=0, topics=[topic], user_data=None).encode(0)
+    member_id, deadline = "", time.time() + 30
+    while True:
+        resp = raw(bs, JoinGroupRequest(group_id=gid, session_timeout_ms=30000, rebalance_timeout_ms=30000,
+                                        member_id=member_id, group_instance_id=None, protocol_type="consumer",
+                                        protocols=[JoinGroupRequest.JoinGroupRequestProtocol(
+                                            name="custom", metadata=subscription)]), JoinGroupResponse, 5)
+        if resp.error_code == 79:   # MEMBER_ID_REQUIRED
+            member_id = resp.member_id
+        elif resp.error_code not in RETRIABLE or time.time() > deadline:
+            break
+        else:
+            time.sleep(0.2)
+    assert resp.error_code == 0 and resp.leader == resp.member_id, resp
+    assignment = ConsumerProtocolAssignment(version=0, assigned_partitions=[ConsumerProtocolAssignment.TopicPartition(
+        topic=topic, partitions=list(range(PARTITIONS)))], user_data=user_data).encode(0)
+    sync = raw(bs, SyncGroupRequest(group_id=gid, generation_id=resp.generation_id, member_id=resp.member_id,
+                                    group_instance_id=None, assignments=[SyncGroupRequest.SyncGroupRequestAssignment(
+                                        member_id=resp.member_id, assignment=assignment)]), SyncGroupResponse, 3)
+    assert sync.error_code == 0 and bytes(sync.assignment) == assignment, sync
+    return resp.member_id
+
+
+def test_upgrade_refused_when_a_custom_assignor_left_user_data(bootstrap):
+    """Kafka 4.4 (``ConsumerGroup.fromClassicGroup``): a classic member whose assignment carries user data (what a
+    client-side assignor passes its members) would lose it in a consumer group, so the first ConsumerGroupHeartbeat
+    gets GROUP_ID_NOT_FOUND and the group stays classic; without user data the same group is upgraded."""
+    from test_consumer_group_protocol import raw
+
+    from kafkalab.broker.apis.consumer_group_heartbeat import (ConsumerGroupHeartbeatRequest,
+                                                               ConsumerGroupHeartbeatResponse)
+    from kafkalab.broker.common.errors import ErrorCode
+    backend, bs = bootstrap
+    admin = AdminClient({"bootstrap.servers": bs})
+    topic = f"miga-{uuid.uuid4().hex[:6]}"
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result()
+    for user_data, refused in ((b"custom-state", True), (None, False)):
+        gid = f"ga-{uuid.uuid4().hex[:6]}"
+        classic_leader(bs, gid, topic, user_data)
+        assert group_type(admin, gid) == ConsumerGroupType.CLASSIC
+        resp = raw(bs, ConsumerGroupHeartbeatRequest(group_id=gid, member_id=str(uuid.uuid4()), member_epoch=0,
+                                                     rebalance_timeout_ms=30000, subscribed_topic_names=[topic],
+                                                     topic_partitions=[]), ConsumerGroupHeartbeatResponse, 1)
+        if refused:
+            assert (resp.error_code, resp.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND, (
+                f"Cannot upgrade classic group {gid} to consumer group because an unsupported custom assignor is in "
+                "use. Please refer to the documentation or switch to a default assignor before re-attempting the "
+                "upgrade.")), (backend, resp)
+            assert group_type(admin, gid) == ConsumerGroupType.CLASSIC
+        else:
+            assert resp.error_code == 0, (backend, resp)
+            assert group_type(admin, gid) == ConsumerGroupType.CONSUMER
 
 
 @pytest.mark.parametrize("backend", ["mini", pytest.param("kafka-4.4", marks=pytest.mark.cluster)])

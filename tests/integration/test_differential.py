@@ -713,6 +713,7 @@ NEWER_THAN_KAFKA_3_9: dict[int, tuple[int, int]] = {
     15: (6, 5),    # DescribeGroups v6: error_message, GROUP_ID_NOT_FOUND
     60: (2, 1),    # DescribeCluster v2: include_fenced_brokers / is_fenced (KIP-1073)
     68: (1, 0),    # ConsumerGroupHeartbeat v1: SubscribedTopicRegex, client-generated member ids (KIP-848, Kafka 4.0)
+    69: (1, 0),    # ConsumerGroupDescribe v1: each member's type, classic or consumer (KIP-1099, Kafka 4.1)
 }
 
 

@@ -185,3 +185,68 @@ def test_one_way_policies(tmp_path, policy, upgraded, downgraded):
         assert classic_join(b, "down")["error_code"] == E.NONE   # only `disabled` refuses a classic member
         assert consumer_heartbeat(b, "down", n, -1)["error_code"] == E.NONE
         assert b.call(lambda: "down" not in coord(b).consumer_groups) == downgraded
+
+
+@pytest.mark.parametrize("policy, downgraded", [("bidirectional", True), ("upgrade", False)])
+def test_a_classic_static_member_replacing_the_last_consumer_member_downgrades(tmp_path, policy, downgraded):
+    """Kafka's ``validateOnlineDowngradeWithReplacedMemberId``: the static consumer-protocol member leaves as a
+    static member does (epoch -2, it stays), then its instance id joins with the classic protocol: the group is
+    classic at once, Stable at the group epoch, no rebalance, the new member holding the old one's partitions."""
+    with kafkalab.mini(log_dir=str(tmp_path / "b"), **{"group.initial.rebalance.delay.ms": 0,
+                                                      "offsets.topic.num.partitions": 3,
+                                                      "group.consumer.migration.policy": policy}) as b:
+        b.call(b.server.admin_manager.create_topic, "t", 4)
+        n = str(uuid.uuid4())
+
+        def static_heartbeat(epoch, owned=None):
+            r = types.SimpleNamespace(group_id="g", member_id=n, member_epoch=epoch, instance_id="s1", rack_id=None,
+                                      rebalance_timeout_ms=REBALANCE if epoch == 0 else -1, server_assignor=None,
+                                      subscribed_topic_names=["t"] if epoch == 0 else None,
+                                      subscribed_topic_regex=None, topic_partitions=[] if epoch == 0 else owned)
+            return b.call(coord(b).consumer_group_heartbeat, r, 1, "new", "127.0.0.1")
+        h = static_heartbeat(0)
+        assert h["error_code"] == E.NONE, h
+        a = classic_join(b, "g")["member_id"]
+        for _ in range(50):   # settle: the static member releases what the classic one is to get
+            epoch = b.call(lambda: coord(b).consumer_groups["g"].members[n].member_epoch)
+            h = static_heartbeat(epoch, owned=[types.SimpleNamespace(topic_id=t, partitions=sorted(p)) for t, p in
+                                              b.call(lambda: coord(b).consumer_groups["g"].members[n]
+                                                     .assigned_partitions.items())])
+            j = classic_join(b, "g", a)
+            if b.call(lambda: str(coord(b).consumer_groups["g"].state)) == "Stable":
+                break
+        held = b.call(lambda: {t: set(p) for t, p in coord(b).consumer_groups["g"].members[n]
+                               .assigned_partitions.items()})
+        group_epoch = b.call(lambda: coord(b).consumer_groups["g"].group_epoch)
+        assert held and static_heartbeat(-2)["error_code"] == E.NONE   # a static member's leave: it stays
+        new = run(b, coord(b).join_group("g", "", "s1", "classic", "127.0.0.1", REBALANCE, SESSION, "consumer",
+                                         [("range", subscription(["t"]))], require_known_member_id=True))
+        assert new["error_code"] == E.NONE and new["member_id"] != n, new
+        assert b.call(lambda: "g" not in coord(b).consumer_groups) == downgraded
+        if not downgraded:
+            return
+        group = b.call(lambda: coord(b).groups["g"])
+        assert sorted(group.members) == sorted([a, new["member_id"]]) and str(group.state) == "Stable"
+        assert group.generation_id == group_epoch == new["generation_id"] and group.static_members == {
+            "s1": new["member_id"]}
+        s = run(b, coord(b).sync_group("g", new["generation_id"], new["member_id"], "s1", "consumer", "range", {}))
+        assert s["error_code"] == E.NONE, s
+        names = b.call(lambda: {t: b.server.metadata_cache.by_id(t).name for t in held})
+        assert assigned(s["assignment"]) == {names[t]: sorted(p) for t, p in held.items()}
+        assert b.call(coord(b).heartbeat, "g", a, None, group_epoch) == E.NONE   # no rebalance for the other
+
+
+def test_upgrade_refused_when_an_assignment_carries_user_data(gb):
+    """Kafka 4.4's ``ConsumerGroup.fromClassicGroup``: a client-side assignor's user data would be lost."""
+    j = classic_join(gb, "g")
+    a, gen = j["member_id"], j["generation_id"]
+    blob = ConsumerProtocolAssignment(version=0, assigned_partitions=[
+        ConsumerProtocolAssignment.TopicPartition(topic="t", partitions=[0, 1, 2, 3])],
+        user_data=b"assignor state").encode(version=0)
+    assert run(gb, coord(gb).sync_group("g", gen, a, None, "consumer", "range", {a: blob}))["error_code"] == E.NONE
+    h = consumer_heartbeat(gb, "g", str(uuid.uuid4()), 0)
+    assert (h["error_code"], h["error_message"]) == (E.GROUP_ID_NOT_FOUND, (
+        "Cannot upgrade classic group g to consumer group because an unsupported custom assignor is in use. Please "
+        "refer to the documentation or switch to a default assignor before re-attempting the upgrade."))
+    assert gb.call(lambda: "g" not in coord(gb).consumer_groups and list(coord(gb).groups["g"].members) == [a])
+    assert gb.call(coord(gb).heartbeat, "g", a, None, gen) == E.NONE   # the classic group goes on untouched

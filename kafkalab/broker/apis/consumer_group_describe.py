@@ -1,6 +1,8 @@
-"""ConsumerGroupDescribe (key 69), version 0: a KIP-848 consumer group, its epochs and members.
+"""ConsumerGroupDescribe (key 69), versions 0-1: a KIP-848 consumer group, its epochs and members.
 
 v0   flexible from the start (Kafka 3.7; what AdminClient.describeConsumerGroups asks Kafka 4 first)
+v1   + member_type per member (KIP-1099, Kafka 4.1): 0 a classic member inside the consumer group (online
+     migration), 1 a consumer-protocol member
 Not implemented: authorized operations (no ACLs here: answered with Kafka's "not requested" value).
 
 Per group: state (Empty, Assigning, Reconciling, Stable), group epoch,
@@ -18,7 +20,7 @@ class ConsumerGroupDescribeRequest(ApiMessage, load_json=schemas): pass
 class ConsumerGroupDescribeResponse(ApiMessage, load_json=schemas): pass
 
 
-@api(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, versions=(0, 0))
+@api(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, versions=(0, 1))
 async def handle_consumer_group_describe(ctx, request):
     coordinator = ctx.broker.group_coordinator
     return {"throttle_time_ms": 0,

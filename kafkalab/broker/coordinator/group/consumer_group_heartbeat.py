@@ -388,7 +388,8 @@ class ConsumerGroupHeartbeats:
                     "subscribed_topic_names": m.subscribed_topic_names,
                     "subscribed_topic_regex": m.subscribed_topic_regex,
                     "assignment": described(m.assigned_partitions),
-                    "target_assignment": described(group.target_assignment.get(m.member_id, {}))}
+                    "target_assignment": described(group.target_assignment.get(m.member_id, {})),
+                    "member_type": 0 if m.uses_classic_protocol else 1}   # v1 (KIP-1099)
                    for m in group.members.values()]
         return {**entry, "group_state": str(group.state), "group_epoch": group.group_epoch,
                 "assignment_epoch": group.assignment_epoch,

@@ -21,7 +21,11 @@ and ``ClassicGroup.fromConsumerGroup``. It lets a running group move from ``grou
   within the rebalance timeout too).
 * **downgrade**: when the last member using the consumer protocol leaves (or is fenced) and the others all
   use the classic protocol, the group becomes a classic group again: Stable at the group epoch as its
-  generation, each member with its target partitions, and a rebalance starts at once.
+  generation, each member with its target partitions, and a rebalance starts at once. When a classic static
+  member (``group.instance.id``) takes the place of the last consumer-protocol member, the group is downgraded
+  too, Stable, with no rebalance: the new member holds the old one's partitions.
+* an upgrade is refused (GROUP_ID_NOT_FOUND) when a classic member's assignment carries user data: the state
+  of a client-side assignor, which a consumer group (the broker assigns) would lose.
 
 ``group.consumer.migration.policy`` (``bidirectional`` by default, ``upgrade``, ``downgrade``, ``disabled``)
 says which conversions of a group *with members* happen; an empty group is always replaced by the other kind.
@@ -121,11 +125,18 @@ class ConsumerGroupMigration:
             protocol = classic.protocol_name or m.protocols()[0]
             try:
                 subscription = decode_subscription(m.metadata(protocol))
-                assignment = (ConsumerProtocolAssignment.decode(bytes(m.assignment)).assigned_partitions
-                              if m.assignment else [])
+                decoded = ConsumerProtocolAssignment.decode(bytes(m.assignment)) if m.assignment else None
             except Exception as exc:
-                raise _err(ErrorCode.GROUP_ID_NOT_FOUND, f"Cannot upgrade the classic group {classic.group_id} to "
+                raise _err(ErrorCode.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {classic.group_id} to "
                            "consumer group because the embedded consumer protocol is malformed.") from exc
+            if decoded is not None and decoded.user_data:
+                # Kafka 4.4 (ConsumerGroup.fromClassicGroup): "userData from a custom assignor would be lost"
+                log.warning("Cannot upgrade classic group %s to consumer group: member %s's assignment carries "
+                            "user data of a client-side assignor.", classic.group_id, m.member_id)
+                raise _err(ErrorCode.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {classic.group_id} to "
+                           "consumer group because an unsupported custom assignor is in use. Please refer to the "
+                           "documentation or switch to a default assignor before re-attempting the upgrade.")
+            assignment = decoded.assigned_partitions if decoded is not None else []
             assigned = self._by_ids((tp.topic, tp.partitions) for tp in assignment)
             member = ConsumerGroupMember(
                 m.member_id, instance_id=m.group_instance_id, rack_id=getattr(subscription, "rack_id", None),
@@ -171,9 +182,28 @@ class ConsumerGroupMigration:
             return False
         return True
 
-    def convert_to_classic_group(self, group: ConsumerGroup, leaving_member_id: str) -> GroupMetadata:
-        """Kafka's ``convertToClassicGroup`` (a member leaving): the consumer group's records are tombstoned,
-        the classic group is Stable at the group epoch, each member holds its target partitions; it rebalances."""
+    def validate_online_downgrade_with_replaced_member(self, group: ConsumerGroup,
+                                                       replaced_uses_consumer: bool) -> bool:
+        """Kafka's ``validateOnlineDowngradeWithReplacedMemberId``: a classic static member took the place of the
+        last member using the consumer protocol (``group`` already holds the new member instead of the old)."""
+        if not replaced_uses_consumer or len(group.classic_members()) != len(group.members):
+            return False
+        if not self._downgrade_enabled():
+            log.info("Cannot downgrade consumer group %s to classic group because the online downgrade is "
+                     "disabled.", group.group_id)
+            return False
+        if len(group.members) > self.config["group.max.size"]:
+            log.info("Cannot downgrade consumer group %s to classic group because its group size is greater "
+                     "than classic group max size.", group.group_id)
+            return False
+        return True
+
+    def convert_to_classic_group(self, group: ConsumerGroup, leaving_member_id: str,
+                                 rebalance: bool = True) -> GroupMetadata:
+        """Kafka's ``convertToClassicGroup``: the consumer group's records are tombstoned, the classic group is
+        Stable at the group epoch, each member holds its target partitions. A member leaving makes it rebalance;
+        a classic static member replacing the last consumer-protocol one (``rebalance=False``) does not: the new
+        member holds the partitions of the one it replaced."""
         for member in group.members.values():
             member.cancel_timers()
         del self.consumer_groups[group.group_id]
@@ -200,7 +230,8 @@ class ConsumerGroupMigration:
             self._schedule_heartbeat(classic, m)
         log.info("group %s: downgraded from consumer to classic group at generation %d", classic.group_id,
                  classic.generation_id)
-        self._prepare_rebalance(classic, f"Downgrade group {classic.group_id} from consumer to classic.")
+        if rebalance:
+            self._prepare_rebalance(classic, f"Downgrade group {classic.group_id} from consumer to classic.")
         return classic
 
     # -- JoinGroup of a classic member ---------------------------------------------------------
@@ -232,9 +263,11 @@ class ConsumerGroupMigration:
         member = group.members.get(member_id)
         if member is not None and not member.uses_classic_protocol:
             return join_result(member_id, ErrorCode.UNKNOWN_MEMBER_ID)
+        replaced_uses_consumer = None   # a static member replaced: did the old one use the consumer protocol
         if instance_id is not None:
             old = group.static_member(instance_id)
             if old is not None and old.member_id != member_id:
+                replaced_uses_consumer = not old.uses_classic_protocol
                 # the static member restarted (either protocol before): the new member id takes over its entry
                 target = group.target_assignment.pop(old.member_id, {})   # (remove_member drops it)
                 group.remove_member(old.member_id)
@@ -271,6 +304,14 @@ class ConsumerGroupMigration:
         if updated.join_handle is not None:
             updated.join_handle.cancel()
             updated.join_handle = None
+        if replaced_uses_consumer is not None and self.validate_online_downgrade_with_replaced_member(
+                group, replaced_uses_consumer):
+            # the last consumer-protocol member was replaced by this classic static member: a classic group, Stable
+            log.info("group %s: static member %s replaced the last consumer-protocol member", group.group_id,
+                     updated.member_id)
+            self.convert_to_classic_group(group, leaving_member_id="", rebalance=False)
+            return join_result(updated.member_id, ErrorCode.NONE, generation_id=updated.member_epoch,
+                               protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_name=protocols[0][0])
         self._schedule_consumer_session(group, updated)
         self._schedule_classic_sync_timeout(group, updated)
         self.consumer_group_persister.persist(group)
