@@ -258,6 +258,36 @@ def test_fetch_and_list_offsets_need_the_leader(broker):
         broker.call(setattr, partition, "leader_id", broker.server.broker_id)
 
 
+def test_a_new_leader_with_a_lagging_high_watermark_answers_offset_not_available(broker):
+    """Kafka's Partition.fetchOffsetForTimestamp: while a new leader's high watermark is behind the offset its
+    epoch began at (it learned the old leader's high watermark a fetch late), a consumer's LATEST gets the
+    retriable OFFSET_NOT_AVAILABLE, not a high watermark that makes acknowledged records look gone; EARLIEST,
+    a follower's and the debugging replica id's lookups are answered."""
+    _create(broker, "lagging-hw")
+    wire.call(broker.bootstrap_servers, _produce_request("lagging-hw", 0, build_batch(
+        [Record(i, 5000 + i, None, b"x", []) for i in range(3)])), ProduceResponse, 9)
+    partition = broker.call(broker.server.replica_manager.get_partition, "lagging-hw", 0)
+
+    def lookup(ts, replica_id=-1):
+        req = ListOffsetsRequest(replica_id=replica_id, topics=[ListOffsetsRequest.ListOffsetsTopic(
+            name="lagging-hw", partitions=[ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
+                partition_index=0, current_leader_epoch=-1, timestamp=ts)])])
+        p = wire.call(broker.bootstrap_servers, req, ListOffsetsResponse, 8).topics[0].partitions[0]
+        return p.error_code, p.offset
+
+    assert lookup(-1) == (0, 3)
+    start = broker.call(getattr, partition, "leader_epoch_start_offset")
+    broker.call(setattr, partition, "leader_epoch_start_offset", 4)   # as if the epoch had begun past the HW
+    try:
+        assert lookup(-1) == (ErrorCode.OFFSET_NOT_AVAILABLE, -1)
+        assert lookup(5002)[0] == 0                                     # found below the high watermark
+        assert lookup(-2) == (0, 0)                                     # EARLIEST
+        assert lookup(-1, replica_id=-2) == (0, 3)                      # not a client: no check
+    finally:
+        broker.call(setattr, partition, "leader_epoch_start_offset", start)
+    assert lookup(-1) == (0, 3)
+
+
 def test_incremental_fetch_session_is_refused(broker):
     req = FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=2**20, session_id=123, session_epoch=4, topics=[])
     resp = wire.call(broker.bootstrap_servers, req, FetchResponse, 12)

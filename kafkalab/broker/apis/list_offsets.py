@@ -32,7 +32,8 @@ Who asks matters, as in Kafka's ``ReplicaManager.fetchOffset``: a consumer
 follower (its broker id) also asks the leader, and LATEST is the log end
 offset; ``replica_id`` -2 (``DEBUGGING_REPLICA_ID``, what
 ``Cluster.describe`` uses) may ask *any* replica, which answers LATEST with its
-own log end offset.
+own log end offset. A leader elected moments ago whose high watermark is still behind the start
+of its epoch answers a consumer's LATEST with OFFSET_NOT_AVAILABLE (retriable), as Kafka does.
 """
 import collections
 
@@ -64,16 +65,36 @@ def _lookup(ctx, topic, pdata, replica_id, request):
                                              require_leader=replica_id != DEBUGGING_REPLICA_ID)
         if ts == EARLIEST_LOCAL_TIMESTAMP:
             ts = EARLIEST_TIMESTAMP
+        read_committed = ctx.api_version >= 2 and request.isolation_level == READ_COMMITTED
+        lagging = _lagging_high_watermark(partition, log, replica_id)
+        if ts == LATEST_TIMESTAMP and lagging:
+            raise lagging
         if ts == LATEST_TIMESTAMP and replica_id != CONSUMER_REPLICA_ID:   # no isolation level: the LEO
             found = log.log_end_offset, -1
         else:
-            found = log.fetch_offset_by_timestamp(ts, read_committed=ctx.api_version >= 2
-                                                  and request.isolation_level == READ_COMMITTED)
+            found = log.fetch_offset_by_timestamp(ts, read_committed=read_committed)
+        if lagging and ts != EARLIEST_TIMESTAMP and found is not None \
+                and found[0] >= (log.last_stable_offset if read_committed else log.high_watermark):
+            raise lagging
         offset, timestamp = found if found is not None else (-1, -1)
         return {"partition_index": pdata.partition_index, "error_code": 0, "timestamp": timestamp,
                 "offset": offset, "leader_epoch": _epoch_of(partition, log, ts, found)}
     except KafkaError as exc:
         return {"partition_index": pdata.partition_index, "error_code": exc.code}
+
+
+def _lagging_high_watermark(partition, log, replica_id) -> KafkaError | None:
+    """Kafka's ``Partition.fetchOffsetForTimestamp``: a leader elected moments ago may not know yet how far
+    the previous leader's high watermark had gone (a follower learns it a fetch later). Until followers have
+    fetched up to where its epoch began, it answers a consumer's LATEST (and a timestamp found at or past what
+    is fetchable) with the retriable OFFSET_NOT_AVAILABLE instead of a high watermark that would make
+    acknowledged records look gone."""
+    start = partition.leader_epoch_start_offset
+    if replica_id != CONSUMER_REPLICA_ID or start is None or start <= log.high_watermark:
+        return None
+    return KafkaError(ErrorCode.OFFSET_NOT_AVAILABLE,
+                      f"the high watermark of {partition.name} ({log.high_watermark}) is behind the start offset "
+                      f"of leader epoch {partition.leader_epoch} ({start})")
 
 
 def _epoch_of(partition, log, ts, found) -> int:
