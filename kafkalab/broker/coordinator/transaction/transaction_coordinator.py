@@ -163,8 +163,8 @@ class TransactionCoordinator:
                 meta.transactional_id, self.state_manager.coordinator_epoch(meta.transactional_id),
                 meta.producer_id, meta.producer_epoch, committed, meta.topic_partitions,
                 still_coordinator=lambda: self.state_manager.get(meta.transactional_id) is meta)
-            if not owned:
-                return   # no longer its coordinator: the new one finishes it
+            if not owned or self.state_manager.get(txn_id) is not meta:
+                return   # no longer its coordinator (or fenced by a newer one): the new one finishes it
             transit = meta.prepare_transition(S.COMPLETE_COMMIT if committed else S.COMPLETE_ABORT,
                                               topic_partitions=set())
             try:
