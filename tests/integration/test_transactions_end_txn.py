@@ -135,3 +135,53 @@ def test_end_txn_answered_before_the_markers_then_concurrent_transactions(broker
     assert all(int.from_bytes(bytes(recs[0].key)[2:4], "big") == COMMIT for _, recs in controls)
     assert offsets() == (5, 5)
     assert consume_all(broker, topic, "read_committed", expected=3) == [b"first-0", b"first-1", b"second"]
+
+
+def test_a_reloaded_prepared_transaction_completes_while_the_old_marker_task_is_stuck(broker):
+    """The coordinator's metadata for an id is replaced (as when its ``__transaction_state`` partition is
+    loaded again) while the first marker task is still stuck on its way to the leader. The load finishes
+    the PrepareCommit it found, although the old task has not returned, and the old task, once it does,
+    writes no CompleteCommit of its own (its metadata is not the coordinator's any more)."""
+    from kafkalab.broker.coordinator.transaction.transaction_log import read_key, read_value
+    topic, txn_id = "txn-endtxn-reload", "tx-endtxn-reload"
+    create_topic(broker, topic, partitions=1)
+    coordinator = broker.server.transaction_coordinator
+    state = lambda: broker.call(lambda: str(coordinator.state_manager.get(txn_id).state))  # noqa: E731
+    channel = coordinator.marker_channel
+    original, gate, calls = channel._to_leader, broker.call(asyncio.Event), []
+
+    async def first_held(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 1:
+            await gate.wait()
+        return await original(*args, **kwargs)
+
+    p = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": txn_id, "linger.ms": 5})
+    p.init_transactions(WAIT_S)
+    p.begin_transaction()
+    p.produce(topic, b"only", partition=0)
+    p.flush(WAIT_S)
+    broker.call(lambda: setattr(channel, "_to_leader", first_held))
+    try:
+        p.commit_transaction(WAIT_S)
+        wait_until(lambda: len(calls) == 1, "the first marker task on its way")
+        old = broker.call(lambda: coordinator.state_manager.get(txn_id))
+        broker.call(coordinator.load)                   # the id's metadata replaced; PrepareCommit finished
+        assert broker.call(lambda: coordinator.state_manager.get(txn_id)) is not old
+        assert state() == "CompleteCommit" and len(calls) == 2
+        assert str(old.state) == "PrepareCommit"        # the old task still stuck
+    finally:
+        broker.call(gate.set)
+        broker.call(lambda: setattr(channel, "_to_leader", original))
+    wait_until(lambda: not broker.call(lambda: [t for t in coordinator._background if not t.done()]),
+               "the old marker task done")
+    assert str(old.state) == "PrepareCommit" and state() == "CompleteCommit"
+
+    def states():
+        out = []
+        for key, value in coordinator.state_manager.read_records():
+            if read_key(key) == txn_id:
+                out.append(read_value(value).state_name)
+        return out
+    assert broker.call(states) == ["Empty", "Ongoing", "PrepareCommit", "CompleteCommit"]   # one CompleteCommit
+    assert consume_all(broker, topic, "read_committed", expected=1) == [b"only"]
