@@ -165,7 +165,8 @@ class TransactionMarkerChannelManager:
             "topics": [{"name": t, "partition_indexes": ids} for t, ids in topics.items()]}]})
         try:
             response = await client.send(request)
-        except (ConnectionError, OSError, asyncio.TimeoutError) as exc:
+        except (ConnectionError, OSError, asyncio.TimeoutError, asyncio.IncompleteReadError) as exc:
+            # (IncompleteReadError: the leader closed the connection mid-answer, e.g. it was SIGKILLed)
             log.info("WriteTxnMarkers to broker %d failed (%r); retrying", leader, exc)
             await client.close()
             return {tp: ErrorCode.NOT_LEADER_OR_FOLLOWER for tp in tps}
