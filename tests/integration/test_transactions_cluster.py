@@ -137,10 +137,11 @@ def test_coordinator_sigkilled_mid_transaction(cluster):
 
 
 def test_coordinator_sigkilled_while_its_markers_are_on_their_way(cluster):
-    """EndTxn(commit): PrepareCommit is written and the COMMIT markers are on their way (one leader's
-    answer held back 4 s by a lab fault) when the coordinator's broker is SIGKILLed. The broker that
-    becomes the leader of the id's ``__transaction_state`` partition loads PrepareCommit, sends the
-    markers again and completes the commit; the producer's retried EndTxn succeeds."""
+    """EndTxn(commit): PrepareCommit is written (EndTxn is answered then, as Kafka's coordinator
+    answers) and the COMMIT markers are on their way (one leader's answer held back 4 s by a lab
+    fault) when the coordinator's broker is SIGKILLed. The broker that becomes the leader of the id's
+    ``__transaction_state`` partition loads PrepareCommit, sends the markers again and completes the
+    commit; the producer's ``commit_transaction()`` succeeds."""
     import threading
 
     from kafka.protocol.admin.transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
@@ -188,7 +189,8 @@ def test_coordinator_sigkilled_while_its_markers_are_on_their_way(cluster):
     assert sorted(read_committed(cluster.bootstrap_servers, topic, expected=6)) == sorted(b"v-%d" % i for i in range(6))
     assert outcome["result"] == "committed", outcome
     port = {b["id"]: b["port"] for b in cluster_helpers.broker_states(cluster)}[new]
-    assert state() == "CompleteCommit"                             # written by the new coordinator
+    # written by the new coordinator once every marker is written (the consumer may see the records first)
+    wait_until(lambda: state() == "CompleteCommit", "CompleteCommit written by the new coordinator")
 
 
 def test_copier_exactly_once_while_brokers_are_sigkilled(cluster):
