@@ -9,6 +9,7 @@ an output leader (and the group coordinator with it, at times): every record cop
 """
 from __future__ import annotations
 
+import collections
 import functools
 import subprocess
 import sys
@@ -211,7 +212,10 @@ class CopierProcess:
         self.copied: list[int] = []
         self.restarts: list[str] = []       # the copier's own start-overs after a KafkaException
         self.kills: list[str] = []          # the watchdog's SIGKILLs of a stalled copier
+        self.exits: list[str] = []          # copiers that ended by themselves (they never should)
+        self.other_output: collections.deque[str] = collections.deque(maxlen=10)   # e.g. a traceback's tail
         self.processes: list[subprocess.Popen] = []
+        self.readers: list[threading.Thread] = []
         self.last_progress = time.monotonic()
         self._spawn()
 
@@ -222,7 +226,8 @@ class CopierProcess:
                                 preexec_fn=pdeathsig_preexec())
         self.processes.append(proc)
         self.last_progress = time.monotonic()
-        threading.Thread(target=self._read, args=(proc,), daemon=True).start()
+        self.readers.append(threading.Thread(target=self._read, args=(proc,), daemon=True))
+        self.readers[-1].start()
 
     def _read(self, proc: subprocess.Popen) -> None:
         for raw in proc.stdout:
@@ -232,16 +237,22 @@ class CopierProcess:
                 self.last_progress = time.monotonic()
             elif line.startswith("restart: "):
                 self.restarts.append(line[len("restart: "):])
+            elif line and not line.startswith("%"):    # (librdkafka's own log lines start with %)
+                self.other_output.append(line)
 
     def total(self) -> int:
         return sum(self.copied)
 
     def tend(self, done) -> None:
         """Replace the copier if it is stalled and ``done()`` (every input offset committed) is not true."""
+        old = self.processes[-1]
+        if old.poll() is not None:
+            self.exits.append(f"pid {old.pid} exited with {old.returncode}")
+            self._spawn()
+            return
         stalled_s = time.monotonic() - self.last_progress
         if stalled_s < self.stall_s or done():
             return
-        old = self.processes[-1]
         old.kill()
         old.wait(10)
         self.kills.append(f"pid {old.pid} after {stalled_s:.0f}s without a commit, {self.total()} copied")
@@ -252,12 +263,17 @@ class CopierProcess:
             if proc.poll() is None:
                 proc.kill()
             proc.wait(10)
+        for reader in self.readers:
+            reader.join(10)
+        for proc in self.processes:
             for f in (proc.stdin, proc.stdout):
                 f.close()
 
     def report(self) -> str:
         return (f"{self.total()} copied in {len(self.copied)} transactions; {len(self.kills)} stalled copier(s) "
-                f"SIGKILLed and replaced: {self.kills}; copier restarts: {self.restarts}")
+                f"SIGKILLed and replaced: {self.kills}; copier restarts: {self.restarts}" +
+                (f"; copiers that exited: {self.exits}, their last output: {list(self.other_output)}"
+                 if self.exits else ""))
 
 
 def test_copier_exactly_once_while_brokers_are_sigkilled(cluster):
