@@ -41,8 +41,8 @@ def wait_stable(bootstrap: str, topic: str, timeout_s: float = 30.0) -> dict[int
     As in Kafka, ``commit_transaction()`` / ``abort_transaction()`` return once the coordinator has
     written PrepareCommit / PrepareAbort; the markers follow. A reader that must see the outcome waits
     for the LSO (ListOffsets at ``read_committed``) to pass the transaction, never for a fixed time."""
-    from confluent_kafka import IsolationLevel, OffsetSpec
-    from confluent_kafka.admin import AdminClient
+    from confluent_kafka import IsolationLevel
+    from confluent_kafka.admin import AdminClient, OffsetSpec
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     partitions = admin.list_topics(topic, timeout=10).topics[topic].partitions
