@@ -289,9 +289,9 @@ def test_copier_exactly_once_while_brokers_are_sigkilled(cluster):
     coordinator's broker is SIGKILLed, librdkafka may keep the dead broker as the group coordinator and
     ``send_offsets_to_transaction`` then never sends TxnOffsetCommit, nor returns at its timeout, until
     that broker comes back (librdkafka issues #5511, "rd_kafka_send_offsets_to_transaction() hangs when
-    the group coordinator is decommissioned", and #5456, its timeout never checked). Against real Kafka
-    it hangs the same way; the test restarts a killed broker only once the copier made progress, so a
-    hung copier in the test's own process would wait forever. The kill and replacement are a fault
+    the group coordinator is decommissioned", and #5456, its timeout never checked). The hang is the
+    client's, whichever broker it talks to; the test restarts a killed broker only once the copier made
+    progress, so a hung copier in the test's own process would wait forever. The kill and replacement are a fault
     exactly-once must survive too; their count is in the assertion messages."""
     src, dst = create_topic(cluster, "copy-in", 2), create_topic(cluster, "copy-out", 2)
     n = 300
