@@ -283,7 +283,8 @@ def test_copier_exactly_once_while_brokers_are_sigkilled(cluster):
     over from the committed offsets (a new instance, fencing the old). The output holds every input
     record exactly once.
 
-    As in Kafka's system test, the copier is a separate process (``tests/txn_copier.py``), watched for
+    As in Kafka's system test (whose ``TransactionalMessageCopier`` processes it also SIGKILLs on
+    purpose), the copier is a separate process (``tests/txn_copier.py``); here it is watched for
     progress: one that commits nothing for 20 s is SIGKILLed and replaced by a new process with the same
     transactional id. That is needed for librdkafka (2.16), not for the broker: after the group
     coordinator's broker is SIGKILLed, librdkafka may keep the dead broker as the group coordinator and
