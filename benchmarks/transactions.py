@@ -18,7 +18,8 @@ producer id, the topic's metadata and the leader connection are not counted. Mea
     records over the wall time from the first ``produce()`` to the last commit (or the flush);
 ``commit_ms_p50`` / ``commit_ms_p99``
     how long ``commit_transaction()`` took (it flushes the transaction's records, then EndTxn: the
-    coordinator writes PrepareCommit, the COMMIT markers go to the partition, CompleteCommit);
+    coordinator writes PrepareCommit and answers, as Kafka's; the COMMIT markers and CompleteCommit
+    follow, and the next transaction's AddPartitionsToTxn is CONCURRENT_TRANSACTIONS until they are done);
 ``lso_gap``
     for the transactional runs: high watermark minus the records written, i.e. the control batches
     (one COMMIT marker per transaction per partition takes one offset).

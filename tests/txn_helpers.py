@@ -32,3 +32,31 @@ def read_committed(bootstrap: str, topic: str, expected: int, timeout_s: float =
     finally:
         c.close()
     return values
+
+
+def wait_stable(bootstrap: str, topic: str, timeout_s: float = 30.0) -> dict[int, int]:
+    """Wait until the last stable offset of every partition of ``topic`` is its high watermark -- no
+    transaction open on it, and the markers of the ones ended written -- and return the ends.
+
+    As in Kafka, ``commit_transaction()`` / ``abort_transaction()`` return once the coordinator has
+    written PrepareCommit / PrepareAbort; the markers follow. A reader that must see the outcome waits
+    for the LSO (ListOffsets at ``read_committed``) to pass the transaction, never for a fixed time."""
+    from confluent_kafka import IsolationLevel
+    from confluent_kafka.admin import AdminClient, OffsetSpec
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    partitions = admin.list_topics(topic, timeout=10).topics[topic].partitions
+    tps = [TopicPartition(topic, p) for p in sorted(partitions)]
+
+    def ends(level) -> dict[int, int]:
+        futures = admin.list_offsets({tp: OffsetSpec.latest() for tp in tps}, isolation_level=level)
+        return {tp.partition: f.result(10).offset for tp, f in futures.items()}
+    deadline = time.monotonic() + timeout_s
+    while True:
+        high, stable = ends(IsolationLevel.READ_UNCOMMITTED), ends(IsolationLevel.READ_COMMITTED)
+        if stable == high:
+            return high
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{topic}: last stable offsets {stable} still behind the high watermarks {high} "
+                               f"after {timeout_s:.0f} s")
+        time.sleep(0.05)

@@ -28,6 +28,7 @@ import kafkalab
 from kafkalab.partitioner import crc32_partition, murmur2_partition
 from kafkalab.spark import BUILTIN_PROVIDER, NAME, has_builtin_kafka, kafka_format, log_path, session, stop
 from kafkalab.spark import connector
+from txn_helpers import wait_stable
 
 T0 = 1735722000000
 PARTITIONS = 3
@@ -289,5 +290,6 @@ def test_isolation_levels_with_committed_aborted_and_open_transactions(spark, br
     # partition 0: commit 0-2, marker 3, aborted 4-6, marker 7, commit 8-10, marker 11, open 12-13
     assert [r["offset"] for r in committed if r["partition"] == 0] == [0, 1, 2, 8, 9, 10]
     producer.commit_transaction(30)
+    wait_stable(broker.bootstrap_servers, topic)     # as on Kafka, the COMMIT markers follow EndTxn's answer
     assert len(read("read_committed")) == 16
     assert len(read("read_uncommitted")) == 22

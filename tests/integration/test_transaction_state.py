@@ -26,7 +26,7 @@ from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProdu
 import kafka_wire as wire
 import kafkalab
 from conftest import NO_RETENTION_CHECK
-from txn_helpers import read_committed
+from txn_helpers import read_committed, wait_stable
 from kafkalab.broker.common.records import ABORT, COMMIT, iter_batches, iter_records
 from kafkalab.broker.coordinator.transaction.transaction_log import (STATUS_IDS, TRANSACTION_STATE_TOPIC,
                                                                      TransactionLogValue, key_to_bytes,
@@ -230,6 +230,7 @@ def test_kafkas_dump_tool_reads_the_files_as_kafkalab_does(tmp_path):
             p.produce("txn-dump", b"v", partition=0)
             p.flush(WAIT_S)
             end(WAIT_S)
+        wait_stable(b.bootstrap_servers, "txn-dump")   # the ABORT marker follows EndTxn's answer, as on Kafka
         part = b.call(lambda: b.server.transaction_coordinator.state_manager.partition_for("tx-dump"))
     files = [glob.glob(os.path.join(log_dir, f"{TRANSACTION_STATE_TOPIC}-{part}", "*.log"))[0],
              os.path.join(log_dir, "txn-dump-0", "00000000000000000000.txnindex"),
@@ -281,6 +282,7 @@ def test_compaction_keeps_the_txnindex(tmp_path):
         # the open transaction's record is still there, above what was cleaned
         assert mine.end_offset == before[1]
         p.abort_transaction(WAIT_S)
+        wait_stable(b.bootstrap_servers, topic)   # its ABORT marker (and .txnindex entry) follows EndTxn's answer
     sizes = [os.path.getsize(f) for f in glob.glob(os.path.join(log_dir, f"{topic}-0", "*.txnindex"))]
     assert sum(sizes) == 2 * 34                                  # the first abort, and the last one
     with kafkalab.mini(log_dir=log_dir, **FAST) as b:

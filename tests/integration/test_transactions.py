@@ -45,6 +45,17 @@ def consume_all(broker, topic, isolation, expected=None, group=None, timeout_s=8
     return values
 
 
+def wait_complete(broker, txn_id, timeout_s=WAIT_S):
+    """Wait until the coordinator wrote CompleteCommit / CompleteAbort for ``txn_id``: as in Kafka, EndTxn
+    (``commit_transaction()``) is answered once PrepareCommit / PrepareAbort is written, before the markers."""
+    coordinator = broker.server.transaction_coordinator
+    state = lambda: broker.call(lambda: str(coordinator.state_manager.get(txn_id).state))  # noqa: E731
+    deadline = time.monotonic() + timeout_s
+    while state() not in ("CompleteCommit", "CompleteAbort"):
+        assert time.monotonic() < deadline, f"{txn_id} still {state()}"
+        time.sleep(0.05)
+
+
 def partition_log(broker, topic, index):
     return broker.server.replica_manager.get_partition(topic, index).log
 
@@ -70,6 +81,7 @@ def test_commit_and_abort_read_committed(broker):
         p.produce(topic, b"aborted-%d" % i, partition=i % 2)
     p.flush(WAIT_S)
     p.abort_transaction(WAIT_S)
+    wait_complete(broker, "tx-basic")
 
     committed = consume_all(broker, topic, "read_committed", expected=4)
     assert sorted(committed) == [b"committed-%d" % i for i in range(4)]
@@ -116,6 +128,7 @@ def test_open_transaction_holds_back_read_committed_then_reinit_aborts_it(broker
     new.begin_transaction()
     new.produce(topic, b"after-reinit", partition=0)
     new.commit_transaction(WAIT_S)
+    wait_complete(broker, "tx-open")
     assert consume_all(broker, topic, "read_committed", expected=1) == [b"after-reinit"]
     info = broker.call(lambda: broker.server.transaction_coordinator.state_manager.get("tx-open").describe())
     assert info["state"] == "CompleteCommit" and info["producer_epoch"] == 2   # 0, fenced 1, then 2
@@ -202,6 +215,7 @@ def test_timed_out_transaction_is_aborted(broker):
     time.sleep(1.2)
     coordinator = broker.server.transaction_coordinator
     assert broker.call(coordinator.abort_timed_out_transactions) == 1
+    wait_complete(broker, "tx-slow")   # as Kafka's timer, it wrote PrepareAbort; the markers follow
     log = partition_log(broker, topic, 0)
     assert broker.call(lambda: log.last_stable_offset) == 2
     assert [struct.unpack(">hh", r[0].key)[1] for h, r in batches(broker, topic, 0) if h.is_control] == [ABORT]
@@ -217,6 +231,7 @@ def test_dump_log_shows_markers(broker):
     p.begin_transaction()
     p.produce(topic, b"x", partition=0)
     p.commit_transaction(WAIT_S)
+    wait_complete(broker, "tx-dump")
     log = partition_log(broker, topic, 0)
     [segment] = glob.glob(os.path.join(log.dir, "*.log"))
     buf = io.StringIO()
@@ -297,6 +312,7 @@ def test_describe_and_list_transactions(broker):
     done.begin_transaction()
     done.produce(topic, b"x", partition=0)
     done.commit_transaction(WAIT_S)
+    wait_complete(broker, "tx-done")
     open_ = txn_producer(broker, "tx-open-describe", **{"transaction.timeout.ms": 30000})
     open_.begin_transaction()
     open_.produce(topic, b"y", partition=0)

@@ -8,15 +8,15 @@ Not implemented: v5 (transactions V2: the epoch bumped at every commit, KIP-890
 part 2).
 
 ``commit_transaction()`` / ``abort_transaction()``: the coordinator moves the
-transaction to PrepareCommit / PrepareAbort, writes a COMMIT / ABORT marker to
-every partition in it (and to the group's ``__consumer_offsets`` partition,
-which applies or drops the transaction's offsets), then CompleteCommit /
-CompleteAbort. A retry of the same EndTxn is answered NONE; the other one
-(abort after commit) INVALID_TXN_STATE, as is ending a transaction that never
-began. Each state is written to ``__transaction_state`` before it is acted on;
-on the standalone broker the markers are written before the answer (Kafka
-answers once PrepareCommit / PrepareAbort is written, and sends the markers
-afterwards).
+transaction to PrepareCommit / PrepareAbort and answers once that is written
+to ``__transaction_state``, as Kafka does; then it writes a COMMIT / ABORT
+marker to every partition in it (and to the group's ``__consumer_offsets``
+partition, which applies or drops the transaction's offsets), then
+CompleteCommit / CompleteAbort. Until then an EndTxn (or AddPartitionsToTxn,
+InitProducerId) for the id gets CONCURRENT_TRANSACTIONS, and the client
+retries. A retry of the same EndTxn once complete is answered NONE; the other
+one (abort after commit) INVALID_TXN_STATE, as is ending a transaction that
+never began.
 """
 from kafka.protocol.producer.transaction import EndTxnRequest, EndTxnResponse
 

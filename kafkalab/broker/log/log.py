@@ -156,11 +156,12 @@ class UnifiedLog:
         leader takes, and the group coordinator's transactional offset commits, whose sequence numbers
         are not checked."""
         batches = self.analyze_and_validate(records)
-        for _, header in batches:  # duplicates and sequence gaps, before anything is written
+        for pos, header in batches:  # duplicates and sequence gaps, before anything is written
             if header.is_control:
                 if not from_coordinator:
                     raise KafkaError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
-                self.producer_state.check_marker(header)
+                self.producer_state.check_marker(
+                    header, marker_coordinator_epoch(memoryview(records)[pos:pos + header.size]))
                 continue
             if from_coordinator:
                 continue

@@ -118,14 +118,21 @@ class ProducerStateManager:
                              f"producer {pid}: expected sequence {expected}, got {header.base_sequence}")
         return None
 
-    def check_marker(self, header: BatchHeader) -> None:
+    def check_marker(self, header: BatchHeader, coordinator_epoch: int = -1) -> None:
         """A COMMIT/ABORT marker from an older epoch than the producer's is refused (Kafka's
-        ``ProducerAppendInfo.checkProducerEpoch`` for control batches)."""
+        ``ProducerAppendInfo.checkProducerEpoch`` for control batches), and so is one written by an
+        older transaction coordinator than the last marker's (``appendEndTxnMarker``: a zombie
+        coordinator, e.g. one that lost the leadership of ``__transaction_state`` while its markers
+        were on their way, is TRANSACTION_COORDINATOR_FENCED)."""
         entry = self.producers.get(header.producer_id)
         if entry is not None and header.producer_epoch < entry.epoch:
             raise KafkaError(ErrorCode.INVALID_PRODUCER_EPOCH,
                              f"marker for producer {header.producer_id} with epoch {header.producer_epoch}, "
                              f"older than {entry.epoch}")
+        if entry is not None and entry.coordinator_epoch > coordinator_epoch:
+            raise KafkaError(ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+                             f"marker for producer {header.producer_id} from coordinator epoch {coordinator_epoch} "
+                             f"(zombie), {entry.coordinator_epoch} (current)")
 
     def update(self, header: BatchHeader, coordinator_epoch: int = -1) -> CompletedTxn | None:
         """Record an appended batch (also used when rebuilding state from the log); a marker (with

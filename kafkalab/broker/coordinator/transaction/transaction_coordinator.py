@@ -9,7 +9,7 @@
   ``transaction.max.timeout.ms`` is INVALID_TRANSACTION_TIMEOUT.
 * **AddPartitionsToTxn** / **AddOffsetsToTxn**: the partitions (for offsets: the group's
   ``__consumer_offsets`` partition) join the transaction, which becomes Ongoing.
-* **EndTxn**: PrepareCommit / PrepareAbort, the markers to every partition
+* **EndTxn**: PrepareCommit / PrepareAbort written, the answer, then the markers to every partition
   (:mod:`.transaction_marker_channel_manager`), then CompleteCommit / CompleteAbort.
 * Ongoing transactions older than their timeout are aborted every
   ``transaction.abort.timed.out.transaction.cleanup.interval.ms`` (the producer is fenced).
@@ -28,12 +28,12 @@ becomes its leader (other brokers answer NOT_COORDINATOR, COORDINATOR_LOAD_IN_PR
 loads) and forgets its ids when it stops being it; the markers go to the partitions' leaders over
 the network (:mod:`.transaction_marker_channel_manager`).
 
-Where the mini broker differs (docs/differences.md): the markers are written before EndTxn is
-answered, so a client sees PrepareCommit/PrepareAbort (CONCURRENT_TRANSACTIONS from InitProducerId,
-AddPartitionsToTxn and EndTxn, as in Kafka) only while markers are retried to a moved leader or
-after the coordinator died between the two; an InitProducerId that aborts an open transaction
-answers CONCURRENT_TRANSACTIONS, as Kafka, and writes the ABORT markers right after the answer; the
-client's retry gets the epoch bumped twice (fence, then the new producer's epoch).
+As in Kafka, EndTxn is answered once PrepareCommit / PrepareAbort is written (and, in cluster mode,
+replicated); the markers are written after the answer, and until CompleteCommit / CompleteAbort is
+written a client gets CONCURRENT_TRANSACTIONS from InitProducerId, AddPartitionsToTxn and EndTxn
+(and retries). An InitProducerId that aborts an open transaction answers CONCURRENT_TRANSACTIONS
+and writes the ABORT markers right after the answer; the client's retry gets the epoch bumped twice
+(fence, then the new producer's epoch).
 """
 from __future__ import annotations
 
@@ -59,7 +59,9 @@ class TransactionCoordinator:
         self.zk_mode: bool = getattr(broker, "zk_mode", False)
         self._tasks: list[asyncio.Task] = []
         self._background: set[asyncio.Task] = set()
-        self._completing: set[str] = set()   # transactional ids whose markers are being written
+        #: transactional id -> the metadata whose markers are being written (one task per transaction; a
+        #: task left from before the id was unloaded and loaded again never blocks the new metadata's)
+        self._completing: dict[str, TransactionMetadata] = {}
 
     # -- InitProducerId -----------------------------------------------------------------------
 
@@ -95,7 +97,7 @@ class TransactionCoordinator:
             if meta.state == S.ONGOING:
                 # the previous instance left a transaction open: fence it and abort it, and answer
                 # CONCURRENT_TRANSACTIONS; the client retries and gets its epoch once the abort is complete
-                await self._fence_and_abort(meta, "a new producer instance called InitProducerId", wait=False)
+                await self._fence_and_abort(meta, "a new producer instance called InitProducerId")
                 return ErrorCode.CONCURRENT_TRANSACTIONS, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
             # Empty, CompleteCommit, CompleteAbort: the next epoch (a new producer id once it is exhausted)
             if meta.producer_epoch + 1 > MAX_PRODUCER_EPOCH:
@@ -117,7 +119,7 @@ class TransactionCoordinator:
     def _new_producer_id(self) -> int:
         return self.broker.producer_id_manager.generate_producer_id()
 
-    async def _fence_and_abort(self, meta: TransactionMetadata, why: str, wait: bool = True) -> None:
+    async def _fence_and_abort(self, meta: TransactionMetadata, why: str) -> None:
         """Kafka's ``prepareFenceProducerEpoch`` then ``endTransaction(ABORT)``: the epoch goes up by
         one (the old instance is fenced) and the ABORT markers carry the new epoch. PrepareEpochFence
         is a state of the memory only: what is written is PrepareAbort with the bumped epoch."""
@@ -125,10 +127,7 @@ class TransactionCoordinator:
         epoch = meta.producer_epoch + 1 if meta.producer_epoch < MAX_PRODUCER_EPOCH else meta.producer_epoch
         transit = meta.prepare_transition(S.PREPARE_ABORT, producer_epoch=epoch)
         await self.state_manager.append_transaction_to_log(meta, transit)
-        if wait:
-            await self._send_markers_and_complete(meta)
-        else:   # as Kafka's marker channel: after the answer
-            self._spawn(self._send_markers_and_complete(meta))
+        self._spawn(self._send_markers_and_complete(meta))   # as Kafka's marker channel: after the answer
 
     def _spawn(self, coro) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -141,27 +140,31 @@ class TransactionCoordinator:
             log.error("transaction coordinator task failed", exc_info=task.exception())
 
     async def _complete(self, meta: TransactionMetadata, committed: bool) -> None:
-        """EndTxn from the client: PrepareCommit / PrepareAbort written, then the markers, then
-        CompleteCommit / CompleteAbort written. Raises KafkaError if the first write fails."""
+        """EndTxn from the client: PrepareCommit / PrepareAbort written (Kafka's ``endTransaction``
+        answers here, its ``sendTxnMarkersCallback``), then, after the answer, the markers and
+        CompleteCommit / CompleteAbort. Raises KafkaError if the first write fails. Until the
+        transaction is complete, InitProducerId, AddPartitionsToTxn and EndTxn for its id get
+        CONCURRENT_TRANSACTIONS."""
         transit = meta.prepare_transition(S.PREPARE_COMMIT if committed else S.PREPARE_ABORT)
         await self.state_manager.append_transaction_to_log(meta, transit)
-        await self._send_markers_and_complete(meta)
+        self._spawn(self._send_markers_and_complete(meta))
 
     async def _send_markers_and_complete(self, meta: TransactionMetadata) -> None:
         """The markers of a transaction in PrepareCommit / PrepareAbort, then its Complete state
         (Kafka's ``TransactionMarkerChannelManager`` and ``tryCompleteTransition``). A transaction
         whose Complete state cannot be written stays prepared; the next check finishes it."""
-        if meta.state not in (S.PREPARE_COMMIT, S.PREPARE_ABORT) or meta.transactional_id in self._completing:
+        txn_id = meta.transactional_id
+        if meta.state not in (S.PREPARE_COMMIT, S.PREPARE_ABORT) or self._completing.get(txn_id) is meta:
             return   # completed meanwhile, or being completed
-        self._completing.add(meta.transactional_id)
+        self._completing[txn_id] = meta
         try:
             committed = meta.state == S.PREPARE_COMMIT
             owned = await self.marker_channel.add_txn_markers_to_send(
                 meta.transactional_id, self.state_manager.coordinator_epoch(meta.transactional_id),
                 meta.producer_id, meta.producer_epoch, committed, meta.topic_partitions,
                 still_coordinator=lambda: self.state_manager.get(meta.transactional_id) is meta)
-            if not owned:
-                return   # no longer its coordinator: the new one finishes it
+            if not owned or self.state_manager.get(txn_id) is not meta:
+                return   # no longer its coordinator (or fenced by a newer one): the new one finishes it
             transit = meta.prepare_transition(S.COMPLETE_COMMIT if committed else S.COMPLETE_ABORT,
                                               topic_partitions=set())
             try:
@@ -170,7 +173,8 @@ class TransactionCoordinator:
                 log.warning("transactional id %s: %s not written (%s); retried later", meta.transactional_id,
                             transit.state, exc.message)
         finally:
-            self._completing.discard(meta.transactional_id)
+            if self._completing.get(txn_id) is meta:
+                del self._completing[txn_id]
 
     # -- checks shared by the transaction APIs ------------------------------------------------
 
@@ -231,8 +235,11 @@ class TransactionCoordinator:
         if state == S.COMPLETE_ABORT:
             return ErrorCode.NONE if not committed else ErrorCode.INVALID_TXN_STATE
         if state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
-            return (ErrorCode.CONCURRENT_TRANSACTIONS if committed == (state == S.PREPARE_COMMIT)
-                    else ErrorCode.INVALID_TXN_STATE)
+            # the markers are on their way: Kafka's metadata has CompleteCommit / CompleteAbort pending from the
+            # moment PrepareCommit / PrepareAbort is written (``prepareComplete``, also when it is loaded), and a
+            # pending transition answers CONCURRENT_TRANSACTIONS before the state is looked at, to a retried
+            # EndTxn as to the other one (abort while PrepareCommit)
+            return ErrorCode.CONCURRENT_TRANSACTIONS
         return ErrorCode.INVALID_TXN_STATE   # Empty (nothing to end), Dead, PrepareEpochFence
 
     # -- what partition leaders ask (Produce, TxnOffsetCommit) --------------------------------
@@ -259,10 +266,12 @@ class TransactionCoordinator:
 
     async def abort_timed_out_transactions(self) -> int:
         """Kafka's ``abortTimedOutTransactions``: fence and abort what ran past its timeout; also
-        finish a transaction left prepared (its Complete state not written yet)."""
+        finish a transaction left prepared (its Complete state not written yet). As Kafka's, it writes
+        PrepareAbort and hands the markers to the channel: a marker retried to a moved leader never holds
+        up the next check."""
         for meta in [m for m in self.state_manager.transactions.values()
                      if m.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT)]:
-            await self._send_markers_and_complete(meta)
+            self._spawn(self._send_markers_and_complete(meta))
         expired = self.state_manager.timed_out_transactions()
         for meta in expired:
             try:

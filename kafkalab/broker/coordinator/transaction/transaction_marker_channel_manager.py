@@ -80,7 +80,8 @@ class TransactionMarkerChannelManager:
                                       still_coordinator=lambda: True) -> bool:
         """Write the markers of one transaction to every partition in it, retrying where the leader
         moved; False if this broker stopped being the transaction's coordinator before they were all
-        written (the new coordinator writes them again)."""
+        written, or a partition says a newer coordinator wrote markers there (TRANSACTION_COORDINATOR_FENCED):
+        the new coordinator writes them again."""
         pending = set(partitions)
         kind = "COMMIT" if committed else "ABORT"
         while pending:
@@ -106,6 +107,12 @@ class TransactionMarkerChannelManager:
                                  ErrorCode(code).name)
                     if code == ErrorCode.NONE:
                         pending.discard(tp)
+                    elif code == ErrorCode.TRANSACTION_COORDINATOR_FENCED:
+                        # a newer coordinator already wrote this producer's markers there: this one is a
+                        # zombie, it gives the transaction up (Kafka's ``abortSending``), the new one finishes it
+                        log.info("transaction %s: coordinator epoch %d fenced at %s-%d; its markers are left to "
+                                 "the new coordinator", transactional_id, coordinator_epoch, *tp)
+                        return False
                     elif code not in RETRIABLE:
                         log.warning("transaction %s: %s marker for %s-%d not written: %s", transactional_id,
                                     kind, *tp, ErrorCode(code).name)
@@ -158,7 +165,8 @@ class TransactionMarkerChannelManager:
             "topics": [{"name": t, "partition_indexes": ids} for t, ids in topics.items()]}]})
         try:
             response = await client.send(request)
-        except (ConnectionError, OSError, asyncio.TimeoutError) as exc:
+        except (ConnectionError, OSError, asyncio.TimeoutError, asyncio.IncompleteReadError) as exc:
+            # (IncompleteReadError: the leader closed the connection mid-answer, e.g. it was SIGKILLed)
             log.info("WriteTxnMarkers to broker %d failed (%r); retrying", leader, exc)
             await client.close()
             return {tp: ErrorCode.NOT_LEADER_OR_FOLLOWER for tp in tps}
