@@ -6,9 +6,14 @@
 //         that returned records; stops once EXPECTED records were consumed, 3 s after its last record or
 //         assignment, or after SECONDS. Prints "ASSIGNED <partitions>" / "REVOKED <partitions>" at each rebalance callback, then
 //         "CONSUMED <n>" and "GROUP_METADATA <member id> <generation, or the member epoch>".
+//   produce BOOTSTRAP TOPIC N
+//         a KafkaProducer with acks=all and enable.idempotence=true sends N records (key "k<i % 12>", value the
+//         8-digit i), flushes, and prints "ACKED <n>" and "FAILED <n>" (records its callback saw succeed / fail).
 import java.time.Duration;
 import java.util.*;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.clients.consumer.*;
+import org.apache.kafka.clients.producer.*;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.*;
 
@@ -22,7 +27,31 @@ public class GroupClient {
         return b.length() == 0 ? "-" : b.toString();
     }
 
+    static void produce(String bootstrap, String topic, int n) {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("acks", "all");
+        p.put("enable.idempotence", "true");
+        p.put("key.serializer", StringSerializer.class.getName());
+        p.put("value.serializer", StringSerializer.class.getName());
+        AtomicInteger acked = new AtomicInteger(), failed = new AtomicInteger();
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+            for (int i = 0; i < n; i++) {
+                producer.send(new ProducerRecord<>(topic, "k" + (i % 12), String.format("%08d", i)),
+                              (md, e) -> (e == null ? acked : failed).incrementAndGet());
+            }
+            producer.flush();
+        }
+        System.out.println("ACKED " + acked.get());
+        System.out.println("FAILED " + failed.get());
+        System.out.flush();
+    }
+
     public static void main(String[] a) {
+        if (a[0].equals("produce")) {
+            produce(a[1], a[2], Integer.parseInt(a[3]));
+            return;
+        }
         String bootstrap = a[1], topic = a[2], group = a[3], protocol = a[4];
         int expected = Integer.parseInt(a[5]);
         long deadline = System.currentTimeMillis() + 1000L * Integer.parseInt(a[6]);
