@@ -3,9 +3,10 @@
 Usage (from the repository root; Kafka from ``kafkalab fetch-kafka 3.9`` and ``kafkalab fetch-kafka 4``)::
 
     python benchmarks/kraft_vs_zookeeper.py --json benchmarks/results/kraft-vs-zookeeper.json
-    python benchmarks/kraft_vs_zookeeper.py --clusters mini,kraft-combined
+    python benchmarks/kraft_vs_zookeeper.py --clusters mini,mini-kraft --repeat 3
 
-The clusters, one after the other: ``mini`` (ZooKeeper + 3 mini brokers, the lab's default), ``kafka``
+The clusters, one after the other: ``mini`` (ZooKeeper + 3 mini brokers, the lab's default), ``mini-kraft``
+(3 mini controllers, ``python -m kafkalab.controller``, + 3 mini brokers in KRaft mode, no ZooKeeper), ``kafka``
 (ZooKeeper + 3 Apache Kafka 3.9 brokers), ``kraft-combined`` (3 Kafka 4.x nodes, each broker and controller)
 and ``kraft`` (3 Kafka 4.x controllers + 3 brokers). For each:
 
@@ -48,7 +49,7 @@ from real_kafka import kraft_rss, start  # noqa: E402
 from kafkalab.cluster.distribution import fetch_kafka  # noqa: E402
 from kafkalab.cluster.failover_probe import kill_and_watch, preferred_leader  # noqa: E402
 
-CLUSTERS = ("mini", "kafka", "kraft-combined", "kraft")
+CLUSTERS = ("mini", "mini-kraft", "kafka", "kraft-combined", "kraft")
 GOAL_S = 2.0
 ASSIGNMENT = [[1, 2, 3], [2, 3, 1], [3, 1, 2]]
 
@@ -77,12 +78,19 @@ def _leaders_settled(c, topic: str) -> None:
     _wait(lambda: all(len(isr) == 3 for isr in c.describe(topic)["isr"]), "every ISR full again", 120)
 
 
+def _start(name: str, homes: dict):
+    if name == "mini-kraft":
+        import kafkalab
+        return kafkalab.cluster(brokers=3, mode="kraft")
+    return start(name, homes)
+
+
 def one_cluster(name: str, homes: dict) -> dict:
     before = load()
     t0 = time.perf_counter()
-    c = start(name, homes)
+    c = _start(name, homes)
     ready = time.perf_counter() - t0
-    rss = kraft_rss if name.startswith("kraft") else cluster_rss
+    rss = kraft_rss if "kraft" in name else cluster_rss
     topic = "failover"
     try:
         _create_topic(c, topic)
@@ -114,6 +122,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--clusters", default=",".join(CLUSTERS), help=f"a subset of {','.join(CLUSTERS)}")
     parser.add_argument("--json", help="write every number to this file")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per cluster (the clusters alternating)")
     args = parser.parse_args(argv)
     names = [n for n in args.clusters.split(",") if n]
     unknown = set(names) - set(CLUSTERS)
@@ -125,7 +134,7 @@ def main(argv=None) -> int:
     if any(n.startswith("kraft") for n in names):
         homes["kraft"] = str(fetch_kafka("4"))
     results = []
-    for name in names:
+    for name in [n for _ in range(args.repeat) for n in names]:
         r = one_cluster(name, homes)
         results.append(r)
         ctl, brk = r["controller"], r["broker"]
