@@ -107,7 +107,10 @@ def test_the_group_moves_with_its_coordinator_on_a_mini_cluster(tmp_path):
             poll(0.5)
             d = admin.describe_consumer_groups([group])[group].result()
             parts = sorted(len(m.assignment.topic_partitions) for m in d.members)
-            return d if parts == [2, 2] and str(d.state).endswith("STABLE") else None
+            # the coordinator's view and each client's own: a member's on_assign runs in a later poll()
+            # than the heartbeat response the coordinator marks it STABLE with
+            mine = sorted(len(k.assignment()) for k in consumers)
+            return d if parts == mine == [2, 2] and str(d.state).endswith("STABLE") else None
         try:
             d = wait_until(stable, "the group is stable with 2 partitions each", timeout=60)
             assignment = {m.member_id: sorted(tp.partition for tp in m.assignment.topic_partitions) for m in d.members}
