@@ -41,6 +41,7 @@ from .broker_lifecycle_manager import BrokerLifecycleManager
 from .broker_metadata_publisher import BrokerMetadataPublisher
 from .broker_to_controller_channel import BrokerToControllerChannelManager
 from .forwarding import KRaftAdminManager, RPCProducerIdManager
+from .forwarding_manager import ForwardingManager
 from .metadata_image import MetadataImage
 from .storage_tool import directory_id_of
 
@@ -70,6 +71,7 @@ class BrokerServer(KafkaServer):
         self.kraft_mode = True
         self.metadata_cache = MetadataCache(self.log_dir, zk_mode=True)
         self.admin_manager = KRaftAdminManager(self)
+        self.forwarding_manager = ForwardingManager(self)
         self.voters = parse_voters(config["controller.quorum.voters"])
         self.metadata_log_dir = config["metadata.log.dir"] or self.log_dir
         self.raft_client: KafkaRaftClient | None = None

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..controller.cluster_control_manager import ClusterControlManager
+from ..controller.configuration_control_manager import ConfigurationControlManager
 from ..controller.feature_control_manager import FeatureControlManager
 from ..controller.metadata_record import read_committed, uuid_of
 from ..controller.producer_id_control_manager import ProducerIdControlManager
@@ -44,6 +45,7 @@ class MetadataImage:
         self.cluster = ClusterControlManager(None, self.features)
         self.replication = ReplicationControlManager(self.cluster)
         self.producer_ids = ProducerIdControlManager()
+        self.configuration = ConfigurationControlManager(self.replication)
         self.next_offset = 0          # every committed record below it is applied
 
     @property
