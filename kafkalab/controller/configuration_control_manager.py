@@ -151,8 +151,7 @@ class ConfigurationControlManager:
             except ValueError as exc:
                 raise KafkaError(ErrorCode.INVALID_CONFIG, str(exc)) from None
             if name not in self.replication.topics_by_name:
-                raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                 "This server does not host this topic-partition.")
+                raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
         elif resource_type == BROKER:
             if name:
                 try:

@@ -37,6 +37,12 @@ from .metadata_record import ApiMessageAndVersion
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state")
 
 
+def _unknown_topic() -> KafkaError:
+    exc = KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    exc.message = None            # Kafka's controller answers this one without a message
+    return exc
+
+
 def create_partitions(manager, topics, validate_only: bool) -> tuple[list[ApiMessageAndVersion], list[dict]]:
     """``manager``: the :class:`ReplicationControlManager`; ``topics``: the request's topics (name, count,
     assignments). Returns (records, one result per topic: name, error_code, error_message)."""
@@ -60,7 +66,7 @@ def _create_partitions(manager, t) -> list[ApiMessageAndVersion]:
     topic_id = manager.topics_by_name.get(t.name)
     topic = manager.topics.get(topic_id) if topic_id is not None else None
     if topic is None:
-        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
+        raise _unknown_topic()
     if t.name in INTERNAL_TOPICS:
         raise KafkaError(ErrorCode.INVALID_REQUEST, f"Topic '{t.name}' is an internal topic; the mini broker does not "
                          "add partitions to it (its coordinator finds each group's records by the partition count).")

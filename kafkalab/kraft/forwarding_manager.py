@@ -12,6 +12,9 @@ EnvelopeRequest, with the client's address and principal, and sends it through i
   active controller (the broker's observer knows the Raft leader) and sends the envelope again, until
   ``request.timeout.ms`` (30 s; the CreateTopics/DeleteTopics/CreatePartitions ``timeout_ms`` when
   larger); then the client gets its request's REQUEST_TIMED_OUT answer;
+* AlterConfigs and IncrementalAlterConfigs are first checked by the broker
+  (:class:`~kafkalab.kraft.config_admin_manager.ConfigAdminManager`); the resources it answers itself are left out
+  of the forwarded request, which is then re-serialized under the client's header, as Kafka does;
 * ``ResponseData``: the controller's answer to the client's request, response header included; the
   broker sends it to the client as it is;
 * envelope error UNSUPPORTED_VERSION: the broker closes the client's connection, so that the client
@@ -36,6 +39,7 @@ from ..broker.common.errors import ErrorCode
 from ..broker.network.socket_server import CloseConnection
 from ..controller.controller_messages import EnvelopeRequest
 from ..controller.envelope_utils import FORWARDABLE
+from .config_admin_manager import ConfigAdminManager
 
 log = logging.getLogger("kafkalab.kraft.forwarding")
 REQUEST_TIMEOUT_MS = 30_000
@@ -71,11 +75,20 @@ def error_result(api_key: int, request, code: int, message: str) -> dict:
          "resource_name": r.resource_name} for r in request.resources]}
 
 
+class _Answered(Exception):
+    """The client's request answered by the broker with one error (not forwarded, or no usable answer)."""
+
+    def __init__(self, code: ErrorCode, message: str | None):
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
 class ForwardingManager:
     forwarded_apis = frozenset(FORWARDABLE)
 
     def __init__(self, broker):
         self.broker = broker
+        self.config_admin = ConfigAdminManager(broker.broker_id)
         self.forwarded = 0          # envelopes answered (for tests and notebooks)
 
     def _timeout_s(self, request) -> float:
@@ -84,26 +97,71 @@ class ForwardingManager:
     async def forward(self, frame: bytes, request, client_host: str, api_version: int, correlation_id: int) -> bytes:
         """Forward the client's request (``frame``: its header and body); the framed answer for the client."""
         api_key = struct.unpack_from(">h", frame)[0]
-        envelope = build(EnvelopeRequest, 0, {"request_data": bytes(frame), "request_principal": ANONYMOUS_PRINCIPAL,
+        if api_key in (33, 44):
+            answered = self.config_admin.preprocess(request.resources, incremental=api_key == 44)
+            if answered:
+                return await self._forward_config_rest(api_key, request, answered, client_host, api_version,
+                                                       correlation_id)
+        try:
+            data = await self._round_trip(api_key, bytes(frame), request, client_host, api_version)
+        except _Answered as answer:
+            return self._error(api_key, request, api_version, correlation_id, answer.code, answer.message)
+        return _SIZE.pack(len(data)) + data
+
+    async def _round_trip(self, api_key: int, data: bytes, request, client_host: str, api_version: int) -> bytes:
+        """One envelope to the active controller: the inner response's bytes (its header, its body)."""
+        envelope = build(EnvelopeRequest, 0, {"request_data": data, "request_principal": ANONYMOUS_PRINCIPAL,
                                               "client_host_address": client_address(client_host)})
         name = FORWARDABLE[api_key]
         try:
             response = await self.broker.controller_channel.send(envelope, "forwarding", self._timeout_s(request))
         except TimeoutError as exc:
             log.info("broker %d: %s not forwarded: %s", self.broker.broker_id, name, exc)
-            return self._error(api_key, request, api_version, correlation_id, ErrorCode.REQUEST_TIMED_OUT,
-                               f"{name} was not answered by an active controller in time: {exc}")
+            raise _Answered(ErrorCode.REQUEST_TIMED_OUT,
+                            f"{name} was not answered by an active controller in time: {exc}") from None
         if response.error_code == ErrorCode.UNSUPPORTED_VERSION:
             raise CloseConnection(f"the controller cannot parse the forwarded {name} v{api_version}")
         if response.error_code or response.response_data is None:
             log.warning("broker %d: envelope for %s answered error %d", self.broker.broker_id, name,
                         response.error_code)
-            return self._error(api_key, request, api_version, correlation_id, ErrorCode.UNKNOWN_SERVER_ERROR, None)
+            raise _Answered(ErrorCode.UNKNOWN_SERVER_ERROR, None)
         self.forwarded += 1
         log.info("broker %d: %s forwarded to controller %s", self.broker.broker_id, name,
                  self.broker.controller_channel.active_controller)
-        data = bytes(response.response_data)
-        return _SIZE.pack(len(data)) + data
+        return bytes(response.response_data)
+
+    async def _forward_config_rest(self, api_key, request, answered, client_host, api_version, correlation_id):
+        """AlterConfigs / IncrementalAlterConfigs with resources the broker answered itself: the others forwarded
+        (the request re-serialized without them, under the client's header), the answers reassembled in order."""
+        resources = list(request.resources)
+        rest = [r for i, r in enumerate(resources) if i not in answered]
+        forwarded: list = []
+        error = None
+        if rest:
+            request.resources = rest
+            request.with_header(correlation_id=correlation_id, client_id=request.header.client_id)
+            try:
+                data = await self._round_trip(api_key, bytes(request.encode(header=True)), request, client_host,
+                                              api_version)
+                forwarded = list(REGISTRY[api_key].response.decode(data, version=api_version, header=True).responses)
+            except _Answered as answer:
+                error = answer
+            finally:
+                request.resources = resources
+        out = []
+        for i, r in enumerate(resources):
+            if i in answered:
+                code, message = answered[i]
+            elif error is not None:
+                code, message = int(error.code), error.message
+            else:
+                f = forwarded.pop(0)
+                code, message = f.error_code, f.error_message
+            out.append({"error_code": code, "error_message": message, "resource_type": r.resource_type,
+                        "resource_name": r.resource_name})
+        response = build(REGISTRY[api_key].response, api_version, {"throttle_time_ms": 0, "responses": out})
+        response.with_header(correlation_id=correlation_id)
+        return bytes(response.encode(header=True, framed=True))
 
     def _error(self, api_key, request, version, correlation_id, code, message) -> bytes:
         response = build(REGISTRY[api_key].response, version, error_result(api_key, request, int(code), message))

@@ -53,6 +53,17 @@ def cases(host: str, port: int, broker_id: int) -> list[tuple]:
     alter("validate only", 2, "d", ("segment.ms", SET, "600000"), validate_only=True)
     alter("broker name not a number", 4, "x", ("log.cleaner.threads", SET, "2"))
     alter("negative broker", 4, "-1", ("log.cleaner.threads", SET, "2"))
+    alter("another broker", 4, str(broker_id + 1), ("log.cleaner.threads", SET, "2"))
+    alter("resource twice", 2, "d", ("retention.ms", SET, "1000"))   # (one resource; the twice case below)
+    answer = ask(IncrementalAlterConfigsRequest, 1, {"resources": [
+        {"resource_type": 2, "resource_name": "d", "configs": [{"name": "segment.ms", "config_operation": SET,
+                                                                "value": "600000"}]},
+        {"resource_type": 2, "resource_name": "d", "configs": []},
+        {"resource_type": 2, "resource_name": "nope", "configs": []},
+        {"resource_type": 2, "resource_name": "d2", "configs": [{"name": "a", "config_operation": SET, "value": "1"},
+                                                                 {"name": "a", "config_operation": SET, "value": "2"}]}],
+        "validate_only": False})
+    out += [(f"mixed {i}", r.error_code, r.error_message, r.resource_name) for i, r in enumerate(answer.responses)]
     alter("delete retention.ms", 2, "d", ("retention.ms", DELETE, None))
 
     answer = ask(AlterConfigsRequest, 2, {"resources": [{"resource_type": 2, "resource_name": "d", "configs": [

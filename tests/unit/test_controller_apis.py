@@ -114,7 +114,7 @@ def test_create_partitions_validate_only_writes_nothing():
     (("t", 2, None), ErrorCode.INVALID_PARTITIONS, "Topic already has 2 partition(s)."),
     (("t", 1, None), ErrorCode.INVALID_PARTITIONS, "The topic t currently has 2 partition(s); 1 would not be an "
                                                    "increase."),
-    (("nope", 3, None), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."),
+    (("nope", 3, None), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None),
     (("t", 4, [[1, 2]]), ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Attempted to add 2 additional partition(s), but only "
                                                                "1 assignment(s) were specified."),
     (("t", 3, [[1, 9]]), ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes broker 9, "
@@ -179,7 +179,7 @@ def test_incremental_alter_configs_records_replay_and_list_operations():
     (resource(2, "t", ("retention.ms", APPEND, "1")), ErrorCode.INVALID_CONFIG,
      "Can't APPEND to key retention.ms because its type is not LIST."),
     (resource(2, "nope", ("retention.ms", SET, "1")), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-     "This server does not host this topic-partition."),
+     "The topic 'nope' does not exist."),
     (resource(2, "", ("retention.ms", SET, "1")), ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed."),
     (resource(4, "x", ("log.retention.ms", SET, "1")), ErrorCode.INVALID_REQUEST,
      "Unable to parse broker name as a base 10 number."),
