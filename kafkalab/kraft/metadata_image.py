@@ -34,9 +34,10 @@ class MetadataDelta:
     topics: set = field(default_factory=set)          # topic ids with a new TopicRecord or ConfigRecord
     brokers_changed: bool = False
     removed: list = field(default_factory=list)       # (name, topic id, [partition]) of each RemoveTopicRecord
+    configs_changed: bool = False                     # a ConfigRecord of another resource (BROKER, GROUP)
 
     def __bool__(self) -> bool:
-        return bool(self.partitions or self.topics or self.brokers_changed or self.removed)
+        return bool(self.partitions or self.topics or self.brokers_changed or self.removed or self.configs_changed)
 
 
 class MetadataImage:
@@ -70,8 +71,11 @@ class MetadataImage:
                 delta.partitions.add((self._topic_id(data["topicId"]), data["partitionId"]))
             elif record.name in ("TopicRecord",):
                 delta.topics.add(self._topic_id(data["topicId"]))
-            elif record.name == "ConfigRecord" and data["resourceName"] in self.replication.topics_by_name:
-                delta.topics.add(self.replication.topics_by_name[data["resourceName"]])
+            elif record.name == "ConfigRecord" and data["resourceType"] == 2:
+                if data["resourceName"] in self.replication.topics_by_name:
+                    delta.topics.add(self.replication.topics_by_name[data["resourceName"]])
+            elif record.name == "ConfigRecord":
+                delta.configs_changed = True
             elif record.name in _BROKER_RECORDS:
                 delta.brokers_changed = True
         self.next_offset = high_watermark

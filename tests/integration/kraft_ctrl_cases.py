@@ -44,6 +44,8 @@ def cases(host: str, port: int, broker_id: int) -> list[tuple]:
         out.append((case, answer.responses[0].error_code, answer.responses[0].error_message))
 
     alter("set min.insync.replicas", 2, "d", ("min.insync.replicas", SET, "1"), ("retention.ms", SET, "86400000"))
+    alter("min.insync.replicas above RF", 2, "d", ("min.insync.replicas", SET, "3"))
+    alter("min.insync.replicas back to 1", 2, "d", ("min.insync.replicas", SET, "1"))
     alter("append cleanup.policy", 2, "d", ("cleanup.policy", APPEND, "compact"))
     alter("append to a non-list", 2, "d", ("retention.ms", APPEND, "5"))
     alter("unknown config", 2, "d", ("no.such.config", SET, "1"))

@@ -19,7 +19,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource,
                                    NewPartitions, NewTopic)
 
-from kafka.protocol.admin import CreatePartitionsRequest, IncrementalAlterConfigsRequest
+from kafka.protocol.admin import CreatePartitionsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest
 
 import kafkalab
 from kafkalab.cluster.kafka_requests import kafka_request
@@ -122,6 +122,18 @@ def test_create_partitions_and_configs_are_forwarded_to_the_active_controller(tm
                                                       "an increase."
         wait_until(lambda: topic_config(admin, "grow", "segment.ms").value == str(3_600_000 * c.broker_ids[-1]),
                    "the last segment.ms to win")
+
+        # a GROUP config (KIP-932): a ConfigRecord every broker hands to its share partition manager
+        group = ConfigResource(ConfigResource.Type.GROUP, "sharers", incremental_configs=[
+            ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
+        assert admin.incremental_alter_configs([group])[group].result(20) is None
+        for b in c.broker_ids:
+            host, port = brokers.loc[b, "host"], int(brokers.loc[b, "port"])
+            wait_until(lambda: [(e.value, e.config_source) for e in kafka_request(
+                host, port, DescribeConfigsRequest, 4, {"resources": [{
+                    "resource_type": 32, "resource_name": "sharers", "configuration_keys": ["share.auto.offset.reset"]}],
+                    "include_synonyms": False, "include_documentation": False}).results[0].configs] == [("earliest", 8)],
+                f"broker {b} to show the group config")
 
         text = metadata_log_text(c)
         assert '"type":"CONFIG_RECORD","version":0,"data":{"resourceType":2,"resourceName":"grow",' \
