@@ -18,8 +18,8 @@ controller) — with ZooKeeper replaced by the controller quorum, at the same st
 5. no controller runs in a broker (``process.roles=broker``).
 
 Stopping: a controlled shutdown through heartbeats (``WantShutDown`` until ``ShouldShutDown``), then
-as before; the observer and the lifecycle manager stop last. AlterPartition, CreateTopics (forwarded,
-:mod:`kafkalab.kraft.forwarding`) and AllocateProducerIds go to the active controller through a
+as before; the observer and the lifecycle manager stop last. AlterPartition, the clients' admin requests (forwarded
+in Envelopes, :mod:`kafkalab.kraft.forwarding_manager`) and AllocateProducerIds go to the active controller through a
 :class:`~kafkalab.kraft.broker_to_controller_channel.BrokerToControllerChannelManager`.
 """
 from __future__ import annotations
