@@ -22,7 +22,7 @@ from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, 
 from kafka.protocol.admin import CreatePartitionsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest
 
 import kafkalab
-from kafkalab.cluster.kafka_requests import kafka_request
+from kafkalab.cluster.kafka_requests import kafka_request, metadata_answer, metadata_request
 from kafkalab.tools import dump_log
 
 pytestmark = pytest.mark.cluster
@@ -144,8 +144,13 @@ def test_create_partitions_and_configs_are_forwarded_to_the_active_controller(tm
         # (not the broker librdkafka sends admin requests to: it would wait for it to come back)
         victim = next(b for b in c.broker_ids if b not in (c.metadata()["controller"], partitions(c, "grow")[0]["leader"]))
         c.kill(victim)
-        wait_until(lambda: all(victim not in p["isr"] for p in partitions(c, "grow").values()), "the ISRs to shrink")
-        strict = Producer({"bootstrap.servers": one, "acks": "all", "retries": 0, "message.timeout.ms": 5000})
+        leader = partitions(c, "grow")[0]["leader"]
+        at_leader = (brokers.loc[leader, "host"], int(brokers.loc[leader, "port"]))
+        # the leader's own view (its partition state comes from the same records): partition 0's ISR without the victim
+        wait_until(lambda: victim not in metadata_answer(metadata_request(*at_leader, ["grow"]))["topics"]["grow"][
+            "partitions"][0]["isr"], "the leader to shrink partition 0's ISR")
+        strict = Producer({"bootstrap.servers": "%s:%d" % at_leader, "acks": "all", "retries": 0,
+                           "message.timeout.ms": 15000})   # (broker 2 may be the one killed)
         refused = []
         strict.produce("grow", value=b"refused", partition=0, on_delivery=lambda err, msg: refused.append(err))
         strict.flush(20)
