@@ -9,9 +9,8 @@ EnvelopeRequest, with the client's address and principal, and sends it through i
 :class:`~kafkalab.kraft.broker_to_controller_channel.BrokerToControllerChannelManager`:
 
 * an envelope answered NOT_CONTROLLER, or a controller that cannot be reached: the channel looks for the
-  active controller (the broker's observer knows the Raft leader) and sends the envelope again, until
-  ``request.timeout.ms`` (30 s; the CreateTopics/DeleteTopics/CreatePartitions ``timeout_ms`` when
-  larger); then the client gets its request's REQUEST_TIMED_OUT answer;
+  active controller (the broker's observer knows the Raft leader) and sends the envelope again, for up to
+  60 s (Kafka's forwarding channel's retry timeout); then the client gets its request's REQUEST_TIMED_OUT answer;
 * AlterConfigs and IncrementalAlterConfigs are first checked by the broker
   (:class:`~kafkalab.kraft.config_admin_manager.ConfigAdminManager`); the resources it answers itself are left out
   of the forwarded request, which is then re-serialized under the client's header, as Kafka does;
@@ -42,7 +41,8 @@ from ..controller.envelope_utils import FORWARDABLE
 from .config_admin_manager import ConfigAdminManager
 
 log = logging.getLogger("kafkalab.kraft.forwarding")
-REQUEST_TIMEOUT_MS = 30_000
+#: how long the broker keeps looking for an active controller (Kafka's forwarding channel: retryTimeoutMs 60000)
+FORWARDING_TIMEOUT_MS = 60_000
 #: DefaultPrincipalData v0 (flexible): version int16, compact strings "User" and "ANONYMOUS", false, no tags
 ANONYMOUS_PRINCIPAL = b"\x00\x00" + b"\x05User" + b"\x0aANONYMOUS" + b"\x00" + b"\x00"
 _SIZE = struct.Struct(">i")
@@ -91,9 +91,6 @@ class ForwardingManager:
         self.config_admin = ConfigAdminManager(broker.broker_id)
         self.forwarded = 0          # envelopes answered (for tests and notebooks)
 
-    def _timeout_s(self, request) -> float:
-        return max(REQUEST_TIMEOUT_MS, getattr(request, "timeout_ms", 0) or 0) / 1000
-
     async def forward(self, frame: bytes, request, client_host: str, api_version: int, correlation_id: int) -> bytes:
         """Forward the client's request (``frame``: its header and body); the framed answer for the client."""
         api_key = struct.unpack_from(">h", frame)[0]
@@ -114,7 +111,7 @@ class ForwardingManager:
                                               "client_host_address": client_address(client_host)})
         name = FORWARDABLE[api_key]
         try:
-            response = await self.broker.controller_channel.send(envelope, "forwarding", self._timeout_s(request))
+            response = await self.broker.controller_channel.send(envelope, "forwarding", FORWARDING_TIMEOUT_MS / 1000)
         except TimeoutError as exc:
             log.info("broker %d: %s not forwarded: %s", self.broker.broker_id, name, exc)
             raise _Answered(ErrorCode.REQUEST_TIMED_OUT,
