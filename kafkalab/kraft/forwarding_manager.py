@@ -32,7 +32,9 @@ import ipaddress
 import logging
 import struct
 
-from ..broker.apis import REGISTRY
+from kafka.protocol.admin.configs import AlterConfigsResponse, IncrementalAlterConfigsResponse
+from kafka.protocol.admin.topics import CreatePartitionsResponse, CreateTopicsResponse, DeleteTopicsResponse
+
 from ..broker.apis.messages import build
 from ..broker.common.errors import ErrorCode
 from ..broker.network.socket_server import CloseConnection
@@ -46,6 +48,8 @@ FORWARDING_TIMEOUT_MS = 60_000
 #: DefaultPrincipalData v0 (flexible): version int16, compact strings "User" and "ANONYMOUS", false, no tags
 ANONYMOUS_PRINCIPAL = b"\x00\x00" + b"\x05User" + b"\x0aANONYMOUS" + b"\x00" + b"\x00"
 _SIZE = struct.Struct(">i")
+RESPONSES = {19: CreateTopicsResponse, 20: DeleteTopicsResponse, 33: AlterConfigsResponse, 37: CreatePartitionsResponse,
+             44: IncrementalAlterConfigsResponse}
 
 
 def client_address(host: str) -> bytes:
@@ -140,7 +144,7 @@ class ForwardingManager:
             try:
                 data = await self._round_trip(api_key, bytes(request.encode(header=True)), request, client_host,
                                               api_version)
-                forwarded = list(REGISTRY[api_key].response.decode(data, version=api_version, header=True).responses)
+                forwarded = list(RESPONSES[api_key].decode(data, version=api_version, header=True).responses)
             except _Answered as answer:
                 error = answer
             finally:
@@ -156,11 +160,11 @@ class ForwardingManager:
                 code, message = f.error_code, f.error_message
             out.append({"error_code": code, "error_message": message, "resource_type": r.resource_type,
                         "resource_name": r.resource_name})
-        response = build(REGISTRY[api_key].response, api_version, {"throttle_time_ms": 0, "responses": out})
+        response = build(RESPONSES[api_key], api_version, {"throttle_time_ms": 0, "responses": out})
         response.with_header(correlation_id=correlation_id)
         return bytes(response.encode(header=True, framed=True))
 
     def _error(self, api_key, request, version, correlation_id, code, message) -> bytes:
-        response = build(REGISTRY[api_key].response, version, error_result(api_key, request, int(code), message))
+        response = build(RESPONSES[api_key], version, error_result(api_key, request, int(code), message))
         response.with_header(correlation_id=correlation_id)
         return bytes(response.encode(header=True, framed=True))
