@@ -5,8 +5,8 @@ A KRaft broker forwards a client's admin request whole: ``RequestData`` is the c
 and body as they arrived (its api key, version, correlation id and client id included),
 ``ClientHostAddress`` the client's IP address, ``RequestPrincipal`` its principal. The controller
 
-1. parses the inner request header: too short to hold one is UNSUPPORTED_VERSION (Kafka: "Failed to
-   parse request header from envelope");
+1. parses the inner request header: too short to hold one, or an API key Kafka does not know, is
+   UNSUPPORTED_VERSION (Kafka: "Failed to parse request header from envelope");
 2. checks that the API may be forwarded (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
    IncrementalAlterConfigs here) and is served: otherwise INVALID_REQUEST ("API ... is not enabled or is
    not eligible for forwarding"); a client address that is not 4 or 16 bytes: INVALID_REQUEST;
@@ -25,6 +25,8 @@ from __future__ import annotations
 import inspect
 import logging
 import struct
+
+from kafka.protocol.api_key import ApiKey
 
 from ..broker.apis.messages import build, null_violation
 from ..broker.common.errors import ErrorCode
@@ -57,6 +59,11 @@ async def handle_envelope(apis: dict, request) -> dict:
     if len(data) < _HEADER_PREFIX.size + 2:
         return _envelope_error(ErrorCode.UNSUPPORTED_VERSION, "Failed to parse request header from envelope")
     api_key, version, correlation_id = _HEADER_PREFIX.unpack_from(data)
+    try:
+        ApiKey(api_key)
+    except ValueError:   # Kafka's header parser fails on an API it does not know
+        return _envelope_error(ErrorCode.UNSUPPORTED_VERSION, "Failed to parse request header from envelope: "
+                                                              f"unknown API key {api_key}")
     if api_key not in FORWARDABLE or api_key not in apis:
         return _envelope_error(ErrorCode.INVALID_REQUEST,
                                f"API {FORWARDABLE.get(api_key, api_key)} is not enabled or is not eligible for forwarding")

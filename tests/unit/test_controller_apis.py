@@ -268,7 +268,7 @@ def test_envelope_round_trip_keeps_the_clients_header():
     (inner(CreatePartitionsRequest, 3, CREATE_PARTITIONS)[:12], b"\x7f\x00\x00\x01", ErrorCode.UNSUPPORTED_VERSION),
     (struct.pack(">hhi", 37, 9, 1) + b"\x00\x00", b"\x7f\x00\x00\x01", ErrorCode.UNSUPPORTED_VERSION),   # v9
     (struct.pack(">hhi", 0, 9, 1) + b"\x00\x00", b"\x7f\x00\x00\x01", ErrorCode.INVALID_REQUEST),        # Produce
-    (struct.pack(">hhi", 999, 0, 1) + b"\x00\x00", b"\x7f\x00\x00\x01", ErrorCode.INVALID_REQUEST),
+    (struct.pack(">hhi", 999, 0, 1) + b"\x00\x00", b"\x7f\x00\x00\x01", ErrorCode.UNSUPPORTED_VERSION),  # no such API
     (inner(CreatePartitionsRequest, 3, CREATE_PARTITIONS), b"\x01\x02", ErrorCode.INVALID_REQUEST),
 ])
 def test_bad_envelopes_get_kafkas_errors(data, address, code):
