@@ -35,6 +35,8 @@ from .raft_messages import METADATA_PARTITION, METADATA_TOPIC
 log = logging.getLogger("kafkalab.raft.snapshot")
 FETCH_SNAPSHOT_VERSION = 0
 FETCH_SNAPSHOT_MAX_BYTES = 64 * 1024
+#: the most a leader sends in one answer (Kafka's ``KafkaRaftClient.MAX_FETCH_SIZE_BYTES``)
+MAX_FETCH_SIZE_BYTES = 8 * 1024 * 1024
 NONE, NOT_LEADER_OR_FOLLOWER, INVALID_REQUEST = 0, 6, 42
 FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, SNAPSHOT_NOT_FOUND, POSITION_OUT_OF_RANGE = 74, 75, 98, 99
 UNKNOWN_TOPIC_OR_PARTITION = 3
@@ -73,7 +75,7 @@ def handle_fetch_snapshot(client, request) -> dict:
     size = client.log.snapshot_size(sid)
     if not 0 <= p.position < size:
         return answer(POSITION_OUT_OF_RANGE, size)
-    max_bytes = max(1, min(request.max_bytes, FETCH_SNAPSHOT_MAX_BYTES * 128))
+    max_bytes = max(1, min(request.max_bytes, MAX_FETCH_SIZE_BYTES))
     chunk = client.log.read_snapshot_chunk(sid, p.position, max_bytes)
     client.snapshot_chunks_served += 1
     return answer(NONE, size, p.position, chunk)
