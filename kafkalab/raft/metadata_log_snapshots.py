@@ -98,10 +98,10 @@ class MetadataLogSnapshots:
     # -- the leader's check of a Fetch -------------------------------------------------------------
 
     def validate_offset_and_epoch(self, offset: int, epoch: int):
-        """(VALID | DIVERGING | SNAPSHOT, OffsetAndEpoch or snapshot id): Kafka's ``validateOffsetAndEpoch``."""
-        from .kafka_metadata_log import OffsetAndEpoch
+        """(VALID, None) | (DIVERGING, this log's OffsetAndEpoch for the fetcher to truncate to) | (SNAPSHOT, the
+        latest snapshot id): Kafka's ``validateOffsetAndEpoch``."""
         if self.start_offset == 0 and offset == 0 and epoch == 0:
-            return VALID, OffsetAndEpoch(0, 0)     # an empty follower of a log never cleaned
+            return VALID, None     # an empty follower of a log never cleaned
         earliest = self.earliest_snapshot_id()
         if earliest is not None and (offset < self.start_offset or (offset == self.start_offset and
                                      epoch != earliest.epoch) or epoch < earliest.epoch):
@@ -109,7 +109,7 @@ class MetadataLogSnapshots:
         end = self.end_offset_for_epoch(epoch)
         if end.epoch != epoch or end.offset < offset:
             return DIVERGING, end
-        return VALID, OffsetAndEpoch(epoch, offset)
+        return VALID, None
 
     # -- installing, cleaning ----------------------------------------------------------------------
 
