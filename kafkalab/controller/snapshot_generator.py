@@ -152,7 +152,7 @@ class SnapshotGenerator:
         now = time.monotonic()
         if self.bytes_since_last_snapshot >= self.max_bytes:
             why = f"{self.bytes_since_last_snapshot} bytes since the last snapshot"
-        elif now - self.last_snapshot_time >= self.max_interval_s:
+        elif self.max_interval_s > 0 and now - self.last_snapshot_time >= self.max_interval_s:   # 0: never by time
             why = f"{now - self.last_snapshot_time:.1f} s since the last snapshot"
         else:
             return None

@@ -306,3 +306,32 @@ def test_fetch_snapshot_answers_kafkas_error_codes(tmp_path):
     assert ask()["error_code"] == 6                    # NOT_LEADER_OR_FOLLOWER
     assert client.snapshot_chunks_served == 2
     log.close()
+
+
+def test_the_generator_snapshots_by_bytes_and_by_time_after_records_arrive(tmp_path):
+    log = KafkaMetadataLog(str(tmp_path))
+    state = MetadataImage()
+    values = [r.encode() for r in records_for_state()]
+    generator = SnapshotGenerator(max_bytes_between_snapshots=10_000, max_snapshot_interval_ms=0)
+    end = 0
+    for i in range(40):   # one batch of the 11 records each time, replayed as the controller does
+        log.append_as_leader([(None, v) for v in values], epoch=1)
+        for offset, v in enumerate(values, start=end):
+            replay_record(state, offset, decode_metadata_record(v))
+        generator.after_replay(state, log, end, log.end_offset)
+        end = log.end_offset
+    written = [w["snapshot_id"].offset for w in generator.written]
+    assert written and all("bytes since the last snapshot" in w["why"] for w in generator.written)
+    batch = log.log.size // 40
+    assert all(b - a == written[0] for a, b in zip(written, written[1:]))   # every ceil(10000 / batch) batches
+    assert written[0] == -(-10_000 // batch) * len(values)
+    log.close()
+    # by time: only once something arrived after the interval
+    other = KafkaMetadataLog(str(tmp_path / "timed"))
+    other.append_as_leader([(None, v) for v in values], epoch=1)
+    timed = SnapshotGenerator(max_bytes_between_snapshots=1 << 40, max_snapshot_interval_ms=1)
+    time.sleep(0.01)
+    assert timed.after_replay(state, other, other.end_offset, other.end_offset) is None   # nothing arrived
+    assert timed.after_replay(state, other, 0, other.end_offset) == OffsetAndEpochId(other.end_offset, 1)
+    assert "s since the last snapshot" in timed.written[0]["why"]
+    other.close()
