@@ -7,7 +7,8 @@ controller and one broker are stopped; 40 topics are created; the active control
 starts past where the stopped controller's log ends, and the segments below are gone. Kafka 4.4's
 ``kafka-dump-log.sh --cluster-metadata-decoder`` prints the active controller's latest snapshot exactly as
 ``kafkalab dump-log`` does. The two restart: each fetches a snapshot (its log says so, its log directory holds the
-snapshot and its log starts at its end offset), the broker's Metadata answer lists every topic, and after the
+snapshot and its log starts past where it ended), DescribeQuorum shows the controller caught up, the broker's
+Metadata answer lists every topic, and after the
 cluster stops every controller's state rebuilt from its own directory (latest snapshot + the log after it) holds the
 same topics and partitions: nothing committed is lost. Deadlines are generous bounds, not measurements.
 """
@@ -131,8 +132,12 @@ def test_a_controller_and_a_broker_catch_up_through_fetch_snapshot(tmp_path):
         wait_until(lambda: set(TOPICS) <= set(metadata_answer(metadata_request(host, int(port), None, 2.0))["topics"]),
                    "the restarted broker's metadata to list every topic")
         assert snapshots(standby_dir) and first_segment_base(standby_dir) > standby_end
-        # the quorum sees it caught up
-        wait_until(lambda: (q := c.quorum()) is not None and len(q) > 0, "a quorum table")
+        # DescribeQuorum: the restarted controller is a Follower again, past the snapshot, with a lag of a few NoOps
+        def caught_up():
+            q = c.quorum().set_index("node_id")
+            row = q.loc[standby]
+            return row["status"] == "Follower" and row["log_end_offset"] > latest.offset and row["lag"] <= 5
+        wait_until(caught_up, "the restarted controller to catch up in DescribeQuorum")
     assert names and names <= set(TOPICS)    # the topics created before the snapshot's end offset
 
     # -- after the stop: every controller's state, rebuilt from its own directory, has every topic the same way
