@@ -30,7 +30,9 @@ from .kraft_config import KRaftBackend
 CONTROLLER_CONFIGS = ("controller.quorum.fetch.timeout.ms", "controller.quorum.election.timeout.ms",
                       "controller.quorum.election.backoff.max.ms", "controller.quorum.request.timeout.ms",
                       "metadata.max.idle.interval.ms", "broker.session.timeout.ms", "num.partitions",
-                      "default.replication.factor")
+                      "default.replication.factor", "metadata.log.segment.bytes",
+                      "metadata.log.max.record.bytes.between.snapshots", "metadata.log.max.snapshot.interval.ms",
+                      "metadata.max.retention.bytes", "metadata.max.retention.ms")
 _PER_NODE = ("process.roles", "node.id", "controller.quorum.voters", "listeners", "advertised.listeners",
              "controller.listener.names", "listener.security.protocol.map", "inter.broker.listener.name", "log.dirs")
 
