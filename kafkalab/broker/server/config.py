@@ -269,8 +269,8 @@ _BROKER_ONLY: list[ConfigDef] = [
        "(unset: zookeeper.session.timeout.ms)"),
     _d("broker.rack", "string", None, "Rack of this broker (rack-aware replica placement)"),
     # -- KRaft mode (kafkalab.kraft.BrokerServer): no ZooKeeper, a controller quorum ----------------
-    _d("process.roles", "string", "", "KRaft: 'broker' for a broker of a KRaft cluster (empty: ZooKeeper or "
-       "standalone)"),
+    _d("process.roles", "string", "", "KRaft: 'broker' for a broker of a KRaft cluster, 'broker,controller' for a "
+       "combined node (empty: ZooKeeper or standalone)"),
     _d("controller.quorum.voters", "string", "", "KRaft: the controllers, id@host:port,..."),
     _d("metadata.log.dir", "string", None, "KRaft: where __cluster_metadata-0 lives (unset: log.dirs)"),
     _d("broker.heartbeat.interval.ms", "int", 2000, "KRaft: how often a broker heartbeats to the active "
@@ -281,6 +281,15 @@ _BROKER_ONLY: list[ConfigDef] = [
        "this long: look for another", _positive),
     _d("controller.quorum.request.timeout.ms", "int", 2000, "KRaft: timeout of a request to a controller",
        _positive),
+    # -- KRaft, read by a combined node's controller (process.roles=broker,controller) -----------------
+    _d("controller.listener.names", "string", None, "KRaft: the controller listener's name (a combined node "
+       "listens on it at its controller.quorum.voters address)"),
+    _d("controller.quorum.election.timeout.ms", "int", 1000, "KRaft (combined node): a candidate without a "
+       "majority after this long starts another election", _positive),
+    _d("controller.quorum.election.backoff.max.ms", "int", 1000, "KRaft (combined node): longest random wait "
+       "before another election", _positive),
+    _d("metadata.max.idle.interval.ms", "int", 500, "KRaft (combined node): the active controller appends a "
+       "NoOpRecord after this long without a record", _nonneg),
     _d("controller.socket.timeout.ms", "int", 30_000, "Socket timeout of controller-to-broker requests",
        _positive),
     _d("controlled.shutdown.enable", "bool", True, "Move leadership away before shutting down"),
