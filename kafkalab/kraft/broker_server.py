@@ -95,6 +95,11 @@ class BrokerServer(KafkaServer):
         return self.raft_client.quorum.leader_id if self.raft_client is not None else -1
 
     @property
+    def fenced_broker_nodes(self):
+        """The registered brokers the controller has fenced (DescribeCluster v2 with include_fenced_brokers)."""
+        return self.publisher.live_brokers(self.image, fenced=True)
+
+    @property
     def broker_epoch(self) -> int:
         return self.lifecycle.broker_epoch if self.lifecycle is not None else -1
 

@@ -1,0 +1,124 @@
+"""``kafkalab.cluster(brokers=3, mode="kraft", combined=True)`` on the mini backend: three combined nodes
+(``process.roles=broker,controller``, :class:`~kafkalab.kraft.kafka_raft_server.KafkaRaftServer`), each a voter
+of the Raft quorum running the QuorumController and a KRaft broker, no ZooKeeper (issue #21).
+
+The node that is the active controller AND the leader of a partition is SIGKILLed while an idempotent acks=all
+producer writes: the two others elect a new controller, which fences the dead broker after
+``broker.session.timeout.ms`` and moves its leaderships; every acked record is read back. Restarted, the node
+is a voter (Follower) and an unfenced broker again, back in the ISRs. After ``close()`` no process is left.
+Deadlines are generous bounds for something to happen, not measurements.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+import kafkalab
+from kafkalab.cluster.quorum import describe_cluster
+from test_mini_kraft_cluster import partitions, read_all, wait_until
+
+pytestmark = pytest.mark.cluster
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_combined_mini_kraft_cluster_survives_losing_the_active_controller_that_leads_a_partition(tmp_path):
+    with kafkalab.cluster(brokers=3, mode="kraft", combined=True, dir=str(tmp_path / "combined")) as c:
+        pids = [c._res.watchdog.pid] + [int(p) for p in c.nodes["pid"]]
+        nodes = c.nodes.set_index("id")
+        # three processes, each broker and voter (ids 1..3); no separate controllers, so no observers
+        assert c.broker_ids == [1, 2, 3] and c.controller_ids == [1, 2, 3] and len(pids) == 4
+        assert set(nodes["roles"]) == {"broker,controller"} and nodes["registered"].all() and not nodes["fenced"].any()
+        quorum = c.quorum()
+        assert sorted(quorum["status"]) == ["Follower", "Follower", "Leader"] and sorted(quorum["node_id"]) == [1, 2, 3]
+        # each node listens twice: PLAINTEXT (clients) and CONTROLLER (its controller.quorum.voters address)
+        assert all(nodes.loc[i, "port"] != c.voters[i][1] for i in (1, 2, 3))
+
+        # partition 0's leader (first replica) is the active controller
+        controller = c.controller
+        others = [b for b in c.broker_ids if b != controller]
+        admin = AdminClient({"bootstrap.servers": c.bootstrap_servers})
+        assignment = [[controller, *others], [others[0], others[1], controller], [others[1], controller, others[0]]]
+        admin.create_topics([NewTopic("orders", 3, replica_assignment=assignment)])["orders"].result(20)
+        wait_until(lambda: len(partitions(c, "orders")) == 3 and all(
+            p["leader"] >= 0 and len(p["isr"]) == 3 for p in partitions(c, "orders").values()), "leaders and full ISRs")
+        assert partitions(c, "orders")[0]["leader"] == controller
+
+        producer = Producer({"bootstrap.servers": c.bootstrap_servers, "acks": "all", "linger.ms": 5,
+                             "enable.idempotence": True})
+        acked: list[bytes] = []
+
+        def on_delivery(err, msg):
+            if err is None:
+                acked.append(msg.value())
+
+        for i in range(300):
+            producer.produce("orders", key=str(i).encode(), value=f"before-{i}".encode(), on_delivery=on_delivery)
+            if i == 150:
+                producer.flush(30)
+                c.kill(controller)          # SIGKILL: the active controller and partition 0's leader at once
+        # a new active controller among the two others (a Raft election), which fences the dead broker
+        wait_until(lambda: c.controller in others, "a new active controller")
+        survivor = c._broker(others[0])
+        wait_until(lambda: describe_cluster(survivor.host, survivor.port)["brokers"][controller]["fenced"],
+                   "the dead node to be fenced", 30)
+        wait_until(lambda: all(p["leader"] in others and controller not in p["isr"]
+                               for p in partitions(c, "orders").values()), "its leaderships to move", 30)
+        assert producer.flush(30) == 0
+        for i in range(100):
+            producer.produce("orders", key=str(i).encode(), value=f"after-{i}".encode(), on_delivery=on_delivery)
+        assert producer.flush(30) == 0 and len(acked) == 400
+        got = read_all(c.bootstrap_servers, "orders", 3, len(acked))
+        assert sorted(got) == sorted(acked) and len(got) == len(set(got))   # all there, none twice (idempotence)
+
+        # restarted: a voter again (it catches up on __cluster_metadata as a Follower) and an unfenced broker
+        c.restart(controller)
+        wait_until(lambda: dict(zip(c.quorum()["node_id"], c.quorum()["status"])).get(controller) == "Follower",
+                   "the node to be a Follower of the quorum again")
+        nodes = c.nodes.set_index("id")
+        assert nodes.loc[controller, "registered"] and not nodes.loc[controller, "fenced"]
+        wait_until(lambda: all(len(p["isr"]) == 3 for p in partitions(c, "orders").values()), "full ISRs again", 30)
+        pids.append(int(nodes.loc[controller, "pid"]))
+    wait_until(lambda: all(_gone(p) for p in pids), "every node and the watchdog to exit", 20)
+
+
+def test_kafkalab_up_mode_kraft_combined_runs_mini_combined_nodes(tmp_path):
+    """``kafkalab up --mode kraft --combined`` (no --backend kafka): three combined mini nodes; status shows the
+    roles; kill; down leaves nothing running."""
+    env = {k: v for k, v in os.environ.items() if k not in ("KAFKALAB_CLUSTER_DIR", "KAFKALAB_BOOTSTRAP_SERVERS")}
+
+    def kafkalab_cli(*args):
+        return subprocess.run([sys.executable, "-m", "kafkalab.cli", *args], capture_output=True, text=True,
+                              timeout=120, env=env)
+
+    directory = str(tmp_path / "up")
+    up = kafkalab_cli("up", "--mode", "kraft", "--combined", "--dir", directory)
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        status = kafkalab_cli("status", "--dir", directory)
+        assert status.returncode == 0 and "3 mini broker(s) and 0 controller(s) in KRaft mode" in status.stdout, \
+            status.stdout
+        lines = {line.split()[0]: line for line in status.stdout.splitlines() if line[:1].isdigit()}
+        assert set(lines) == {"1", "2", "3"} and all("broker,controller" in line for line in lines.values())
+        assert kafkalab_cli("kill", "2", "--dir", directory).returncode == 0
+        after = kafkalab_cli("status", "--dir", directory)
+        assert "killed" in next(line for line in after.stdout.splitlines() if line.startswith("2 "))
+    finally:
+        down = kafkalab_cli("down", "--dir", directory)
+    assert down.returncode == 0, down.stdout + down.stderr
+    import json
+    with open(os.path.join(directory, "cluster.json")) as f:
+        pids = [n["pid"] for n in json.load(f)["nodes"] if n.get("pid")]
+    wait_until(lambda: all(_gone(p) for p in pids), "every node to exit", 20)
