@@ -74,6 +74,12 @@ def test_combined_mini_kraft_cluster_survives_losing_the_active_controller_that_
         survivor = c._broker(others[0])
         wait_until(lambda: describe_cluster(survivor.host, survivor.port)["brokers"][controller]["fenced"],
                    "the dead node to be fenced", 30)
+        # as Kafka 4.4 answers in combined mode: DescribeCluster v2 (fenced brokers included) lists the dead node
+        # fenced, the two others not; DescribeQuorum still lists it among the three voters, and no observers
+        assert {b: r["fenced"] for b, r in describe_cluster(survivor.host, survivor.port)["brokers"].items()} == \
+            {controller: True, others[0]: False, others[1]: False}
+        answer = c._quorum_answer()
+        assert sorted(v["node_id"] for v in answer["voters"]) == [1, 2, 3] and answer["observers"] == []
         wait_until(lambda: all(p["leader"] in others and controller not in p["isr"]
                                for p in partitions(c, "orders").values()), "its leaderships to move", 30)
         assert producer.flush(30) == 0
