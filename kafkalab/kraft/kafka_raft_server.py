@@ -20,7 +20,8 @@ CreateTopics and DeleteTopics. DescribeQuorum therefore lists the N nodes as vot
 Start: the controller first (its listener, the Raft client, the QuorumController), then the broker, which
 is ready once the active controller has unfenced it. Stop: the broker first (its controlled shutdown asks
 the active controller, maybe this one), then the controller (an active controller resigns:
-EndQuorumEpoch), then the shared Raft client. A SIGKILL takes both roles at once: the quorum elects
+EndQuorumEpoch), then the shared Raft client. Between the two, a mini simplification: the node stays a voter
+while other brokers are still in controlled shutdown (see :meth:`KafkaRaftServer._linger_as_voter`). A SIGKILL takes both roles at once: the quorum elects
 another leader and the new active controller fences the broker when its session times out.
 
 Simplified: the broker's and the controller's configs are one :class:`~kafkalab.broker.server.config.BrokerConfig`
@@ -28,6 +29,7 @@ Simplified: the broker's and the controller's configs are one :class:`~kafkalab.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 
@@ -112,8 +114,27 @@ class KafkaRaftServer:
         log.info("node %d (broker,controller): broker on %s:%d, controller on %s:%d", self.node_id,
                  self.advertised_host, self.advertised_port, *self.controller_address)
 
+    def brokers_shutting_down(self) -> list[int]:
+        """The other brokers the committed metadata shows in controlled shutdown and not yet fenced: those still
+        waiting for the quorum to approve their shutdown."""
+        registrations = self.controller.controller.cluster.registrations
+        return sorted(b for b, r in registrations.items()
+                      if b != self.node_id and r.in_controlled_shutdown and not r.fenced)
+
+    async def _linger_as_voter(self) -> None:
+        """Simplification (not in Kafka): stay a voter while other brokers are in controlled shutdown, at most
+        ``broker.session.timeout.ms``. When every combined node stops at once, a node that leaves the quorum
+        as soon as its own broker is done can take away the majority the last broker needs for its fencing
+        record, which then waits out its whole controlled-shutdown timeout."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.config["broker.session.timeout.ms"] / 1000
+        while self.brokers_shutting_down() and loop.time() < deadline:
+            await self.controller.client.wait_for_change(0.05)
+
     async def stop(self, controlled: bool = True) -> None:
         try:
             await self.broker.stop(controlled)
+            if controlled:
+                await self._linger_as_voter()
         finally:
             await self.controller.stop(resign=controlled)
