@@ -268,8 +268,10 @@ def format_status(snap, directory: str | None = None) -> str:
     out = []
     where = f" in {directory}" if directory else ""
     kraft = any(b.roles for b in snap.brokers)   # KRaft: controllers are listed too, with their roles
+    combined = any(set((b.roles or "").split(",")) == {"broker", "controller"} for b in snap.brokers)
     what = (f"{sum('broker' in (b.roles or '') for b in snap.brokers)} {snap.backend or ''} broker(s) and "
-            f"{sum(b.roles == 'controller' for b in snap.brokers)} controller(s) in KRaft mode, active controller"
+            f"{sum('controller' in (b.roles or '') for b in snap.brokers)} controller(s)"
+            f"{' (combined nodes: broker,controller)' if combined else ''} in KRaft mode, active controller"
             if kraft else f"{len(snap.brokers)} {snap.backend or ''} broker(s), controller")
     out.append(f"cluster{where}: {what} {_cell(snap.controller)}, bootstrap servers {snap.bootstrap_servers}")
     out.append("")

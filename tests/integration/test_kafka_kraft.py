@@ -289,7 +289,8 @@ def test_kafkalab_up_with_mode_kraft(kafka_home, tmp_path):
         assert up.returncode == 0, up.stdout + up.stderr
         assert "KRaft" in up.stdout
         status = cli("status", "--dir", directory)
-        assert status.returncode == 0 and "1 kafka broker(s) and 0 controller(s) in KRaft mode, active controller 1" \
+        assert status.returncode == 0 and ("1 kafka broker(s) and 1 controller(s) (combined nodes: broker,controller) "
+                                           "in KRaft mode, active controller 1") \
             in status.stdout and "broker,controller" in status.stdout, status.stdout + status.stderr
         with open(os.path.join(directory, "cluster.json")) as f:
             state = json.load(f)

@@ -114,7 +114,7 @@ def test_kafkalab_up_mode_kraft_combined_runs_mini_combined_nodes(tmp_path):
     try:
         assert up.returncode == 0, up.stdout + up.stderr
         status = kafkalab_cli("status", "--dir", directory)
-        assert status.returncode == 0 and "3 mini broker(s) and 0 controller(s) in KRaft mode" in status.stdout, \
+        assert status.returncode == 0 and "3 mini broker(s) and 3 controller(s) (combined nodes: broker,controller) in KRaft mode" in status.stdout, \
             status.stdout
         lines = {line.split()[0]: line for line in status.stdout.splitlines() if line[:1].isdigit()}
         assert set(lines) == {"1", "2", "3"} and all("broker,controller" in line for line in lines.values())
