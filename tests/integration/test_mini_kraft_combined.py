@@ -10,10 +10,11 @@ Deadlines are generous bounds for something to happen, not measurements.
 """
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
-import time
 
 import psutil
 import pytest
@@ -96,13 +97,17 @@ def test_combined_mini_kraft_cluster_survives_losing_the_active_controller_that_
         nodes = c.nodes.set_index("id")
         assert nodes.loc[controller, "registered"] and not nodes.loc[controller, "fenced"]
         wait_until(lambda: all(len(p["isr"]) == 3 for p in partitions(c, "orders").values()), "full ISRs again", 30)
+        described = c.describe("orders")     # leaders, ISRs and every replica's log end offset, from the brokers
+        assert described["high_watermark"].sum() == len(acked) and sorted(described["partition"]) == [0, 1, 2]
         pids.append(int(nodes.loc[controller, "pid"]))
     wait_until(lambda: all(_gone(p) for p in pids), "every node and the watchdog to exit", 20)
 
 
-def test_kafkalab_up_mode_kraft_combined_runs_mini_combined_nodes(tmp_path):
+def test_kafkalab_up_mode_kraft_combined_attach_pause_and_the_watchdog(tmp_path):
     """``kafkalab up --mode kraft --combined`` (no --backend kafka): three combined mini nodes; status shows the
-    roles; kill; down leaves nothing running."""
+    roles; a notebook attaches (nodes, quorum, pause/resume through the cluster object); the CLI kills one; the
+    supervisor SIGKILLed takes every node along (the watchdog)."""
+    from kafkalab.cluster.kraft import KRaftCluster
     env = {k: v for k, v in os.environ.items() if k not in ("KAFKALAB_CLUSTER_DIR", "KAFKALAB_BOOTSTRAP_SERVERS")}
 
     def kafkalab_cli(*args):
@@ -111,20 +116,32 @@ def test_kafkalab_up_mode_kraft_combined_runs_mini_combined_nodes(tmp_path):
 
     directory = str(tmp_path / "up")
     up = kafkalab_cli("up", "--mode", "kraft", "--combined", "--dir", directory)
+    assert up.returncode == 0, up.stdout + up.stderr
+    supervisor = int(up.stdout.split("supervisor pid ")[1].split(")")[0])
+    with open(os.path.join(directory, "cluster.json")) as f:
+        pids = [n["pid"] for n in json.load(f)["nodes"]]
     try:
-        assert up.returncode == 0, up.stdout + up.stderr
         status = kafkalab_cli("status", "--dir", directory)
-        assert status.returncode == 0 and "3 mini broker(s) and 3 controller(s) (combined nodes: broker,controller) in KRaft mode" in status.stdout, \
-            status.stdout
+        assert status.returncode == 0 and ("3 mini broker(s) and 3 controller(s) (combined nodes: broker,controller) "
+                                           "in KRaft mode") in status.stdout, status.stdout
         lines = {line.split()[0]: line for line in status.stdout.splitlines() if line[:1].isdigit()}
         assert set(lines) == {"1", "2", "3"} and all("broker,controller" in line for line in lines.values())
+
+        attached = KRaftCluster.attach(directory)
+        assert attached.combined and attached.controller_ids == attached.broker_ids == [1, 2, 3]
+        assert sorted(attached.quorum()["status"]) == ["Follower", "Follower", "Leader"]
+        # a paused follower node: its heartbeats stop, the active controller fences its broker; resumed, unfenced
+        follower = next(b for b in attached.broker_ids if b != attached.controller)
+        attached.pause(follower)
+        wait_until(lambda: attached.nodes.set_index("id").loc[follower, "fenced"] == True,   # noqa: E712
+                   "the paused node to be fenced")
+        attached.resume(follower)
+        wait_until(lambda: attached.nodes.set_index("id").loc[follower, "fenced"] == False,  # noqa: E712
+                   "the resumed node to be unfenced")
+
         assert kafkalab_cli("kill", "2", "--dir", directory).returncode == 0
         after = kafkalab_cli("status", "--dir", directory)
         assert "killed" in next(line for line in after.stdout.splitlines() if line.startswith("2 "))
     finally:
-        down = kafkalab_cli("down", "--dir", directory)
-    assert down.returncode == 0, down.stdout + down.stderr
-    import json
-    with open(os.path.join(directory, "cluster.json")) as f:
-        pids = [n["pid"] for n in json.load(f)["nodes"] if n.get("pid")]
-    wait_until(lambda: all(_gone(p) for p in pids), "every node to exit", 20)
+        os.kill(supervisor, signal.SIGKILL)    # the owner dies: the watchdog stops every node
+    wait_until(lambda: all(_gone(p) for p in [supervisor, *pids]), "every node to exit after its supervisor", 30)
