@@ -19,7 +19,7 @@ A cluster to break from a terminal (see :mod:`kafkalab.cluster.supervisor`)::
 
     kafkalab up [--brokers 3] [--backend mini|kafka] [--dir D]   start ZooKeeper + N brokers in the background
     kafkalab up --backend kafka --mode kraft [--combined]         Kafka 4.x in KRaft mode: 3 controllers + N brokers
-    kafkalab up --mode kraft                                      the mini KRaft cluster (Python controllers)
+    kafkalab up --mode kraft [--combined]                         the mini KRaft cluster (Python controllers)
     kafkalab status                                               brokers, controller, partitions, groups, lag
     kafkalab kill|stop|restart|pause|resume ID                    break (and mend) a broker
     kafkalab down [--delete]                                      stop it all (the data stays unless --delete)
@@ -408,7 +408,8 @@ def _add_cluster_commands(sub) -> None:
                          "4.x, 'kafkalab fetch-kafka 4' first; mini: Python controllers and brokers) "
                          "(default: %(default)s)")
     up.add_argument("--combined", action="store_true",
-                    help="with --mode kraft: every node is broker and controller (process.roles=broker,controller)")
+                    help="with --mode kraft: every node is broker and controller (process.roles=broker,controller; "
+                         "Kafka 4.x or the mini KafkaRaftServer)")
     up.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for the cluster (default: 90)")
     up.set_defaults(run=_cmd_up)
 
