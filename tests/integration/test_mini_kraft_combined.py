@@ -6,6 +6,8 @@ The node that is the active controller AND the leader of a partition is SIGKILLe
 producer writes: the two others elect a new controller, which fences the dead broker after
 ``broker.session.timeout.ms`` and moves its leaderships; every acked record is read back. Restarted, the node
 is a voter (Follower) and an unfenced broker again, back in the ISRs. After ``close()`` no process is left.
+``kafkalab up --mode kraft --combined``: status, attach, pause/resume, the watchdog. What DescribeQuorum and
+DescribeCluster answer is checked by the same functions against Apache Kafka 4.4's combined nodes (the oracle).
 Deadlines are generous bounds for something to happen, not measurements.
 """
 from __future__ import annotations
@@ -35,6 +37,47 @@ def _gone(pid: int) -> bool:
         return True
 
 
+def _describe_cluster_of_controller(host: str, port: int) -> dict:
+    """DescribeCluster v1 with endpoint type 2 (KIP-919: ``kafka-metadata-quorum --bootstrap-controller``)."""
+    from kafka.protocol.admin import DescribeClusterRequest
+
+    from kafkalab.cluster.kafka_requests import kafka_request
+    r = kafka_request(host, port, DescribeClusterRequest, 1, {"include_cluster_authorized_operations": False,
+                                                               "endpoint_type": 2}, 2.0)
+    return {"error": r.error_code, "controller_id": r.controller_id,
+            "controllers": {b.broker_id: b.port for b in r.brokers}}
+
+
+def check_combined_answers(c) -> None:
+    """What a healthy combined cluster answers, the same from Kafka 4.4 and from the mini nodes (compared by running
+    both): DescribeQuorum lists the N nodes as voters, each with its CONTROLLER listener, and no observers (a combined
+    node's broker reads its own voter's log); every controller answers DescribeCluster (controller endpoint) with the
+    N controllers at their CONTROLLER ports and the Raft leader as controller id; DescribeCluster to a broker lists
+    the N brokers at their PLAINTEXT ports, none fenced."""
+    answer = c._quorum_answer()
+    leader, voters = answer["leader_id"], c.voters
+    assert sorted(v["node_id"] for v in answer["voters"]) == c.broker_ids and answer["observers"] == []
+    assert {n: [(name, port) for name, _, port in listeners] for n, listeners in answer["nodes"].items()} == \
+        {n: [("CONTROLLER", port)] for n, (_, port) in voters.items()}
+    for n, (host, port) in voters.items():
+        assert _describe_cluster_of_controller(host, port) == {
+            "error": 0, "controller_id": leader, "controllers": {i: p for i, (_, p) in voters.items()}}
+    for b in c.broker_ids:
+        node = c._broker(b)
+        assert describe_cluster(node.host, node.port)["brokers"] == {
+            i: {"host": c._broker(i).host, "port": c._broker(i).port, "fenced": False} for i in c.broker_ids}
+
+
+def check_a_dead_node_is_listed_fenced(c, dead: int) -> None:
+    """After the active controller is SIGKILLed (and fenced by the next one): DescribeCluster v2 with fenced brokers
+    lists it fenced, DescribeQuorum still lists it among the voters; as Kafka 4.4 answers."""
+    survivor = c._broker(next(b for b in c.broker_ids if b != dead))
+    assert {b: r["fenced"] for b, r in describe_cluster(survivor.host, survivor.port)["brokers"].items()} == \
+        {b: b == dead for b in c.broker_ids}
+    answer = c._quorum_answer()
+    assert sorted(v["node_id"] for v in answer["voters"]) == c.broker_ids and answer["observers"] == []
+
+
 def test_combined_mini_kraft_cluster_survives_losing_the_active_controller_that_leads_a_partition(tmp_path):
     with kafkalab.cluster(brokers=3, mode="kraft", combined=True, dir=str(tmp_path / "combined")) as c:
         pids = [c._res.watchdog.pid] + [int(p) for p in c.nodes["pid"]]
@@ -46,6 +89,7 @@ def test_combined_mini_kraft_cluster_survives_losing_the_active_controller_that_
         assert sorted(quorum["status"]) == ["Follower", "Follower", "Leader"] and sorted(quorum["node_id"]) == [1, 2, 3]
         # each node listens twice: PLAINTEXT (clients) and CONTROLLER (its controller.quorum.voters address)
         assert all(nodes.loc[i, "port"] != c.voters[i][1] for i in (1, 2, 3))
+        check_combined_answers(c)
 
         # partition 0's leader (first replica) is the active controller
         controller = c.controller
@@ -75,12 +119,7 @@ def test_combined_mini_kraft_cluster_survives_losing_the_active_controller_that_
         survivor = c._broker(others[0])
         wait_until(lambda: describe_cluster(survivor.host, survivor.port)["brokers"][controller]["fenced"],
                    "the dead node to be fenced", 30)
-        # as Kafka 4.4 answers in combined mode: DescribeCluster v2 (fenced brokers included) lists the dead node
-        # fenced, the two others not; DescribeQuorum still lists it among the three voters, and no observers
-        assert {b: r["fenced"] for b, r in describe_cluster(survivor.host, survivor.port)["brokers"].items()} == \
-            {controller: True, others[0]: False, others[1]: False}
-        answer = c._quorum_answer()
-        assert sorted(v["node_id"] for v in answer["voters"]) == [1, 2, 3] and answer["observers"] == []
+        check_a_dead_node_is_listed_fenced(c, controller)
         wait_until(lambda: all(p["leader"] in others and controller not in p["isr"]
                                for p in partitions(c, "orders").values()), "its leaderships to move", 30)
         assert producer.flush(30) == 0
@@ -145,3 +184,20 @@ def test_kafkalab_up_mode_kraft_combined_attach_pause_and_the_watchdog(tmp_path)
     finally:
         os.kill(supervisor, signal.SIGKILL)    # the owner dies: the watchdog stops every node
     wait_until(lambda: all(_gone(p) for p in [supervisor, *pids]), "every node to exit after its supervisor", 30)
+
+
+def test_kafka_44_combined_answers_as_the_mini_combined_nodes_do(tmp_path):
+    """The oracle: the same checks against Apache Kafka 4.4, three combined nodes (``kafkalab fetch-kafka 4``)."""
+    from kafkalab.cluster.distribution import fetch_kafka
+    from kafkalab.cluster.kraft_config import KRaftBackend
+    with kafkalab.cluster(brokers=3, backend=KRaftBackend(str(fetch_kafka("4"))), mode="kraft", combined=True,
+                          dir=str(tmp_path / "kafka")) as c:
+        wait_until(lambda: not c.nodes["fenced"].any(), "every Kafka node unfenced")
+        check_combined_answers(c)
+        controller = c.controller
+        c.kill(controller)
+        wait_until(lambda: c.controller not in (None, controller), "a new active controller", 30)
+        survivor = c._broker(next(b for b in c.broker_ids if b != controller))
+        wait_until(lambda: describe_cluster(survivor.host, survivor.port)["brokers"].get(controller, {}).get("fenced"),
+                   "the dead Kafka node to be fenced", 30)
+        check_a_dead_node_is_listed_fenced(c, controller)
