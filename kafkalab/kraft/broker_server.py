@@ -15,7 +15,9 @@ controller) — with ZooKeeper replaced by the controller quorum, at the same st
    of applied records is published (:class:`~kafkalab.kraft.broker_metadata_publisher.BrokerMetadataPublisher`:
    the metadata cache, becoming leader or follower); start-up completes once the controller has
    unfenced the broker, i.e. once it has read the metadata log up to its own registration;
-5. no controller runs in a broker (``process.roles=broker``).
+5. no controller runs in a broker (``process.roles=broker``). A combined node
+   (``process.roles=broker,controller``) is a :class:`~kafkalab.kraft.kafka_raft_server.KafkaRaftServer`: its
+   broker is this class given the controller's voter (``raft_client``), read instead of an observer of its own.
 
 Stopping: a controlled shutdown through heartbeats (``WantShutDown`` until ``ShouldShutDown``), then
 as before; the observer and the lifecycle manager stop last. AlterPartition, CreateTopics (forwarded,
