@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import random
 import struct
+import uuid
 from collections import Counter
 from types import SimpleNamespace as NS
 
@@ -78,7 +79,7 @@ def replay(image, records) -> None:
 def make_image(brokers=(1, 2, 3), fenced=()) -> MetadataImage:
     image = MetadataImage()
     for b in brokers:
-        image.cluster.registrations[b] = BrokerRegistration(b, 10 + b, "x", fenced=b in fenced)
+        image.cluster.registrations[b] = BrokerRegistration(b, 10 + b, str(uuid.UUID(int=b)), fenced=b in fenced)
     request = build(CreateTopicsRequest, 7, {"topics": [{"name": "t", "num_partitions": 2, "replication_factor": 2,
                                                           "assignments": [], "configs": []}],
                                              "timeout_ms": 0, "validate_only": False})
@@ -281,3 +282,20 @@ def test_not_controller_inside_becomes_the_envelopes_error():
         return {"throttle_time_ms": 0, "results": [{"name": "t", "error_code": 41, "error_message": "not me"}]}
     result = asyncio.run(handle_envelope(apis(answer), envelope(inner(CreatePartitionsRequest, 3, CREATE_PARTITIONS))))
     assert result == {"response_data": None, "error_code": int(ErrorCode.NOT_CONTROLLER)}
+
+
+def test_broker_and_group_configs_are_in_a_snapshot():
+    from kafkalab.controller.snapshot_generator import snapshot_records
+    image = make_image()
+    replay(image, image.configuration.incremental_alter_configs([
+        resource(2, "t", ("retention.ms", SET, "1000")), resource(4, "", ("log.retention.ms", SET, "5")),
+        resource(32, "g", ("share.auto.offset.reset", SET, "earliest"))])[0])
+    records = snapshot_records(image)
+    configs = [(r.data["resource_type"], r.data["resource_name"], r.data["name"], r.data["value"])
+               for r in records if r.name == "ConfigRecord"]
+    assert configs == [(2, "t", "retention.ms", "1000"), (4, "", "log.retention.ms", "5"),
+                       (32, "g", "share.auto.offset.reset", "earliest")]
+    again = MetadataImage()
+    replay(again, records)
+    assert again.configuration.config_data == image.configuration.config_data
+    assert again.configuration.configs(2, "t") == {"retention.ms": "1000"}
