@@ -166,11 +166,23 @@ def test_temporary_log_dir_removed_when_the_owner_is_killed(topics):
 
 
 def test_close_removes_the_temporary_log_dir_at_once():
+    def watchdogs():
+        found = set()
+        for p in psutil.Process().children():
+            try:
+                if any("watchdog" in a for a in p.cmdline()) and p.status() != psutil.STATUS_ZOMBIE:
+                    found.add(p.pid)
+            except psutil.NoSuchProcess:   # a child that just ended
+                pass
+        return found
+    before = watchdogs()
     b = kafkalab.mini()
     make_topic(b)
     log_dir = b.log_dir
+    assert len(watchdogs() - before) == 1           # the guard of its temporary directory ...
     b.close()
     assert not os.path.exists(log_dir)
+    assert watchdogs() <= before                    # ... stopped with the broker: no process left behind
 
 
 # -- kafkalab.mini(): start failures -------------------------------------------------
