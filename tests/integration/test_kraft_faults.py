@@ -29,7 +29,9 @@ import kafkalab
 from cluster_helpers import wait_until
 from kafkalab.cluster.kafka_requests import kafka_request, metadata_answer, metadata_request
 from kafkalab.cluster.quorum import QuorumUnavailableError
+from kafkalab.cli import format_status
 from kafkalab.tools.dump_log import dump_log_df
+from kafkalab.viz.cluster_state import collect
 
 pytestmark = pytest.mark.cluster
 
@@ -249,6 +251,8 @@ def test_two_controllers_down_the_quorum_stalls_and_says_so(c):
     assert all(f"{i} killed" in message for i in down), message
     assert f"{survivor}: not the leader" in message, message
     assert info.value.running == [survivor] and info.value.down == sorted(down)
+    status = format_status(collect(c, timeout_s=1.0))     # kafkalab status says it too
+    assert "active controller -" in status and "note: KRaft quorum: the quorum has no leader" in status, status
 
     # CreateTopics fails with a clear error: REQUEST_TIMED_OUT (as Kafka 4.4's brokers, after their retries)
     started = time.monotonic()
