@@ -4,9 +4,12 @@ Usage (from the repository root; Kafka from ``kafkalab fetch-kafka 3.9`` and ``k
 
     python benchmarks/kraft_vs_zookeeper.py --json benchmarks/results/kraft-vs-zookeeper.json
     python benchmarks/kraft_vs_zookeeper.py --clusters mini,mini-kraft --repeat 3
+    python benchmarks/kraft_vs_zookeeper.py --clusters mini-kraft-combined,mini-kraft --repeat 3
 
 The clusters, one after the other: ``mini`` (ZooKeeper + 3 mini brokers, the lab's default), ``mini-kraft``
-(3 mini controllers, ``python -m kafkalab.controller``, + 3 mini brokers in KRaft mode, no ZooKeeper), ``kafka``
+(3 mini controllers, ``python -m kafkalab.controller``, + 3 mini brokers in KRaft mode, no ZooKeeper),
+``mini-kraft-combined`` (3 combined mini nodes, ``python -m kafkalab.kraft`` with
+``process.roles=broker,controller``), ``kafka``
 (ZooKeeper + 3 Apache Kafka 3.9 brokers), ``kraft-combined`` (3 Kafka 4.x nodes, each broker and controller)
 and ``kraft`` (3 Kafka 4.x controllers + 3 brokers). For each:
 
@@ -49,7 +52,7 @@ from real_kafka import kraft_rss, start  # noqa: E402
 from kafkalab.cluster.distribution import fetch_kafka  # noqa: E402
 from kafkalab.cluster.failover_probe import kill_and_watch, preferred_leader  # noqa: E402
 
-CLUSTERS = ("mini", "mini-kraft", "kafka", "kraft-combined", "kraft")
+CLUSTERS = ("mini", "mini-kraft", "mini-kraft-combined", "kafka", "kraft-combined", "kraft")
 GOAL_S = 2.0
 ASSIGNMENT = [[1, 2, 3], [2, 3, 1], [3, 1, 2]]
 
@@ -79,9 +82,9 @@ def _leaders_settled(c, topic: str) -> None:
 
 
 def _start(name: str, homes: dict):
-    if name == "mini-kraft":
+    if name in ("mini-kraft", "mini-kraft-combined"):
         import kafkalab
-        return kafkalab.cluster(brokers=3, mode="kraft")
+        return kafkalab.cluster(brokers=3, mode="kraft", combined=name == "mini-kraft-combined")
     return start(name, homes)
 
 

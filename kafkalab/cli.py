@@ -19,7 +19,7 @@ A cluster to break from a terminal (see :mod:`kafkalab.cluster.supervisor`)::
 
     kafkalab up [--brokers 3] [--backend mini|kafka] [--dir D]   start ZooKeeper + N brokers in the background
     kafkalab up --backend kafka --mode kraft [--combined]         Kafka 4.x in KRaft mode: 3 controllers + N brokers
-    kafkalab up --mode kraft                                      the mini KRaft cluster (Python controllers)
+    kafkalab up --mode kraft [--combined]                         the mini KRaft cluster (Python controllers)
     kafkalab status                                               brokers, controller, partitions, groups, lag
     kafkalab kill|stop|restart|pause|resume ID                    break (and mend) a broker
     kafkalab down [--delete]                                      stop it all (the data stays unless --delete)
@@ -268,8 +268,10 @@ def format_status(snap, directory: str | None = None) -> str:
     out = []
     where = f" in {directory}" if directory else ""
     kraft = any(b.roles for b in snap.brokers)   # KRaft: controllers are listed too, with their roles
+    combined = any(set((b.roles or "").split(",")) == {"broker", "controller"} for b in snap.brokers)
     what = (f"{sum('broker' in (b.roles or '') for b in snap.brokers)} {snap.backend or ''} broker(s) and "
-            f"{sum(b.roles == 'controller' for b in snap.brokers)} controller(s) in KRaft mode, active controller"
+            f"{sum('controller' in (b.roles or '') for b in snap.brokers)} controller(s)"
+            f"{' (combined nodes: broker,controller)' if combined else ''} in KRaft mode, active controller"
             if kraft else f"{len(snap.brokers)} {snap.backend or ''} broker(s), controller")
     out.append(f"cluster{where}: {what} {_cell(snap.controller)}, bootstrap servers {snap.bootstrap_servers}")
     out.append("")
@@ -406,7 +408,8 @@ def _add_cluster_commands(sub) -> None:
                          "4.x, 'kafkalab fetch-kafka 4' first; mini: Python controllers and brokers) "
                          "(default: %(default)s)")
     up.add_argument("--combined", action="store_true",
-                    help="with --mode kraft: every node is broker and controller (process.roles=broker,controller)")
+                    help="with --mode kraft: every node is broker and controller (process.roles=broker,controller; "
+                         "Kafka 4.x or the mini KafkaRaftServer)")
     up.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for the cluster (default: 90)")
     up.set_defaults(run=_cmd_up)
 

@@ -582,10 +582,7 @@ def _refuse_a_running_cluster(directory: str) -> None:
 
 def kraft_cluster(brokers: int = 3, dir: str | None = None, backend="kafka", **kwargs) -> KRaftCluster:
     """``kafkalab.cluster(brokers, mode="kraft", backend="kafka")``: see :class:`KRaftCluster`."""
-    if backend == "mini":   # Python controllers and brokers (kafkalab.controller, kafkalab.kraft)
-        if kwargs.get("combined"):
-            raise NotImplementedError("the mini KRaft cluster has separate controllers only: combined=True needs "
-                                      "backend='kafka' (Apache Kafka 4.x)")
+    if backend == "mini":   # Python controllers and brokers (kafkalab.controller, kafkalab.kraft), or combined nodes
         return KRaftCluster(brokers=brokers, dir=dir, backend=MiniKRaftBackend(), **kwargs)
     from .kafka_backend import KafkaBackend, KafkaDistributionError
     if isinstance(backend, KafkaBackend):

@@ -70,6 +70,10 @@ KRAFT_LAB_DEFAULTS: dict[str, LabDefault] = {
         500, 1000, "a candidate that wins no majority in 0.5 s tries again"),
     "controller.quorum.election.backoff.max.ms": LabDefault(
         500, 1000, "the random back-off before another election is at most 0.5 s"),
+    "metadata.log.max.record.bytes.between.snapshots": LabDefault(
+        65536, 20971520, "a KRaft node snapshots the metadata after 64 KiB of committed records, not 20 MiB"),
+    "metadata.log.max.snapshot.interval.ms": LabDefault(
+        60000, 3600000, "and at the latest a minute after the last snapshot, not an hour"),
     "transaction.state.log.replication.factor": LabDefault(
         lambda n: min(3, n), 3, "transactions work with fewer than 3 brokers"),
     "transaction.state.log.min.isr": LabDefault(lambda n: min(2, n), 2, "(as above)"),

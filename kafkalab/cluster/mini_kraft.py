@@ -8,14 +8,17 @@ this backend in place of :class:`~kafkalab.cluster.kraft_config.KRaftBackend`: e
 * a controller (``process.roles=controller``, ids 3001..): ``python -m kafkalab.controller`` — the Raft
   quorum and the QuorumController (:mod:`kafkalab.controller`);
 * a broker (``process.roles=broker``, ids 1..N): ``python -m kafkalab.kraft`` — the mini broker in KRaft
-  mode (:mod:`kafkalab.kraft`).
+  mode (:mod:`kafkalab.kraft`);
+* with ``combined=True``, a combined node (``process.roles=broker,controller``, ids 1..N, each a voter):
+  ``python -m kafkalab.kraft --config process.roles=broker,controller`` — one process that is both
+  (:class:`~kafkalab.kraft.kafka_raft_server.KafkaRaftServer`), given what both are given.
 
 Each gets the configs that it knows from the cluster's (the lab defaults, docs/cluster.md, and those
 given): a controller the quorum's timeouts, ``broker.session.timeout.ms``, ``num.partitions`` and
 ``default.replication.factor``; a broker every config the mini broker has. The KRaft lab defaults the
-mini broker does not have (``controller.quorum.election.*``: controllers only;
-``share.coordinator.state.topic.min.isr``, ``group.share.min.record.lock.duration.ms``) are left out.
-Not served: ``combined=True`` (nodes that are broker and controller at once).
+mini broker does not have (``share.coordinator.state.topic.min.isr``,
+``group.share.min.record.lock.duration.ms``) are left out, and a broker (not combined) is not given the
+controllers' own (``controller.quorum.election.*``, ``metadata.max.idle.interval.ms``).
 """
 from __future__ import annotations
 
@@ -30,7 +33,13 @@ from .kraft_config import KRaftBackend
 CONTROLLER_CONFIGS = ("controller.quorum.fetch.timeout.ms", "controller.quorum.election.timeout.ms",
                       "controller.quorum.election.backoff.max.ms", "controller.quorum.request.timeout.ms",
                       "metadata.max.idle.interval.ms", "broker.session.timeout.ms", "num.partitions",
-                      "default.replication.factor")
+                      "default.replication.factor", "metadata.log.segment.bytes",
+                      "metadata.log.max.record.bytes.between.snapshots", "metadata.log.max.snapshot.interval.ms",
+                      "metadata.max.retention.bytes", "metadata.max.retention.ms")
+_CONTROLLER_ONLY = ("controller.quorum.election.timeout.ms", "controller.quorum.election.backoff.max.ms",
+                    "metadata.max.idle.interval.ms", "metadata.log.segment.bytes",
+                    "metadata.log.max.record.bytes.between.snapshots", "metadata.log.max.snapshot.interval.ms",
+                    "metadata.max.retention.bytes", "metadata.max.retention.ms")
 _PER_NODE = ("process.roles", "node.id", "controller.quorum.voters", "listeners", "advertised.listeners",
              "controller.listener.names", "listener.security.protocol.map", "inter.broker.listener.name", "log.dirs")
 
@@ -75,15 +84,20 @@ class MiniKRaftBackend(KRaftBackend):
                 if name in configs:
                     cmd += ["--config", f"{name}={configs[name]}"]
             return cmd
-        if roles != "broker":
-            raise ValueError(f"the mini KRaft cluster runs controllers and brokers, not process.roles={roles}")
+        if roles not in ("broker", "broker,controller"):
+            raise ValueError(f"the mini KRaft cluster runs controllers, brokers and combined nodes, not "
+                             f"process.roles={roles}")
         host, port = _host_port(props["listeners"], "PLAINTEXT")
         cmd = [sys.executable, "-m", "kafkalab.kraft", "--host", host, "--port", str(port), "--log-dir", log_dir,
                "--broker-id", node_id, "--log-level", self.log_level,
                "--config", f"controller.quorum.voters={props['controller.quorum.voters']}",
                "--config", f"cluster.id={cluster_id}"]
+        if roles == "broker,controller":   # a KafkaRaftServer: its CONTROLLER listener is its voter address
+            _host_port(props["listeners"], props["controller.listener.names"])
+            cmd += ["--config", f"process.roles={roles}",
+                    "--config", f"controller.listener.names={props['controller.listener.names']}"]
         for name, value in configs.items():
-            if name in BROKER_CONFIGS:
+            if name in BROKER_CONFIGS and (roles != "broker" or name not in _CONTROLLER_ONLY):
                 cmd += ["--config", f"{name}={value}"]
         return cmd
 

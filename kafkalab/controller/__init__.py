@@ -14,6 +14,8 @@ ZooKeeper-mode controller (:mod:`kafkalab.broker.controller`) held. Modules, nam
 ``replication_control_manager.py`` ``ReplicationControlManager``: topics, partitions, leaders, ISRs
 ``producer_id_control_manager.py`` ``ProducerIdControlManager``: producer id blocks
 ``metadata_record.py``            ``ApiMessageAndVersion``; reading committed records from the log
+``snapshot_generator.py``         ``SnapshotGenerator``, ``SnapshotEmitter``: snapshots of the replayed
+                                  state, when and what; loading one
 ``controller_apis.py``            CreateTopics, DeleteTopics, AlterPartition, BrokerRegistration,
                                   BrokerHeartbeat, AllocateProducerIds on the listener
 ``controller_messages.py``,       BrokerRegistration and BrokerHeartbeat codecs
@@ -23,5 +25,5 @@ ZooKeeper-mode controller (:mod:`kafkalab.broker.controller`) held. Modules, nam
 ================================  ==================================================================
 
 The brokers that fetch these records as observers are :mod:`kafkalab.kraft`. Not yet: CreatePartitions,
-ElectLeaders, configs changes (IncrementalAlterConfigs), snapshots. See docs/differences.md.
+ElectLeaders, configs changes (IncrementalAlterConfigs). See docs/differences.md.
 """

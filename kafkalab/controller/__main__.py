@@ -14,9 +14,11 @@ import sys
 
 from ..raft.__main__ import main as raft_main
 from .controller_node import ControllerNode
+from .snapshot_generator import SNAPSHOT_CONFIGS
 
 CONTROLLER_CONFIGS = {"broker.session.timeout.ms": "session_timeout_ms", "num.partitions": "default_num_partitions",
-                      "default.replication.factor": "default_replication_factor"}
+                      "default.replication.factor": "default_replication_factor",
+                      "metadata.log.segment.bytes": "log_segment_bytes", **SNAPSHOT_CONFIGS}
 
 
 def main(argv=None) -> int:

@@ -45,6 +45,7 @@ class BrokerRegistration:
     in_controlled_shutdown: bool = False
     register_offset: int = -1                          # where its RegisterBrokerRecord is in the log
     log_dirs: list = field(default_factory=list)       # uuid.UUID of each of its log.dirs
+    features: list = field(default_factory=list)       # [{"name", "minSupportedVersion", "maxSupportedVersion"}]
 
     def endpoint(self, listener: str | None = None) -> tuple[str, int] | None:
         for e in self.listeners:
@@ -188,7 +189,7 @@ class ClusterControlManager:
             id=data["brokerId"], epoch=data["brokerEpoch"], incarnation_id=str(uuid_of(data["incarnationId"])),
             listeners=[dict(e) for e in data["endPoints"]], rack=data.get("rack"), fenced=data.get("fenced", True),
             in_controlled_shutdown=data.get("inControlledShutdown", False), register_offset=offset,
-            log_dirs=[uuid_of(d) for d in data.get("logDirs") or []])
+            log_dirs=[uuid_of(d) for d in data.get("logDirs") or []], features=[dict(f) for f in data["features"]])
 
     def replay_fence(self, data: dict, fenced: bool) -> None:   # FenceBrokerRecord, UnfenceBrokerRecord
         registration = self.registrations.get(data["id"])

@@ -13,18 +13,22 @@ from ..raft.kafka_raft_client import RaftConfig
 from ..raft.raft_node import RaftNode
 from .controller_apis import register_controller_apis
 from .quorum_controller import QuorumController
+from .snapshot_generator import SnapshotGenerator
 
 
 class ControllerNode:
     def __init__(self, config: RaftConfig, metadata_log_dir: str, idle_interval_ms: int = 500,
                  rng: random.Random | None = None, listen: tuple[str, int] | None = None,
                  session_timeout_ms: int = 9000, default_num_partitions: int = 1,
-                 default_replication_factor: int = 1):
+                 default_replication_factor: int = 1, log_segment_bytes: int | None = None, **snapshot_settings):
         self.config = config
+        if log_segment_bytes:
+            config.extra["metadata.log.segment.bytes"] = log_segment_bytes
         # the QuorumController writes the NoOps, not the bare Raft node
         self.raft = RaftNode(config, metadata_log_dir, idle_interval_ms=0, rng=rng, listen=listen)
         self.controller = QuorumController(self.raft.client, config.cluster_id, session_timeout_ms, idle_interval_ms,
-                                           default_num_partitions, default_replication_factor)
+                                           default_num_partitions, default_replication_factor,
+                                           snapshot_generator=SnapshotGenerator(**snapshot_settings))
         register_controller_apis(self.raft.server, self.controller)
 
     @property

@@ -37,6 +37,7 @@ from .feature_control_manager import FeatureControlManager
 from .metadata_record import ApiMessageAndVersion, read_committed
 from .producer_id_control_manager import ProducerIdControlManager
 from .replication_control_manager import ReplicationControlManager
+from .snapshot_generator import SnapshotGenerator
 
 log = logging.getLogger("kafkalab.controller")
 TIMER_S = 0.05
@@ -74,7 +75,7 @@ def replay_record(state, offset: int, record) -> None:
 class QuorumController:
     def __init__(self, raft_client, cluster_id: str | None = None, session_timeout_ms: int = 9000,
                  idle_interval_ms: int = 500, default_num_partitions: int = 1, default_replication_factor: int = 1,
-                 write_timeout_ms: int = 5000, bootstrap_levels=None):
+                 write_timeout_ms: int = 5000, bootstrap_levels=None, snapshot_generator: SnapshotGenerator | None = None):
         self.raft = raft_client
         self.features = FeatureControlManager()
         self.cluster = ClusterControlManager(cluster_id, self.features, session_timeout_ms)
@@ -88,6 +89,8 @@ class QuorumController:
         #: the Raft epoch this controller is active in, None while it is not
         self.active_epoch: int | None = None
         self.replayed: list[tuple[int, str]] = []      # (offset, record type), for tests and notebooks
+        #: writes a snapshot of the replayed state every so many bytes / ms, loads one (snapshot_generator.py)
+        self.snapshots = snapshot_generator or SnapshotGenerator()
         self._write_lock = asyncio.Lock()
         self._last_write = time.monotonic()
         self._tasks: list[asyncio.Task] = []
@@ -96,6 +99,7 @@ class QuorumController:
     # -- life cycle ------------------------------------------------------------------------------
 
     async def start(self) -> None:
+        self._maybe_load_snapshot(force=True)
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._replay_loop()), loop.create_task(self._timer_loop())]
 
@@ -121,15 +125,27 @@ class QuorumController:
 
     def replay_committed(self) -> int:
         """Apply every committed record not applied yet; returns how many."""
+        self._maybe_load_snapshot()
         hw = self.raft.high_watermark
         if hw is None or hw <= self.applied_offset:
             return 0
-        records = read_committed(self.raft.log, self.applied_offset, hw)
+        start = self.applied_offset
+        records = read_committed(self.raft.log, start, hw)
         for offset, record in records:
             self._replay(offset, record)
         self.applied_offset = hw
         self._notify()
+        self.snapshots.after_replay(self, self.raft.log, start, hw)
         return len(records)
+
+    def _maybe_load_snapshot(self, force: bool = False) -> None:
+        """At start-up, or when the log now starts past what was applied (a snapshot fetched from the leader was
+        installed): load the latest snapshot, then replay the log after it."""
+        if force or self.raft.log.start_offset > self.applied_offset:
+            end = self.snapshots.load_latest(self, self.raft.log, replay_record)
+            if end is not None:
+                self.applied_offset = end
+                self.replayed.append((end - 1, "snapshot"))
 
     def _replay(self, offset: int, record) -> None:
         replay_record(self, offset, record)

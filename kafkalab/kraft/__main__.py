@@ -6,7 +6,11 @@ with the arguments, ready line and exit statuses of ``python -m kafkalab.broker`
 
     kafkalab broker 4 ready on 127.0.0.1:9092 log.dirs=/tmp/x
 
-It is ready once the controllers have unfenced it.
+It is ready once the controllers have unfenced it. With ``--config process.roles=broker,controller``
+(and ``controller.listener.names=CONTROLLER``; the node id one of the voters) it is a combined node,
+:class:`~kafkalab.kraft.kafka_raft_server.KafkaRaftServer`: its controller listens at its address in
+``controller.quorum.voters`` and also takes ``controller.quorum.election.*``,
+``metadata.max.idle.interval.ms`` and ``broker.session.timeout.ms``.
 """
 from __future__ import annotations
 
@@ -14,10 +18,23 @@ import sys
 
 from ..broker.__main__ import main as broker_main
 from .broker_server import BrokerServer
+from .kafka_raft_server import COMBINED_ROLES, KafkaRaftServer, roles_of
+
+
+def kraft_server(config):
+    """The server ``process.roles`` asks for: a broker, or a combined node."""
+    return (KafkaRaftServer if roles_of(config) == COMBINED_ROLES else BrokerServer)(config)
+
+
+def _check_config(config) -> None:
+    (KafkaRaftServer if roles_of(config) == COMBINED_ROLES else BrokerServer).check_config(config)
+
+
+kraft_server.check_config = _check_config
 
 
 def main(argv=None) -> int:
-    return broker_main(argv, server_class=BrokerServer, defaults={"process.roles": "broker"})
+    return broker_main(argv, server_class=kraft_server, defaults={"process.roles": "broker"})
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@
    reaches its registration record; the answer says whether it is caught up and fenced. A broker epoch
    the controller no longer knows (STALE_BROKER_EPOCH, BROKER_ID_NOT_REGISTERED: it was fenced and
    re-registered elsewhere, or the controllers lost it) makes it register again.
-3. **controlled shutdown**: heartbeats with ``WantShutDown`` until the controller answers
+3. **controlled shutdown**: heartbeats with ``WantShutDown`` (the first at once) until the controller answers
    ``ShouldShutDown`` (it has moved this broker's leaderships away), or the time is up.
 """
 from __future__ import annotations
@@ -49,6 +49,7 @@ class BrokerLifecycleManager:
         self.registered = asyncio.Event()
         self.unfenced = asyncio.Event()
         self._task: asyncio.Task | None = None
+        self._wake = asyncio.Event()
 
     def _features(self) -> list[dict]:
         top = dict(BOOTSTRAP_FEATURE_LEVELS)
@@ -77,7 +78,12 @@ class BrokerLifecycleManager:
                          "registration" if self.broker_epoch < 0 else "heartbeat", exc)
                 await asyncio.sleep(RETRY_BACKOFF_S)
                 continue
-            await asyncio.sleep(RETRY_BACKOFF_S if self.want_shut_down else self.heartbeat_interval_s)
+            try:   # the next heartbeat at its interval, or at once when a controlled shutdown begins
+                await asyncio.wait_for(self._wake.wait(), RETRY_BACKOFF_S if self.want_shut_down
+                                       else self.heartbeat_interval_s)
+            except asyncio.TimeoutError:
+                pass
+            self._wake.clear()
 
     async def _register(self) -> None:
         host, port = self.listener
@@ -123,6 +129,7 @@ class BrokerLifecycleManager:
         if self.broker_epoch < 0:
             return False
         self.want_shut_down = True
+        self._wake.set()   # as Kafka's BeginControlledShutdownEvent: heartbeat now, not at the next interval
         try:
             await asyncio.wait_for(self.should_shut_down.wait(), timeout_s)
             return True

@@ -33,11 +33,12 @@ class BrokerMetadataPublisher:
     def __init__(self, broker):
         self.broker = broker
 
-    def live_brokers(self, image) -> list[BrokerEndpoint]:
+    def live_brokers(self, image, fenced: bool = False) -> list[BrokerEndpoint]:
+        """The registered brokers that are unfenced (``fenced=True``: those that are fenced)."""
         out = []
         for b, reg in sorted(image.cluster.registrations.items()):
             endpoint = reg.endpoint("PLAINTEXT") or reg.endpoint()
-            if not reg.fenced and endpoint is not None:
+            if bool(reg.fenced) == fenced and endpoint is not None:
                 out.append(BrokerEndpoint(b, endpoint[0], endpoint[1], reg.rack))
         return out
 

@@ -15,7 +15,9 @@ controller) — with ZooKeeper replaced by the controller quorum, at the same st
    of applied records is published (:class:`~kafkalab.kraft.broker_metadata_publisher.BrokerMetadataPublisher`:
    the metadata cache, becoming leader or follower); start-up completes once the controller has
    unfenced the broker, i.e. once it has read the metadata log up to its own registration;
-5. no controller runs in a broker (``process.roles=broker``).
+5. no controller runs in a broker (``process.roles=broker``). A combined node
+   (``process.roles=broker,controller``) is a :class:`~kafkalab.kraft.kafka_raft_server.KafkaRaftServer`: its
+   broker is this class given the controller's voter (``raft_client``), read instead of an observer of its own.
 
 Stopping: a controlled shutdown through heartbeats (``WantShutDown`` until ``ShouldShutDown``), then
 as before; the observer and the lifecycle manager stop last. AlterPartition, CreateTopics (forwarded,
@@ -51,20 +53,24 @@ STARTUP_UNFENCE_TIMEOUT_S = 60.0
 
 class BrokerServer(KafkaServer):
     @staticmethod
-    def check_config(config) -> None:
-        """ValueError naming what is wrong with a KRaft broker's configs."""
-        if config["process.roles"] != "broker":
-            raise ValueError("a BrokerServer runs with process.roles=broker (combined nodes are not served)")
+    def check_config(config, combined: bool = False) -> None:
+        """ValueError naming what is wrong with a KRaft broker's configs (``combined``: the broker of a
+        :class:`~kafkalab.kraft.kafka_raft_server.KafkaRaftServer`, which checks its own)."""
+        if not combined and config["process.roles"] != "broker":
+            raise ValueError("a BrokerServer runs with process.roles=broker (a combined node, broker,controller, "
+                             "is a KafkaRaftServer)")
         if not config["controller.quorum.voters"]:
             raise ValueError("process.roles=broker needs controller.quorum.voters")
         if config["zookeeper.connect"]:
             raise ValueError("a KRaft broker has no zookeeper.connect")
-        if config["broker.id"] in parse_voters(config["controller.quorum.voters"]):
+        if not combined and config["broker.id"] in parse_voters(config["controller.quorum.voters"]):
             raise ValueError(f"node id {config['broker.id']} is a controller's (controller.quorum.voters): a broker "
                              "needs an id of its own")
 
-    def __init__(self, config):
-        self.check_config(config)
+    def __init__(self, config, raft_client: KafkaRaftClient | None = None):
+        """``raft_client``: a combined node's voter, shared with its controller (Kafka's ``SharedServer``): the
+        broker reads the metadata from it instead of fetching as an observer, and neither starts nor closes it."""
+        self.check_config(config, combined=raft_client is not None)
         super().__init__(config)
         self.zk_mode = True           # cluster mode: the metadata comes from the controllers
         self.kraft_mode = True
@@ -72,7 +78,8 @@ class BrokerServer(KafkaServer):
         self.admin_manager = KRaftAdminManager(self)
         self.voters = parse_voters(config["controller.quorum.voters"])
         self.metadata_log_dir = config["metadata.log.dir"] or self.log_dir
-        self.raft_client: KafkaRaftClient | None = None
+        self.raft_client: KafkaRaftClient | None = raft_client
+        self._owns_raft_client = raft_client is None
         self.image = MetadataImage()
         self.publisher = BrokerMetadataPublisher(self)
         self.controller_channel = BrokerToControllerChannelManager(
@@ -90,6 +97,11 @@ class BrokerServer(KafkaServer):
         return self.raft_client.quorum.leader_id if self.raft_client is not None else -1
 
     @property
+    def fenced_broker_nodes(self):
+        """The registered brokers the controller has fenced (DescribeCluster v2 with include_fenced_brokers)."""
+        return self.publisher.live_brokers(self.image, fenced=True)
+
+    @property
     def broker_epoch(self) -> int:
         return self.lifecycle.broker_epoch if self.lifecycle is not None else -1
 
@@ -101,6 +113,9 @@ class BrokerServer(KafkaServer):
 
     async def _start_zookeeper(self) -> None:
         """Start the metadata observer (KafkaServer.start calls this where ZooKeeper mode connects)."""
+        if not self._owns_raft_client:   # combined: the controller's voter already runs
+            self._metadata_task = asyncio.get_running_loop().create_task(self._metadata_loop())
+            return
         cfg = self.config
         raft_config = RaftConfig(self.broker_id, self.voters, fetch_timeout_ms=cfg["controller.quorum.fetch.timeout.ms"],
                                  request_timeout_ms=cfg["controller.quorum.request.timeout.ms"],
@@ -186,5 +201,5 @@ class BrokerServer(KafkaServer):
             if self.lifecycle is not None:
                 await self.lifecycle.stop()
             await self.controller_channel.close()
-            if self.raft_client is not None:
+            if self.raft_client is not None and self._owns_raft_client:
                 await self.raft_client.close()

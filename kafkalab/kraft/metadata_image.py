@@ -19,6 +19,7 @@ from ..controller.metadata_record import read_committed, uuid_of
 from ..controller.producer_id_control_manager import ProducerIdControlManager
 from ..controller.quorum_controller import replay_record
 from ..controller.replication_control_manager import ReplicationControlManager
+from ..controller.snapshot_generator import SnapshotGenerator
 
 _PARTITION_RECORDS = ("PartitionRecord", "PartitionChangeRecord")
 _BROKER_RECORDS = ("RegisterBrokerRecord", "BrokerRegistrationChangeRecord", "FenceBrokerRecord",
@@ -45,6 +46,8 @@ class MetadataImage:
         self.replication = ReplicationControlManager(self.cluster)
         self.producer_ids = ProducerIdControlManager()
         self.next_offset = 0          # every committed record below it is applied
+        #: loads a snapshot the broker fetched (FetchSnapshot), and writes the broker's own (Kafka's defaults)
+        self.snapshots = SnapshotGenerator()
 
     @property
     def offset(self) -> int:
@@ -52,9 +55,10 @@ class MetadataImage:
         return self.next_offset - 1
 
     def apply_committed(self, metadata_log, high_watermark: int | None) -> MetadataDelta:
-        delta = MetadataDelta()
+        delta = self._maybe_load_snapshot(metadata_log)
         if high_watermark is None or high_watermark <= self.next_offset:
             return delta
+        start = self.next_offset
         for offset, record in read_committed(metadata_log, self.next_offset, high_watermark):
             data = record.data
             if record.name == "RemoveTopicRecord":    # what it removes, before it is gone from the image
@@ -73,6 +77,20 @@ class MetadataImage:
             elif record.name in _BROKER_RECORDS:
                 delta.brokers_changed = True
         self.next_offset = high_watermark
+        self.snapshots.after_replay(self, metadata_log, start, high_watermark)
+        return delta
+
+    def _maybe_load_snapshot(self, metadata_log) -> MetadataDelta:
+        """The local log starts past what was applied (a snapshot was installed, or the broker restarted on a log
+        that starts with one): load the latest snapshot; the delta names everything, and the topics it no longer has
+        as removed."""
+        if metadata_log.start_offset <= self.next_offset or metadata_log.latest_snapshot_id() is None:
+            return MetadataDelta()
+        before = {t.id: (t.name, sorted(t.partitions)) for t in self.replication.topics.values()}
+        self.next_offset = self.snapshots.load_latest(self, metadata_log, replay_record)
+        delta = self.everything()
+        delta.removed = [(name, tid, parts) for tid, (name, parts) in before.items()
+                         if tid not in self.replication.topics]
         return delta
 
     def everything(self) -> MetadataDelta:

@@ -13,6 +13,8 @@ leader's *high watermark* says how far that is. Modules, named as Kafka's classe
 ``file_quorum_state_store.py`` ``FileQuorumStateStore``: the ``quorum-state`` file, Kafka's JSON layout
 ``kafka_metadata_log.py``      ``KafkaMetadataLog``: ``__cluster_metadata-0`` over the mini broker's
                                ``UnifiedLog`` (Kafka's segment format, leader epochs, truncation)
+``metadata_log_snapshots.py``  the log's snapshots: create, clean (``maybeClean``), check a fetch, install
+``fetch_snapshot.py``          FetchSnapshot (KIP-630): the leader's answer, a follower's fetch and install
 ``record_serde.py``            the records written: NoOpRecord, the LeaderChange control record
 ``kafka_raft_client.py``       ``KafkaRaftClient``: timers, elections, fetching, resigning
 ``raft_apis.py``               the requests answered: Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch,
@@ -23,8 +25,9 @@ leader's *high watermark* says how far that is. Modules, named as Kafka's classe
 =============================  ===========================================================================
 
 The QuorumController that writes the cluster's metadata records through this layer is
-:mod:`kafkalab.controller` (``python -m kafkalab.controller``). Not yet (next slices): snapshots and
-FetchSnapshot, KIP-853 and KIP-996 (pre-vote); check-quorum is done (a leader without fetches from a majority
-for 1.5 × ``controller.quorum.fetch.timeout.ms`` resigns). Brokers fetch the log as observers
+:mod:`kafkalab.controller` (``python -m kafkalab.controller``). Snapshot files are
+:mod:`kafkalab.snapshot`'s. Not yet (next slices): KIP-853 and KIP-996 (pre-vote); check-quorum is done (a
+leader without fetches from a majority for 1.5 × ``controller.quorum.fetch.timeout.ms`` resigns). Brokers fetch
+the log as observers
 (:mod:`kafkalab.kraft`).
 """

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from ..broker.common.records import CONTROL_MASK, Record, build_batch, iter_records
 from ..broker.log.log import UnifiedLog
 from ..broker.server.config import BrokerConfig, LogConfig
+from .metadata_log_snapshots import MetadataLogSnapshots
 from .raft_messages import METADATA_PARTITION, METADATA_TOPIC
 
 
@@ -34,10 +35,12 @@ class OffsetAndEpoch:
     offset: int
 
 
-class KafkaMetadataLog:
-    def __init__(self, metadata_log_dir: str):
+class KafkaMetadataLog(MetadataLogSnapshots):
+    def __init__(self, metadata_log_dir: str, segment_bytes: int | None = None):
         self.dir = os.path.join(metadata_log_dir, f"{METADATA_TOPIC}-{METADATA_PARTITION}")
-        self.log = UnifiedLog(self.dir, METADATA_TOPIC, METADATA_PARTITION, LogConfig(BrokerConfig()))
+        overrides = {"segment.bytes": segment_bytes} if segment_bytes else None   # metadata.log.segment.bytes
+        self.log = UnifiedLog(self.dir, METADATA_TOPIC, METADATA_PARTITION, LogConfig(BrokerConfig(), overrides))
+        self._recover_snapshots()   # snapshots: see metadata_log_snapshots.py
 
     @property
     def end_offset(self) -> int:
@@ -45,8 +48,12 @@ class KafkaMetadataLog:
 
     @property
     def last_fetched_epoch(self) -> int:
-        """The epoch of the last batch in the log (0 for an empty log)."""
-        return self.log.leader_epoch_cache.latest_epoch or 0
+        """The epoch of the last batch in the log; for an empty log the epoch of the snapshot it starts at, or 0."""
+        latest = self.log.leader_epoch_cache.latest_epoch
+        if latest is not None:
+            return latest
+        snapshot = self.latest_snapshot_id()
+        return snapshot.epoch if snapshot is not None and snapshot.offset == self.end_offset else 0
 
     def end_offset_and_epoch(self) -> OffsetAndEpoch:
         return OffsetAndEpoch(self.last_fetched_epoch, self.end_offset)
@@ -57,7 +64,10 @@ class KafkaMetadataLog:
         an empty log answers (0, its end offset)."""
         entries = self.log.leader_epoch_cache.entries
         if not entries:
-            return OffsetAndEpoch(0, self.end_offset)
+            return OffsetAndEpoch(self.last_fetched_epoch, self.end_offset)
+        earliest = self.earliest_snapshot_id()
+        if earliest is not None and epoch < entries[0].epoch and entries[0].start_offset == earliest.offset:
+            return OffsetAndEpoch(earliest.epoch, earliest.offset)   # older than the log: the snapshot it starts at
         floor = [e for e in entries if e.epoch <= epoch]
         if not floor:
             return OffsetAndEpoch(epoch, entries[0].start_offset)

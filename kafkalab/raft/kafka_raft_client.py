@@ -18,7 +18,11 @@ sends its own, over the mini broker's :class:`~kafkalab.broker.network.network_c
 * **EndQuorumEpoch**: :meth:`resign` (a graceful shutdown of the leader) asks the voters to elect
   another now, the most up-to-date first, instead of waiting for a fetch timeout.
 
-Not here yet (later slices of issue #21): FetchSnapshot and snapshots, KIP-853's dynamic voters,
+* **FetchSnapshot**: a Fetch answered with a snapshot id (the fetch offset was below the leader's
+  log start offset) is followed by FetchSnapshot requests until the snapshot is whole, then it is
+  installed (:mod:`kafkalab.raft.fetch_snapshot`).
+
+Not here yet (later slices of issue #21): KIP-853's dynamic voters,
 KIP-996's pre-vote (so a voter cut off and then back can start an election that unseats a healthy
 leader, as in Kafka 3.x).
 
@@ -40,6 +44,8 @@ from ..broker.apis.messages import build
 from ..broker.network.network_client import NetworkClient
 from ..broker.utils.async_util import cancel_and_wait
 from .epoch_state import CandidateState, FollowerState, ResignedState, UnattachedState, VotedState
+from ..snapshot.snapshots import OffsetAndEpochId
+from .fetch_snapshot import fetch_snapshot
 from .file_quorum_state_store import FileQuorumStateStore
 from .kafka_metadata_log import KafkaMetadataLog, OffsetAndEpoch
 from .leader_state import LeaderState
@@ -75,7 +81,7 @@ class KafkaRaftClient:
         self.config = config
         self.node_id = config.node_id
         self.rng = rng or random.Random()
-        self.log = KafkaMetadataLog(metadata_log_dir)
+        self.log = KafkaMetadataLog(metadata_log_dir, config.extra.get("metadata.log.segment.bytes"))
         self.quorum = QuorumState(config.node_id, list(config.voters), FileQuorumStateStore(self.log.dir),
                                   election_timeout_ms=config.election_timeout_ms,
                                   fetch_timeout_ms=config.fetch_timeout_ms, rng=self.rng)
@@ -91,6 +97,8 @@ class KafkaRaftClient:
         self.elections: list[dict] = []     # {"epoch", "won_at" (monotonic), "granted"}, for tests and benchmarks
         #: {"epoch", "at" (monotonic), "fetched"} for each leadership given up by check-quorum
         self.check_quorum_resignations: list[dict] = []
+        self.snapshot_fetches: list[dict] = []   # snapshots fetched and installed (fetch_snapshot.py)
+        self.snapshot_chunks_served = 0          # FetchSnapshot chunks this node answered as leader
 
     # -- life cycle ------------------------------------------------------------------------------
 
@@ -399,6 +407,12 @@ class KafkaRaftClient:
             log.info("node %d: log diverged from leader %d's (epoch %d ends at %d): truncated from %d to %d",
                      self.node_id, target, diverging.epoch, diverging.end_offset, before, after)
             self.truncations.append((diverging.epoch, diverging.end_offset, before, after))
+            return
+        snapshot = p.snapshot_id
+        if snapshot is not None and snapshot.end_offset >= 0 and snapshot.epoch >= 0:
+            # below the leader's log start offset: get its snapshot (KIP-630), then fetch from its end offset
+            if await fetch_snapshot(self, target, state, OffsetAndEpochId(snapshot.end_offset, snapshot.epoch)):
+                self.high_watermark = max(self.high_watermark or 0, snapshot.end_offset)
             return
         if p.records:
             self.log.append_as_follower(bytes(p.records))

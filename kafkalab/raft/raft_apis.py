@@ -18,7 +18,9 @@ learns that it is out of date; a newer one moves this replica into it first
   went another way, answer with the *diverging epoch* (the largest epoch <= its last fetched epoch
   and where that epoch ends here) and no records. Else note the follower's end offset (which may
   move the high watermark) and return records from it, waiting up to ``max_wait_ms`` when there
-  are none.
+  are none. A fetch offset below the log start offset (the log was cleaned after a snapshot) is
+  answered with the latest *snapshot id* instead, which the fetcher gets with FetchSnapshot
+  (:mod:`kafkalab.raft.fetch_snapshot`).
 * **DescribeQuorum** (to the leader only): the voters' and observers' end offsets and fetch times.
 """
 from __future__ import annotations
@@ -28,6 +30,7 @@ import time
 from .epoch_state import FollowerState, UnattachedState, VotedState
 from .kafka_metadata_log import OffsetAndEpoch
 from .leader_state import LeaderState
+from .metadata_log_snapshots import DIVERGING, SNAPSHOT
 from .raft_messages import METADATA_PARTITION, METADATA_TOPIC, METADATA_TOPIC_ID, single_partition
 
 NONE, NOT_LEADER_OR_FOLLOWER, INVALID_REQUEST = 0, 6, 42
@@ -123,13 +126,16 @@ def handle_end_quorum_epoch(client, request) -> dict:
 
 # -- Fetch ----------------------------------------------------------------------------------------------------
 
-def _fetch_answer(client, error: int, hw: int = -1, records=None, diverging: OffsetAndEpoch | None = None) -> dict:
+def _fetch_answer(client, error: int, hw: int = -1, records=None, diverging: OffsetAndEpoch | None = None,
+                  snapshot=None) -> dict:
     partition = {"partition_index": METADATA_PARTITION, "error_code": error, "high_watermark": hw,
                  "last_stable_offset": hw, "log_start_offset": client.log.log.log_start_offset,
                  "current_leader": {"leader_id": client.quorum.leader_id, "leader_epoch": client.quorum.epoch},
                  "aborted_transactions": None, "preferred_read_replica": -1, "records": records}
     if diverging is not None:
         partition["diverging_epoch"] = {"epoch": diverging.epoch, "end_offset": diverging.offset}
+    if snapshot is not None:
+        partition["snapshot_id"] = {"end_offset": snapshot.offset, "epoch": snapshot.epoch}
     return {"throttle_time_ms": 0, "error_code": NONE, "session_id": 0,
             "responses": [{"topic_id": METADATA_TOPIC_ID, "partitions": [partition]}]}
 
@@ -164,10 +170,11 @@ async def handle_fetch(client, request) -> dict:
         if error:
             return _fetch_answer(client, error)
         state: LeaderState = client.quorum.state
-        end = client.log.end_offset_for_epoch(p.last_fetched_epoch)
-        fresh_start = p.fetch_offset == 0 and p.last_fetched_epoch == 0
-        if not fresh_start and (end.epoch != p.last_fetched_epoch or p.fetch_offset > end.offset):
-            return _fetch_answer(client, NONE, _hw(state), diverging=end)
+        kind, where = client.log.validate_offset_and_epoch(p.fetch_offset, p.last_fetched_epoch)
+        if kind == SNAPSHOT:      # below the log start offset: fetch the latest snapshot (fetch_snapshot.py)
+            return _fetch_answer(client, NONE, _hw(state), snapshot=where)
+        if kind == DIVERGING:
+            return _fetch_answer(client, NONE, _hw(state), diverging=where)
         if replica_id >= 0 and state.update_replica(replica_id, p.fetch_offset, client.now_ms(),
                                                     client.log.end_offset):
             client.update_leader_high_watermark(state)

@@ -2,8 +2,8 @@
 
 The same framing as the broker's :class:`~kafkalab.broker.network.socket_server.SocketServer`
 (4-byte size, request header, one request at a time per connection, responses in order), serving
-the quorum's APIs only: Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch (of ``__cluster_metadata``)
-and DescribeQuorum, plus ApiVersions and DescribeCluster v1-v2 (KIP-919), so that Kafka's own
+the quorum's APIs only: Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch (of ``__cluster_metadata``),
+FetchSnapshot (v0) and DescribeQuorum, plus ApiVersions and DescribeCluster v1-v2 (KIP-919), so that Kafka's own
 ``kafka-metadata-quorum.sh --bootstrap-controller`` can ask the mini quorum. A KRaft controller adds its
 own APIs (BrokerRegistration, BrokerHeartbeat, CreateTopics) with :meth:`RaftServer.register`. Bad input closes that one connection, never the controller:
 a frame size out of range, an unknown API or version, a request that cannot be parsed.
@@ -21,6 +21,8 @@ from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 from ..broker.apis.messages import build, null_violation
 from ..broker.utils.async_util import cancel_and_wait
 from . import raft_apis
+from .fetch_snapshot import (FETCH_SNAPSHOT_VERSION, FetchSnapshotRequest, FetchSnapshotResponse,
+                             handle_fetch_snapshot)
 from .raft_messages import (BEGIN_QUORUM_EPOCH_VERSION, DESCRIBE_QUORUM_VERSION, END_QUORUM_EPOCH_VERSION,
                             FETCH_VERSION, VOTE_VERSION, BeginQuorumEpochRequest, BeginQuorumEpochResponse,
                             DescribeQuorumRequest, DescribeQuorumResponse, EndQuorumEpochRequest,
@@ -42,6 +44,7 @@ APIS = {
          raft_apis.handle_begin_quorum_epoch),
     54: (EndQuorumEpochRequest, EndQuorumEpochResponse, 0, END_QUORUM_EPOCH_VERSION, raft_apis.handle_end_quorum_epoch),
     55: (DescribeQuorumRequest, DescribeQuorumResponse, 0, DESCRIBE_QUORUM_VERSION, raft_apis.handle_describe_quorum),
+    59: (FetchSnapshotRequest, FetchSnapshotResponse, 0, FETCH_SNAPSHOT_VERSION, handle_fetch_snapshot),
     60: (DescribeClusterRequest, DescribeClusterResponse, 1, 2, raft_apis.handle_describe_cluster),
 }
 

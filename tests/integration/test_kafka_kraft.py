@@ -289,7 +289,8 @@ def test_kafkalab_up_with_mode_kraft(kafka_home, tmp_path):
         assert up.returncode == 0, up.stdout + up.stderr
         assert "KRaft" in up.stdout
         status = cli("status", "--dir", directory)
-        assert status.returncode == 0 and "1 kafka broker(s) and 0 controller(s) in KRaft mode, active controller 1" \
+        assert status.returncode == 0 and ("1 kafka broker(s) and 1 controller(s) (combined nodes: broker,controller) "
+                                           "in KRaft mode, active controller 1") \
             in status.stdout and "broker,controller" in status.stdout, status.stdout + status.stderr
         with open(os.path.join(directory, "cluster.json")) as f:
             state = json.load(f)
@@ -303,11 +304,4 @@ def test_kafkalab_up_with_mode_kraft(kafka_home, tmp_path):
     assert down.returncode == 0, down.stdout + down.stderr
     with open(os.path.join(directory, "cluster.json")) as f:
         assert all(gone(n["pid"]) for n in json.load(f)["nodes"])
-    # mini brokers run KRaft with separate controllers (tests/integration/test_mini_kraft_cluster.py); combined
-    # nodes are Kafka's only: one line, exit 1, nothing left running
-    mini_dir = str(tmp_path / "mini")
-    mini = cli("up", "--mode", "kraft", "--combined", "--dir", mini_dir)
-    if mini.returncode == 0:
-        cli("down", "--dir", mini_dir, timeout=90)
-    assert mini.returncode == 1 and "combined=True needs backend='kafka'" in mini.stderr \
-        and mini.stderr.count("\n") == 1, mini.stdout + mini.stderr
+    # the mini backend's combined nodes (kafkalab up --mode kraft --combined): tests/integration/test_mini_kraft_combined.py

@@ -104,6 +104,24 @@ def test_a_snapshot_holds_the_topic_between_header_and_footer(files):
     assert "orders" in set(df[df["type"] == "TOPIC_RECORD"]["data"].map(lambda x: x["name"]))
 
 
+def test_kafka_snapshots_load_in_kafkalab_snapshot_reader(files):
+    """Kafka 4.4's own snapshots load in kafkalab's RecordsSnapshotReader and into a broker's MetadataImage:
+    the topic, its three partitions, the combined nodes as registered brokers, metadata.version."""
+    from kafkalab.controller.quorum_controller import replay_record
+    from kafkalab.controller.snapshot_generator import load_snapshot
+    from kafkalab.kraft.metadata_image import MetadataImage
+    from kafkalab.snapshot import RecordsSnapshotReader
+    snapshots = [f for f in files if f.endswith(".checkpoint") and not f.endswith("00000000000000000000-0000000000.checkpoint")]
+    for path in snapshots:
+        reader = RecordsSnapshotReader(path)
+        assert reader.last_contained_log_timestamp > 0 and reader.records, path
+        image = MetadataImage()
+        assert load_snapshot(image, reader, replay_record) == reader.snapshot_id.offset
+        topics = {t.name: t for t in image.replication.topics.values()}
+        assert image.features.metadata_version > 0 and sorted(image.cluster.registrations) == [1, 2, 3], path
+        assert "orders" in topics and sorted(topics["orders"].partitions) == [0, 1, 2], path
+
+
 def test_kill_and_watch_times_the_election_then_the_fencing(stopped_cluster):
     """In combined mode the dead controller is a broker too: a new Raft leader first, then (a broker session
     after it took over) the dead node fenced and its partition given a new leader, in that order."""

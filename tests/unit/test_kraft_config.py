@@ -113,11 +113,9 @@ def test_kraft_needs_kafka_4_and_says_so(tmp_path, monkeypatch):
         KRaftBackend()
 
 
-def test_kraft_with_mini_combined_nodes_fails_at_once_with_one_line():
-    # the mini KRaft cluster (tests/integration/test_mini_kraft_cluster.py) has separate controllers only
-    with pytest.raises(NotImplementedError) as e:
-        kafkalab.cluster(brokers=3, mode="kraft", combined=True)
-    assert "backend='kafka'" in str(e.value) and "\n" not in str(e.value)
+def test_an_unknown_mode_fails_at_once():
+    # mini combined nodes (combined=True on the mini backend): tests/unit/test_kafka_raft_server.py and
+    # tests/integration/test_mini_kraft_combined.py
     with pytest.raises(ValueError, match="'zookeeper' or 'kraft'"):
         kafkalab.cluster(brokers=3, mode="raft")
 

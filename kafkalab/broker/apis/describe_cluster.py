@@ -8,7 +8,8 @@ controller's last UpdateMetadata described them.
 v0   brokers (id, host, port, rack), controller id, cluster id, cluster authorized operations
 v1   + endpoint_type (KIP-919): 1 = brokers; 2 = controllers gets MISMATCHED_ENDPOINT_TYPE from a
      broker, any other type UNSUPPORTED_ENDPOINT_TYPE, as in Kafka 3.9 (``AuthHelper.computeDescribeClusterResponse``)
-v2   + include_fenced_brokers / is_fenced (KIP-1073): no broker is ever fenced here
+v2   + include_fenced_brokers / is_fenced (KIP-1073): a KRaft broker (kafkalab.kraft) lists the registered
+     brokers the controller has fenced too, with is_fenced (as Kafka 4.4 does); elsewhere none is fenced
 Not implemented: authorized operations (no ACLs): always -2147483648, "not provided".
 """
 from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeClusterResponse
@@ -31,6 +32,12 @@ async def handle_describe_cluster(ctx, request):
             code, message = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, f"Unsupported endpoint type {endpoint_type}"
         return {"throttle_time_ms": 0, "error_code": code, "error_message": message,
                 "endpoint_type": endpoint_type, "cluster_id": broker.cluster_id, "controller_id": -1, "brokers": []}
+    brokers = [{"broker_id": b.id, "host": b.host, "port": b.port, "rack": b.rack, "is_fenced": False}
+               for b in broker.live_broker_nodes]
+    if ctx.api_version >= 2 and request.include_fenced_brokers:
+        fenced = getattr(broker, "fenced_broker_nodes", ())     # KRaft: registered but fenced
+        brokers = sorted(brokers + [{"broker_id": b.id, "host": b.host, "port": b.port, "rack": b.rack,
+                                     "is_fenced": True} for b in fenced], key=lambda b: b["broker_id"])
     return {
         "throttle_time_ms": 0,
         "error_code": 0,
@@ -38,7 +45,6 @@ async def handle_describe_cluster(ctx, request):
         "endpoint_type": BROKERS_ENDPOINT,
         "cluster_id": broker.cluster_id,
         "controller_id": broker.controller_id,
-        "brokers": [{"broker_id": b.id, "host": b.host, "port": b.port, "rack": b.rack, "is_fenced": False}
-                    for b in broker.live_broker_nodes],
+        "brokers": brokers,
         "authorized_operations": None,  # the codec writes None as -2147483648 (bit 31: "omitted")
     }

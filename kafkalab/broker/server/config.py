@@ -269,8 +269,8 @@ _BROKER_ONLY: list[ConfigDef] = [
        "(unset: zookeeper.session.timeout.ms)"),
     _d("broker.rack", "string", None, "Rack of this broker (rack-aware replica placement)"),
     # -- KRaft mode (kafkalab.kraft.BrokerServer): no ZooKeeper, a controller quorum ----------------
-    _d("process.roles", "string", "", "KRaft: 'broker' for a broker of a KRaft cluster (empty: ZooKeeper or "
-       "standalone)"),
+    _d("process.roles", "string", "", "KRaft: 'broker' for a broker of a KRaft cluster, 'broker,controller' for a "
+       "combined node (empty: ZooKeeper or standalone)"),
     _d("controller.quorum.voters", "string", "", "KRaft: the controllers, id@host:port,..."),
     _d("metadata.log.dir", "string", None, "KRaft: where __cluster_metadata-0 lives (unset: log.dirs)"),
     _d("broker.heartbeat.interval.ms", "int", 2000, "KRaft: how often a broker heartbeats to the active "
@@ -281,6 +281,25 @@ _BROKER_ONLY: list[ConfigDef] = [
        "this long: look for another", _positive),
     _d("controller.quorum.request.timeout.ms", "int", 2000, "KRaft: timeout of a request to a controller",
        _positive),
+    # -- KRaft, read by a combined node's controller (process.roles=broker,controller) -----------------
+    _d("controller.listener.names", "string", None, "KRaft: the controller listener's name (a combined node "
+       "listens on it at its controller.quorum.voters address)"),
+    _d("controller.quorum.election.timeout.ms", "int", 1000, "KRaft (combined node): a candidate without a "
+       "majority after this long starts another election", _positive),
+    _d("controller.quorum.election.backoff.max.ms", "int", 1000, "KRaft (combined node): longest random wait "
+       "before another election", _positive),
+    _d("metadata.max.idle.interval.ms", "int", 500, "KRaft (combined node): the active controller appends a "
+       "NoOpRecord after this long without a record", _nonneg),
+    _d("metadata.log.segment.bytes", "int", 1024 * 1024 * 1024, "KRaft (combined node): segment size of "
+       "__cluster_metadata-0", _positive),
+    _d("metadata.log.max.record.bytes.between.snapshots", "long", 20 * 1024 * 1024, "KRaft (combined node): a "
+       "snapshot after this many bytes of committed metadata records", _positive),
+    _d("metadata.log.max.snapshot.interval.ms", "long", 3_600_000, "KRaft (combined node): a snapshot after this "
+       "long if anything was committed (0: never by time)", _nonneg),
+    _d("metadata.max.retention.bytes", "long", 100 * 1024 * 1024, "KRaft (combined node): metadata log and "
+       "snapshots kept up to this size (-1: no limit)"),
+    _d("metadata.max.retention.ms", "long", 604_800_000, "KRaft (combined node): metadata log segments and "
+       "snapshots older than this are deleted once a newer snapshot exists (-1: no limit)"),
     _d("controller.socket.timeout.ms", "int", 30_000, "Socket timeout of controller-to-broker requests",
        _positive),
     _d("controlled.shutdown.enable", "bool", True, "Move leadership away before shutting down"),
