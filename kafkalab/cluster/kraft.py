@@ -332,9 +332,8 @@ class KRaftCluster(BrokerLifecycle):
                              "(see quorum(), nodes, describe())")
 
     def _quorum_answer(self, timeout_s: float = 1.0, failures: dict | None = None) -> dict | None:
-        """DescribeQuorum, asked of the last known leader first, then every running controller, then the
-        brokers (which forward it to the active controller); None if nobody answers. ``failures``: filled with
-        what each controller that did not answer as leader said (id -> text)."""
+        """DescribeQuorum, asked of the last known leader first, then every running controller, then the brokers
+        (which forward it to the active controller); None if nobody answers (``failures``: id -> what it said)."""
         voters = self.voters
         order = sorted(voters, key=lambda i: i != self._leader_hint)
         nodes = {b.id: b for b in self._all_nodes()}
@@ -360,12 +359,10 @@ class KRaftCluster(BrokerLifecycle):
         QuorumUnavailableError (a RuntimeError) when no controller answers as leader: it says which controllers
         are down or paused and what the running ones answered (e.g. a majority is down: no leader)."""
         self._check_open()
-        failures: dict[int, str] = {}
-        answer = self._quorum_answer(timeout_s, failures)
+        answer = self._quorum_answer(timeout_s, failures := {})
         if answer is None:
-            nodes = {b.id: b for b in self._all_nodes()}
-            raise QuorumUnavailableError(self.controller_ids, {i: self._state(nodes[i]) for i in self.voters},
-                                         failures)
+            raise QuorumUnavailableError(self.controller_ids, {b.id: self._state(b) for b in self._all_nodes()
+                                                               if b.id in self.voters}, failures)
         return quorum_table(answer)
 
     @property
