@@ -11,8 +11,9 @@ this backend in place of :class:`~kafkalab.cluster.kraft_config.KRaftBackend`: e
   mode (:mod:`kafkalab.kraft`).
 
 Each gets the configs that it knows from the cluster's (the lab defaults, docs/cluster.md, and those
-given): a controller the quorum's timeouts, ``broker.session.timeout.ms``, ``num.partitions`` and
-``default.replication.factor``; a broker every config the mini broker has. The KRaft lab defaults the
+given): a controller the quorum's timeouts, ``broker.session.timeout.ms``, ``num.partitions``,
+``default.replication.factor``, ``min.insync.replicas``, ``unclean.leader.election.enable`` and the auto
+leader rebalance's configs; a broker every config the mini broker has. The KRaft lab defaults the
 mini broker does not have (``controller.quorum.election.*``: controllers only;
 ``share.coordinator.state.topic.min.isr``, ``group.share.min.record.lock.duration.ms``) are left out.
 Not served: ``combined=True`` (nodes that are broker and controller at once).
@@ -30,7 +31,9 @@ from .kraft_config import KRaftBackend
 CONTROLLER_CONFIGS = ("controller.quorum.fetch.timeout.ms", "controller.quorum.election.timeout.ms",
                       "controller.quorum.election.backoff.max.ms", "controller.quorum.request.timeout.ms",
                       "metadata.max.idle.interval.ms", "broker.session.timeout.ms", "num.partitions",
-                      "default.replication.factor")
+                      "default.replication.factor", "min.insync.replicas", "unclean.leader.election.enable",
+                      "auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
+                      "leader.imbalance.per.broker.percentage")
 _PER_NODE = ("process.roles", "node.id", "controller.quorum.voters", "listeners", "advertised.listeners",
              "controller.listener.names", "listener.security.protocol.map", "inter.broker.listener.name", "log.dirs")
 

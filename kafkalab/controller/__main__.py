@@ -4,7 +4,9 @@
         --metadata-log-dir /tmp/c1 --cluster-id ID [--config broker.session.timeout.ms=3000 ...] [--parent-pid P]
 
 The same arguments as ``python -m kafkalab.raft``, and the controller's configs: ``broker.session.timeout.ms``
-(default 9000), ``num.partitions`` and ``default.replication.factor`` (CreateTopics' -1), besides
+(default 9000), ``num.partitions`` and ``default.replication.factor`` (CreateTopics' -1), ``min.insync.replicas`` and
+``unclean.leader.election.enable`` (topic defaults the elections use), ``auto.leader.rebalance.enable``,
+``leader.imbalance.check.interval.seconds`` and ``leader.imbalance.per.broker.percentage``, besides
 ``controller.quorum.*`` and ``metadata.max.idle.interval.ms``. It prints ``kafkalab raft node N ready on
 HOST:PORT`` once its listener is up; SIGTERM stops it cleanly (an active controller resigns first).
 """
@@ -16,7 +18,12 @@ from ..raft.__main__ import main as raft_main
 from .controller_node import ControllerNode
 
 CONTROLLER_CONFIGS = {"broker.session.timeout.ms": "session_timeout_ms", "num.partitions": "default_num_partitions",
-                      "default.replication.factor": "default_replication_factor"}
+                      "default.replication.factor": "default_replication_factor",
+                      "min.insync.replicas": "min_insync_replicas",
+                      "unclean.leader.election.enable": "unclean_leader_election_enable",
+                      "auto.leader.rebalance.enable": "auto_leader_rebalance_enable",
+                      "leader.imbalance.check.interval.seconds": "leader_imbalance_check_interval_seconds",
+                      "leader.imbalance.per.broker.percentage": "leader_imbalance_per_broker_percentage"}
 
 
 def main(argv=None) -> int:

@@ -19,12 +19,12 @@ class ControllerNode:
     def __init__(self, config: RaftConfig, metadata_log_dir: str, idle_interval_ms: int = 500,
                  rng: random.Random | None = None, listen: tuple[str, int] | None = None,
                  session_timeout_ms: int = 9000, default_num_partitions: int = 1,
-                 default_replication_factor: int = 1):
+                 default_replication_factor: int = 1, **controller_configs):
         self.config = config
         # the QuorumController writes the NoOps, not the bare Raft node
         self.raft = RaftNode(config, metadata_log_dir, idle_interval_ms=0, rng=rng, listen=listen)
         self.controller = QuorumController(self.raft.client, config.cluster_id, session_timeout_ms, idle_interval_ms,
-                                           default_num_partitions, default_replication_factor)
+                                           default_num_partitions, default_replication_factor, **controller_configs)
         register_controller_apis(self.raft.server, self.controller)
 
     @property
