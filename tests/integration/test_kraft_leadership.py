@@ -192,3 +192,15 @@ def test_elect_leaders_through_confluent_kafka_forwarded_to_the_controller(tmp_p
                                                                       7: UNKNOWN_TOPIC_OR_PARTITION}
         assert elect(c, ElectionType.UNCLEAN, topic, [0]) == {0: ELECTION_NOT_NEEDED}
         assert [p["leader"] for _, p in sorted(partition_state(c, topic).items())] == [b1, b1]
+
+
+# -- Apache Kafka 4.4 KRaft, the same steps: the oracle ---------------------------------------------------------------
+
+def test_eligible_leader_replicas_on_kafka_4_kraft_match(tmp_path):
+    """The ELR scenario on Apache Kafka 4.4 (three controllers, three brokers, SIGKILLs): the same leaders, ISRs, ELRs,
+    LastKnownElrs and ElectLeaders answers as the mini cluster's (EXPECTED)."""
+    from kafkalab.cluster.distribution import fetch_kafka
+    from kafkalab.cluster.kraft_config import KRaftBackend
+    with kafkalab.cluster(brokers=3, mode="kraft", dir=str(tmp_path / "k"), backend=KRaftBackend(str(fetch_kafka("4"))),
+                          **{"replica.lag.time.max.ms": 3000}) as c:
+        assert elr_scenario(c) == EXPECTED
