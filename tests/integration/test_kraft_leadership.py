@@ -12,6 +12,8 @@
 from __future__ import annotations
 
 import functools
+import os
+import subprocess
 import uuid
 
 import pytest
@@ -21,6 +23,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 import cluster_helpers
 import kafkalab
+from kafkalab.cluster.distribution import fetch_kafka
 from kafkalab.tools.metadata_log import metadata_log_df
 
 pytestmark = pytest.mark.cluster
@@ -173,8 +176,9 @@ def test_a_restarted_broker_gets_its_preferred_leaderships_back(mini, all_up):
 
 
 def test_elect_leaders_through_confluent_kafka_forwarded_to_the_controller(tmp_path):
-    """Without the auto rebalance, a restarted preferred leader stays a follower until ElectLeaders (PREFERRED) asks;
-    then ELECTION_NOT_NEEDED; UNCLEAN for a partition with a leader: ELECTION_NOT_NEEDED; an unknown partition."""
+    """Without the auto rebalance, a restarted preferred leader stays a follower until ElectLeaders (PREFERRED) asks
+    (confluent-kafka for partition 0, Kafka 4.4's kafka-leader-election.sh for all partitions); then
+    ELECTION_NOT_NEEDED; UNCLEAN for a partition with a leader: ELECTION_NOT_NEEDED; an unknown partition."""
     with kafkalab.cluster(brokers=3, mode="kraft", dir=str(tmp_path / "c"),
                           **{"auto.leader.rebalance.enable": "false"}) as c:
         b1, b2, b3 = c.broker_ids[:3]
@@ -188,7 +192,14 @@ def test_elect_leaders_through_confluent_kafka_forwarded_to_the_controller(tmp_p
         assert elect(c, ElectionType.PREFERRED, topic, [0]) == {0: 0}
         assert partition_state(c, topic)[0]["leader"] == b1
         wait_until(lambda: cluster_helpers.leader_of(c, topic, 0) == b1, "the brokers' metadata shows broker 1 leading")
-        assert elect(c, ElectionType.PREFERRED, topic, [0, 1, 7]) == {0: ELECTION_NOT_NEEDED, 1: 0,
+        # Kafka's own kafka-leader-election.sh, every partition (a null list): those needing no election left out
+        tool = subprocess.run(["java", "-cp", os.path.join(str(fetch_kafka("4")), "libs", "*"),
+                               "org.apache.kafka.tools.LeaderElectionCommand", "--bootstrap-server", c.bootstrap_servers,
+                               "--election-type", "preferred", "--all-topic-partitions"],
+                              capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        assert tool.returncode == 0, tool.stderr[-2000:]
+        assert f"Successfully completed leader election (PREFERRED) for partitions {topic}-1\n" in tool.stdout
+        assert elect(c, ElectionType.PREFERRED, topic, [0, 1, 7]) == {0: ELECTION_NOT_NEEDED, 1: ELECTION_NOT_NEEDED,
                                                                       7: UNKNOWN_TOPIC_OR_PARTITION}
         assert elect(c, ElectionType.UNCLEAN, topic, [0]) == {0: ELECTION_NOT_NEEDED}
         assert [p["leader"] for _, p in sorted(partition_state(c, topic).items())] == [b1, b1]
@@ -199,7 +210,6 @@ def test_elect_leaders_through_confluent_kafka_forwarded_to_the_controller(tmp_p
 def test_eligible_leader_replicas_on_kafka_4_kraft_match(tmp_path):
     """The ELR scenario on Apache Kafka 4.4 (three controllers, three brokers, SIGKILLs): the same leaders, ISRs, ELRs,
     LastKnownElrs and ElectLeaders answers as the mini cluster's (EXPECTED)."""
-    from kafkalab.cluster.distribution import fetch_kafka
     from kafkalab.cluster.kraft_config import KRaftBackend
     with kafkalab.cluster(brokers=3, mode="kraft", dir=str(tmp_path / "k"), backend=KRaftBackend(str(fetch_kafka("4"))),
                           **{"replica.lag.time.max.ms": 3000}) as c:
