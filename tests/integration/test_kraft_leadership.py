@@ -130,6 +130,36 @@ def elr_scenario(c) -> list:
     return seen
 
 
+def clean_stop_scenario(c) -> list:
+    """Broker 3 killed, broker 2 *stopped* (SIGTERM: a controlled shutdown, the clean-shutdown marker written with
+    its broker epoch), then both started again: the partition's states, consecutive repeats left out. A clean
+    shutdown keeps the replica in the ELR (an unclean one would be taken out when it registers again)."""
+    b1, b2, b3 = c.broker_ids[:3]
+    topic = new_topic(c, [[b1, b2, b3]], **{"min.insync.replicas": 2})
+    c.kill(b3)
+    wait_until(lambda: partition_state(c, topic)[0]["isr"] == [b1, b2], "3 out of the ISR")
+    c.stop(b2)
+    wait_until(lambda: partition_state(c, topic)[0]["elr"] == [b2], "2 in the ELR")
+    c.restart(b2)
+    wait_until(lambda: partition_state(c, topic)[0]["isr"] == [b1, b2], "2 back in the ISR")
+    c.restart(b3)
+    wait_until(lambda: partition_state(c, topic)[0]["isr"] == [b1, b2, b3], "3 back in the ISR")
+    changes = []
+    for state in partition_history(c, topic)[0]:
+        if not changes or changes[-1] != state:
+            changes.append(state)
+    return changes
+
+
+EXPECTED_CLEAN_STOP = [
+    {"leader": 1, "isr": [1, 2, 3], "elr": [], "last_known_elr": []},
+    {"leader": 1, "isr": [1, 2], "elr": [], "last_known_elr": []},
+    {"leader": 1, "isr": [1], "elr": [2], "last_known_elr": []},     # stopped: to the ELR, and it stays there
+    {"leader": 1, "isr": [1, 2], "elr": [], "last_known_elr": []},   # until it is back in the ISR
+    {"leader": 1, "isr": [1, 2, 3], "elr": [], "last_known_elr": []},
+]
+
+
 EXPECTED = [
     ("kill 3", {"leader": 1, "isr": [1, 2], "elr": [], "last_known_elr": []}),
     ("kill 2", {"leader": 1, "isr": [1], "elr": [2], "last_known_elr": []}),
@@ -160,6 +190,10 @@ def all_up(mini):
 
 def test_eligible_leader_replicas_on_the_mini_kraft_cluster(mini, all_up):
     assert elr_scenario(mini) == EXPECTED
+
+
+def test_a_cleanly_stopped_broker_keeps_its_elr_place_on_the_mini_kraft_cluster(mini, all_up):
+    assert clean_stop_scenario(mini) == EXPECTED_CLEAN_STOP
 
 
 def test_a_restarted_broker_gets_its_preferred_leaderships_back(mini, all_up):
@@ -208,9 +242,10 @@ def test_elect_leaders_through_confluent_kafka_forwarded_to_the_controller(tmp_p
 # -- Apache Kafka 4.4 KRaft, the same steps: the oracle ---------------------------------------------------------------
 
 def test_eligible_leader_replicas_on_kafka_4_kraft_match(tmp_path):
-    """The ELR scenario on Apache Kafka 4.4 (three controllers, three brokers, SIGKILLs): the same leaders, ISRs, ELRs,
-    LastKnownElrs and ElectLeaders answers as the mini cluster's (EXPECTED)."""
+    """The ELR scenarios on Apache Kafka 4.4 (three controllers, three brokers, SIGKILLs, a SIGTERM): the same leaders,
+    ISRs, ELRs, LastKnownElrs and ElectLeaders answers as the mini cluster's (EXPECTED, EXPECTED_CLEAN_STOP)."""
     from kafkalab.cluster.kraft_config import KRaftBackend
     with kafkalab.cluster(brokers=3, mode="kraft", dir=str(tmp_path / "k"), backend=KRaftBackend(str(fetch_kafka("4"))),
                           **{"replica.lag.time.max.ms": 3000}) as c:
         assert elr_scenario(c) == EXPECTED
+        assert clean_stop_scenario(c) == EXPECTED_CLEAN_STOP

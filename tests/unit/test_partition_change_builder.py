@@ -252,3 +252,20 @@ def _isr_change(s, isr):
     from kafkalab.controller.metadata_record import ApiMessageAndVersion
     return ApiMessageAndVersion("PartitionChangeRecord", 2, {"partition_id": 0,
                                                              "topic_id": s.replication.topics_by_name["t"], "isr": isr})
+
+
+def test_clean_shutdown_marker_carries_the_broker_epoch(tmp_path):
+    """A KRaft broker's clean shutdown writes its broker epoch in .kafka_cleanshutdown (Kafka's CleanShutdownFileHandler
+    JSON); the next start reads it (PreviousBrokerEpoch of its registration); a ZooKeeper-mode marker is empty: -1."""
+    import json
+
+    from kafkalab.broker.log.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
+    from kafkalab.broker.server.config import BrokerConfig
+    config = BrokerConfig({})
+    LogManager(str(tmp_path), config).close(broker_epoch=42)
+    with open(tmp_path / CLEAN_SHUTDOWN_FILE) as f:
+        assert json.load(f) == {"version": 0, "brokerEpoch": 42}
+    manager = LogManager(str(tmp_path), config)
+    assert manager.had_clean_shutdown and manager.previous_broker_epoch == 42
+    manager.close()
+    assert LogManager(str(tmp_path), config).previous_broker_epoch == -1
