@@ -23,9 +23,7 @@ brokers with LeaderAndIsr. In KRaft mode the same facts are records of ``__clust
 Simplified: replica placement is Kafka's ZooKeeper-mode ``AdminUtils`` round robin
 (:func:`~kafkalab.broker.controller.replica_assignment.assign_replicas_to_brokers`) over the usable
 brokers, where Kafka's KRaft controller uses ``StripedReplicaPlacer`` (also round robin, shuffled,
-rack-striped); the mini broker always registers with ``previous_broker_epoch`` -1 (it keeps no
-clean-shutdown file), so every restart counts as an unclean shutdown; partition reassignment is not
-done (no adding/removing replicas).
+rack-striped); partition reassignment is not done (no adding/removing replicas).
 """
 from __future__ import annotations
 

@@ -256,7 +256,7 @@ def _isr_change(s, isr):
 
 def test_clean_shutdown_marker_carries_the_broker_epoch(tmp_path):
     """A KRaft broker's clean shutdown writes its broker epoch in .kafka_cleanshutdown (Kafka's CleanShutdownFileHandler
-    JSON); the next start reads it (PreviousBrokerEpoch of its registration); a ZooKeeper-mode marker is empty: -1."""
+    JSON); the next start reads it (PreviousBrokerEpoch of its registration); a ZooKeeper-mode marker holds -1."""
     import json
 
     from kafkalab.broker.log.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
@@ -268,4 +268,6 @@ def test_clean_shutdown_marker_carries_the_broker_epoch(tmp_path):
     manager = LogManager(str(tmp_path), config)
     assert manager.had_clean_shutdown and manager.previous_broker_epoch == 42
     manager.close()
+    with open(tmp_path / CLEAN_SHUTDOWN_FILE) as f:
+        assert json.load(f) == {"version": 0, "brokerEpoch": -1}
     assert LogManager(str(tmp_path), config).previous_broker_epoch == -1

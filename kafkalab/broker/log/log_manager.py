@@ -105,7 +105,7 @@ class LogDirLock:
 
 
 def read_clean_shutdown_epoch(path: str) -> int:
-    """The broker epoch in a ``.kafka_cleanshutdown`` marker; -1 when it holds none (empty: ZooKeeper mode)."""
+    """The broker epoch in a ``.kafka_cleanshutdown`` marker; -1 when it holds none (or is empty: older kafkalab)."""
     try:
         with open(path) as f:
             return int(json.load(f)["brokerEpoch"])
@@ -233,17 +233,16 @@ class LogManager:
                 log.exception("background job %s failed", name)
 
     def close(self, broker_epoch: int = -1) -> None:
-        """Clean shutdown: flush every log, checkpoint, close, then write ``.kafka_cleanshutdown`` (a KRaft broker's
-        with its broker epoch, ``{"version":0,"brokerEpoch":N}`` as Kafka's, which it sends as
-        ``PreviousBrokerEpoch`` when it registers again: a clean shutdown)."""
+        """Clean shutdown: flush every log, checkpoint, close, then write ``.kafka_cleanshutdown``:
+        ``{"version":0,"brokerEpoch":N}`` as Kafka's, N a KRaft broker's epoch (-1 in ZooKeeper mode), which it
+        sends as ``PreviousBrokerEpoch`` when it registers again: a clean shutdown)."""
         for log_ in self.logs.values():
             log_.flush()
         self.checkpoint()
         for log_ in self.logs.values():
             log_.close()
         with open(os.path.join(self.log_dir, CLEAN_SHUTDOWN_FILE), "w") as f:
-            if broker_epoch >= 0:
-                f.write(json.dumps({"version": 0, "brokerEpoch": broker_epoch}, separators=(",", ":")))
+            f.write(json.dumps({"version": 0, "brokerEpoch": broker_epoch}, separators=(",", ":")))
             f.flush()
             os.fsync(f.fileno())
         self.release_lock()
