@@ -7,7 +7,7 @@
   partition whose preferred replica is down; the outcomes must be the same on both backends (Kafka is the oracle);
 * ElectLeaders through confluent-kafka's ``AdminClient.elect_leaders`` forwarded by a mini broker to the active
   controller (PREFERRED, UNCLEAN, Kafka's per-partition errors);
-* the auto leader rebalance: a killed preferred leader restarted gets its leadership back by itself.
+* the auto leader rebalance: a killed preferred leader restarted gets its leadership back by itself (on both).
 """
 from __future__ import annotations
 
@@ -196,17 +196,21 @@ def test_a_cleanly_stopped_broker_keeps_its_elr_place_on_the_mini_kraft_cluster(
     assert clean_stop_scenario(mini) == EXPECTED_CLEAN_STOP
 
 
-def test_a_restarted_broker_gets_its_preferred_leaderships_back(mini, all_up):
+def rebalance_scenario(c) -> None:
     """Three partitions, each broker the preferred leader of one; broker 1 killed: its partition moves to the next
     replica; restarted, once back in the ISR the active controller's auto leader rebalance (every 2 s here)
     moves it back to broker 1, without anyone asking."""
-    b1, b2, b3 = mini.broker_ids[:3]
-    topic = new_topic(mini, [[b1, b2, b3], [b2, b3, b1], [b3, b1, b2]])
-    mini.kill(b1)
-    wait_until(lambda: partition_state(mini, topic)[0]["leader"] == b2, "partition 0 led by 2")
-    mini.restart(b1)
-    wait_until(lambda: [p["leader"] for _, p in sorted(partition_state(mini, topic).items())] == [b1, b2, b3],
+    b1, b2, b3 = c.broker_ids[:3]
+    topic = new_topic(c, [[b1, b2, b3], [b2, b3, b1], [b3, b1, b2]])
+    c.kill(b1)
+    wait_until(lambda: partition_state(c, topic)[0]["leader"] == b2, "partition 0 led by 2")
+    c.restart(b1)
+    wait_until(lambda: [p["leader"] for _, p in sorted(partition_state(c, topic).items())] == [b1, b2, b3],
                "every partition led by its preferred replica again")
+
+
+def test_a_restarted_broker_gets_its_preferred_leaderships_back(mini, all_up):
+    rebalance_scenario(mini)
 
 
 def test_elect_leaders_through_confluent_kafka_forwarded_to_the_controller(tmp_path):
@@ -242,10 +246,12 @@ def test_elect_leaders_through_confluent_kafka_forwarded_to_the_controller(tmp_p
 # -- Apache Kafka 4.4 KRaft, the same steps: the oracle ---------------------------------------------------------------
 
 def test_eligible_leader_replicas_on_kafka_4_kraft_match(tmp_path):
-    """The ELR scenarios on Apache Kafka 4.4 (three controllers, three brokers, SIGKILLs, a SIGTERM): the same leaders,
-    ISRs, ELRs, LastKnownElrs and ElectLeaders answers as the mini cluster's (EXPECTED, EXPECTED_CLEAN_STOP)."""
+    """The same scenarios on Apache Kafka 4.4 (three controllers, three brokers, SIGKILLs, a SIGTERM): the same leaders,
+    ISRs, ELRs, LastKnownElrs and ElectLeaders answers as the mini cluster's (EXPECTED, EXPECTED_CLEAN_STOP), and the
+    preferred leader back by the auto leader rebalance."""
     from kafkalab.cluster.kraft_config import KRaftBackend
     with kafkalab.cluster(brokers=3, mode="kraft", dir=str(tmp_path / "k"), backend=KRaftBackend(str(fetch_kafka("4"))),
-                          **{"replica.lag.time.max.ms": 3000}) as c:
+                          **{"replica.lag.time.max.ms": 3000, "leader.imbalance.check.interval.seconds": 2}) as c:
         assert elr_scenario(c) == EXPECTED
         assert clean_stop_scenario(c) == EXPECTED_CLEAN_STOP
+        rebalance_scenario(c)
