@@ -249,7 +249,8 @@ class QuorumController:
     # -- the requests ----------------------------------------------------------------------------------
 
     async def register_broker(self, request) -> int:
-        """BrokerRegistration -> the broker epoch (the offset of its RegisterBrokerRecord)."""
+        """BrokerRegistration -> the broker epoch (the next write offset: its RegisterBrokerRecord's, or that of the
+        partition changes written before it for a restarted broker, as in Kafka 4.4)."""
         return await self.write(lambda: self._register_broker(request))
 
     def _register_broker(self, request):
