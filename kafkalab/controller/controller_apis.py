@@ -7,6 +7,7 @@ request              key   served  answer
 ===================  ====  ======  ==========================================================
 CreateTopics          19   v2-v7   TopicRecord, ConfigRecords, PartitionRecords, committed
 DeleteTopics          20   v1-v6   RemoveTopicRecord per topic
+ElectLeaders          43   v0-v2   PREFERRED / UNCLEAN elections: a PartitionChangeRecord each
 AlterPartition        56   v1      a leader's ISR change: PartitionChangeRecord; the new state
 BrokerRegistration    62   v0-v4   RegisterBrokerRecord; the broker epoch
 BrokerHeartbeat       63   v0-v1   maybe Unfence/Fence/ControlledShutdown records; the state
@@ -20,7 +21,7 @@ active one and asks again).
 from __future__ import annotations
 
 from kafka.protocol.admin.topics import (CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest,
-                                         DeleteTopicsResponse)
+                                         DeleteTopicsResponse, ElectLeadersRequest, ElectLeadersResponse)
 
 from ..broker.apis.zk_messages import AlterPartitionRequest, AlterPartitionResponse
 from ..broker.common.errors import KafkaError
@@ -79,11 +80,30 @@ async def handle_allocate_producer_ids(controller, request) -> dict:
         return {"throttle_time_ms": 0, "error_code": int(exc.code), "producer_id_start": -1, "producer_id_len": 0}
 
 
+async def handle_elect_leaders(controller, request) -> dict:
+    """ElectLeaders (v0: preferred elections only). A KafkaError for the whole request (NOT_CONTROLLER,
+    an unknown election type: INVALID_REQUEST) becomes the top-level error and every partition's."""
+    election_type = request.election_type if request.API_VERSION >= 1 else 0
+    partitions = None if request.topic_partitions is None else \
+        [(t.topic, list(t.partitions)) for t in request.topic_partitions]
+    try:
+        results = await controller.elect_leaders(election_type, partitions)
+    except KafkaError as exc:
+        return {"throttle_time_ms": 0, "error_code": int(exc.code), "replica_election_results": [
+            {"topic": name, "partition_result": [{"partition_id": p, "error_code": int(exc.code),
+                                                  "error_message": exc.message} for p in indexes]}
+            for name, indexes in partitions or []]}
+    return {"throttle_time_ms": 0, "error_code": 0, "replica_election_results": [
+        {"topic": name, "partition_result": [{"partition_id": p, "error_code": code, "error_message": message}
+                                             for p, code, message in answers]} for name, answers in results]}
+
+
 def register_controller_apis(server, controller) -> None:
     """Add the controller's APIs to a :class:`~kafkalab.raft.raft_server.RaftServer`."""
     for key, req, resp, lo, hi, handler in (
             (19, CreateTopicsRequest, CreateTopicsResponse, 2, 7, handle_create_topics),
             (20, DeleteTopicsRequest, DeleteTopicsResponse, 1, 6, handle_delete_topics),
+            (43, ElectLeadersRequest, ElectLeadersResponse, 0, 2, handle_elect_leaders),
             (56, AlterPartitionRequest, AlterPartitionResponse, 1, 1, handle_alter_partition),
             (62, BrokerRegistrationRequest, BrokerRegistrationResponse, 0, 4, handle_broker_registration),
             (63, BrokerHeartbeatRequest, BrokerHeartbeatResponse, 0, 1, handle_broker_heartbeat),
