@@ -16,10 +16,14 @@ schemas in the ``_schemas`` topic of that Kafka (see :mod:`kafkalab.registry`).
 from . import cluster  # a callable package: kafkalab.cluster(brokers=3) returns a Cluster
 from .broker.mini import MiniBroker, mini
 from .cluster import Cluster
+from .cluster.processes import remove_dir_when_this_process_dies
 from .cluster.distribution import fetch_kafka
 from .kafka_connect import connect_cluster, fetch_connect   # after .broker.mini: its atexit runs first
 from .lab import LabKafka, connect
 from .registry import SchemaRegistry, schema_registry
+
+# an in-process broker's temporary log directory goes even when this process is killed (kill -9, nbval)
+MiniBroker.temp_dir_guard = staticmethod(remove_dir_when_this_process_dies)
 
 __version__ = "0.1.0"
 __all__ = ["MiniBroker", "mini", "cluster", "Cluster", "LabKafka", "connect", "fetch_kafka", "SchemaRegistry",

@@ -13,6 +13,13 @@ Configs use Kafka's names (``kafkalab.mini(**{"log.segment.bytes": 1024})``);
 Python identifiers work too (``kafkalab.mini(num_partitions=3)``). Without
 ``log_dir`` the broker writes into a fresh temporary directory that is
 removed on ``close()``. Every broker still open at interpreter exit is closed.
+A process killed outside Python's control (``kill -9``, nbval's kernel
+shutdown, a test killing its child) runs no ``atexit`` handler: for that case
+the temporary directory is also handed to ``MiniBroker.temp_dir_guard``, which the
+``kafkalab`` package sets to the cluster's watchdog
+(:mod:`kafkalab.cluster.watchdog`), a tiny process that removes the directory
+once this process has died. (The broker does not import the launcher; the
+package wires the two together.)
 """
 from __future__ import annotations
 
@@ -23,6 +30,7 @@ import shutil
 import tempfile
 import threading
 import weakref
+from typing import Any, Callable
 
 from .server.config import BrokerConfig
 from .server.kafka_server import KafkaServer
@@ -39,9 +47,16 @@ def config_name(name: str) -> str:
 class MiniBroker:
     """A handle on a running in-process broker."""
 
+    #: Called with each new temporary log directory; returns a guard whose ``close()`` is called once the
+    #: broker has removed the directory itself. The guard removes it should this process die without
+    #: ``close()``. ``kafkalab/__init__.py`` sets it to
+    #: :func:`kafkalab.cluster.processes.remove_dir_when_this_process_dies`.
+    temp_dir_guard: "Callable[[str], Any] | None" = None
+
     def __init__(self, port: int = 0, log_dir: str | None = None, broker_id: int = 0,
                  host: str = "127.0.0.1", **configs):
         self._temp_dir = None
+        self._guard = None   # removes the temporary directory should this process die without close()
         if log_dir is None:
             self._temp_dir = log_dir = tempfile.mkdtemp(prefix="kafkalab-")
         self.log_dir = log_dir
@@ -53,6 +68,8 @@ class MiniBroker:
         self._loop: asyncio.AbstractEventLoop | None = None   # the broker thread's, once it runs
         self._thread: threading.Thread | None = None
         try:
+            if self._temp_dir is not None and self.temp_dir_guard is not None:
+                self._guard = type(self).temp_dir_guard(self._temp_dir)
             overrides = {config_name(k): v for k, v in configs.items()}
             overrides.setdefault("broker.id", broker_id)
             overrides["log.dirs"] = log_dir
@@ -159,6 +176,9 @@ class MiniBroker:
         if self._temp_dir is not None:
             shutil.rmtree(self._temp_dir, ignore_errors=True)
             self._temp_dir = None
+        if self._guard is not None:  # its work is done
+            self._guard.close()
+            self._guard = None
 
     def __enter__(self) -> "MiniBroker":
         return self

@@ -56,7 +56,8 @@ from .lifecycle import BrokerLifecycle
 from .mini_kraft import MiniKRaftBackend
 from .offsets import describe_rows
 from .processes import Watchdog, spawn
-from .quorum import QuorumError, describe_cluster, describe_quorum, quorum_answer, quorum_table
+from .quorum import (QuorumError, QuorumUnavailableError, describe_cluster, describe_quorum, quorum_answer,
+                     quorum_table, why_not_leader)
 from .resources import _Broker, _Resources, _stop_brokers
 from .zookeeper import free_port, tail
 
@@ -330,19 +331,22 @@ class KRaftCluster(BrokerLifecycle):
         raise AttributeError("a KRaft cluster has no ZooKeeper: its metadata is the __cluster_metadata log "
                              "(see quorum(), nodes, describe())")
 
-    def _quorum_answer(self, timeout_s: float = 1.0) -> dict | None:
-        """DescribeQuorum, asked of the last known leader first, then every running controller, then the
-        brokers (which forward it to the active controller); None if nobody answers."""
+    def _quorum_answer(self, timeout_s: float = 1.0, failures: dict | None = None) -> dict | None:
+        """DescribeQuorum, asked of the last known leader first, then every running controller, then the brokers
+        (which forward it to the active controller); None if nobody answers (``failures``: id -> what it said)."""
         voters = self.voters
         order = sorted(voters, key=lambda i: i != self._leader_hint)
         nodes = {b.id: b for b in self._all_nodes()}
         addresses = [voters[i] for i in order if self._state(nodes[i]) == "running"]
         if self.backend.name != "mini":   # Kafka's brokers forward DescribeQuorum; the mini brokers do not serve it
             addresses += [(b.host, b.port) for b in self._res.brokers.values() if self._state(b) == "running"]
+        node_of = {address: i for i, address in voters.items()}
         for host, port in addresses:
             try:
                 answer = quorum_answer(describe_quorum(host, port, timeout_s))
-            except (QuorumError, OSError, ValueError, EOFError):
+            except (QuorumError, OSError, ValueError, EOFError) as exc:
+                if failures is not None and (host, port) in node_of:
+                    failures[node_of[(host, port)]] = why_not_leader(exc)
                 continue
             self._leader_hint = answer["leader_id"]
             return answer
@@ -352,12 +356,13 @@ class KRaftCluster(BrokerLifecycle):
         """The quorum as ``kafka-metadata-quorum.sh describe --status --replication`` shows it: one row per
         voter and observer (node_id, status Leader/Follower/Observer, log_end_offset, lag, last fetch and
         caught-up times); the leader id, epoch and high watermark in ``df.attrs`` (a pandas DataFrame).
-        RuntimeError when no controller answers (e.g. a majority is down: no leader)."""
+        QuorumUnavailableError (a RuntimeError) when no controller answers as leader: it says which controllers
+        are down or paused and what the running ones answered (e.g. a majority is down: no leader)."""
         self._check_open()
-        answer = self._quorum_answer(timeout_s)
+        answer = self._quorum_answer(timeout_s, failures := {})
         if answer is None:
-            raise RuntimeError("no controller answered DescribeQuorum (no leader: is a majority of "
-                               f"{self.controller_ids} down or paused?)")
+            raise QuorumUnavailableError(self.controller_ids, {b.id: self._state(b) for b in self._all_nodes()
+                                                               if b.id in self.voters}, failures)
         return quorum_table(answer)
 
     @property

@@ -14,11 +14,13 @@ this backend in place of :class:`~kafkalab.cluster.kraft_config.KRaftBackend`: e
   (:class:`~kafkalab.kraft.kafka_raft_server.KafkaRaftServer`), given what both are given.
 
 Each gets the configs that it knows from the cluster's (the lab defaults, docs/cluster.md, and those
-given): a controller the quorum's timeouts, ``broker.session.timeout.ms``, ``num.partitions`` and
-``default.replication.factor``; a broker every config the mini broker has. The KRaft lab defaults the
-mini broker does not have (``share.coordinator.state.topic.min.isr``,
-``group.share.min.record.lock.duration.ms``) are left out, and a broker (not combined) is not given the
-controllers' own (``controller.quorum.election.*``, ``metadata.max.idle.interval.ms``).
+given): a controller the quorum's timeouts, ``broker.session.timeout.ms``, ``num.partitions``,
+``default.replication.factor``, ``min.insync.replicas``, ``unclean.leader.election.enable``, the auto
+leader rebalance's configs and the metadata log's (segments, snapshots, retention); a broker every config
+the mini broker has. The KRaft lab defaults the mini broker does not have
+(``share.coordinator.state.topic.min.isr``, ``group.share.min.record.lock.duration.ms``) are left out, and a
+broker (not combined) is not given the controllers' own (``controller.quorum.election.*``,
+``metadata.max.idle.interval.ms``, ``metadata.log.*``, ``metadata.max.retention.*``).
 """
 from __future__ import annotations
 
@@ -35,7 +37,9 @@ CONTROLLER_CONFIGS = ("controller.quorum.fetch.timeout.ms", "controller.quorum.e
                       "metadata.max.idle.interval.ms", "broker.session.timeout.ms", "num.partitions",
                       "default.replication.factor", "metadata.log.segment.bytes",
                       "metadata.log.max.record.bytes.between.snapshots", "metadata.log.max.snapshot.interval.ms",
-                      "metadata.max.retention.bytes", "metadata.max.retention.ms")
+                      "metadata.max.retention.bytes", "metadata.max.retention.ms", "min.insync.replicas",
+                      "unclean.leader.election.enable", "auto.leader.rebalance.enable",
+                      "leader.imbalance.check.interval.seconds", "leader.imbalance.per.broker.percentage")
 _CONTROLLER_ONLY = ("controller.quorum.election.timeout.ms", "controller.quorum.election.backoff.max.ms",
                     "metadata.max.idle.interval.ms", "metadata.log.segment.bytes",
                     "metadata.log.max.record.bytes.between.snapshots", "metadata.log.max.snapshot.interval.ms",

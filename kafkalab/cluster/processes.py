@@ -129,6 +129,14 @@ class Watchdog:
             self.process.wait()
 
 
+def remove_dir_when_this_process_dies(path: str) -> Watchdog:
+    """A watchdog with nothing to stop, only ``path`` to remove should this process die before it closes the
+    watchdog (an in-process broker's temporary log directory: ``kafkalab.broker.mini.temp_dir_guard``)."""
+    watchdog = Watchdog()
+    watchdog.remove_dir_at_exit(path)
+    return watchdog
+
+
 def pdeathsig_preexec_for_watchdog():
     """The watchdog must survive its owner long enough to clean up: no PDEATHSIG for it."""
     return None

@@ -42,6 +42,40 @@ class QuorumError(RuntimeError):
         self.error_code = error_code
 
 
+class QuorumUnavailableError(RuntimeError):
+    """No controller answers DescribeQuorum as leader: the quorum has no leader (a majority of the voters is down
+    or paused, or an election is under way). ``voters``, ``running``, ``down`` (ids), ``states`` (id -> process
+    state) and ``answers`` (id -> what a running voter answered) say why, in the message too."""
+
+    def __init__(self, voters: list[int], states: dict[int, str], answers: dict[int, str]):
+        self.voters, self.states, self.answers = sorted(voters), dict(states), dict(answers)
+        self.running = [i for i in self.voters if states.get(i) == "running"]
+        self.down = [i for i in self.voters if i not in self.running]
+        majority = len(self.voters) // 2 + 1
+        said = "; ".join(f"{i}: {answers.get(i, 'no answer')}" for i in self.running) or "none"
+        if self.down:
+            why = (f"{len(self.down)} of the {len(self.voters)} controllers are down or paused ("
+                   + ", ".join(f"{i} {states.get(i, 'unknown')}" for i in self.down) + ")")
+        else:
+            why = f"all {len(self.voters)} controllers run, but none leads yet (an election under way?)"
+        stall = (f"A leader needs the votes of a majority ({majority} of {len(self.voters)}): until that many run, "
+                 "nothing can be committed to __cluster_metadata — CreateTopics, DeleteTopics, broker fencing and "
+                 "ISR changes wait and time out — while the brokers keep serving produce and fetch on the "
+                 "partitions they lead.") if len(self.running) < majority else ""
+        super().__init__(f"the quorum has no leader: {why}. Running controllers say: {said}. {stall}".rstrip())
+
+
+def why_not_leader(exc: Exception) -> str:
+    """What a controller's failed DescribeQuorum means, in a few words."""
+    if isinstance(exc, QuorumError) and exc.error_code == 6:
+        return "not the leader (NOT_LEADER_OR_FOLLOWER)"
+    if isinstance(exc, TimeoutError):     # socket.timeout
+        return "no answer in time"
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    return f"{type(exc).__name__}: {exc}"
+
+
 def describe_quorum(host: str, port: int, timeout_s: float = 1.0, version: int = 2):
     """A DescribeQuorum response for ``__cluster_metadata``-0 from ``host:port`` (kafka-python's object).
     Raises as :func:`~kafkalab.cluster.kafka_requests.kafka_request`."""

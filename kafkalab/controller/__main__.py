@@ -4,7 +4,9 @@
         --metadata-log-dir /tmp/c1 --cluster-id ID [--config broker.session.timeout.ms=3000 ...] [--parent-pid P]
 
 The same arguments as ``python -m kafkalab.raft``, and the controller's configs: ``broker.session.timeout.ms``
-(default 9000), ``num.partitions`` and ``default.replication.factor`` (CreateTopics' -1), besides
+(default 9000), ``num.partitions`` and ``default.replication.factor`` (CreateTopics' -1), ``min.insync.replicas`` and
+``unclean.leader.election.enable`` (topic defaults the elections use), ``auto.leader.rebalance.enable``,
+``leader.imbalance.check.interval.seconds`` and ``leader.imbalance.per.broker.percentage``, besides
 ``controller.quorum.*`` and ``metadata.max.idle.interval.ms``. It prints ``kafkalab raft node N ready on
 HOST:PORT`` once its listener is up; SIGTERM stops it cleanly (an active controller resigns first).
 """
@@ -13,12 +15,13 @@ from __future__ import annotations
 import sys
 
 from ..raft.__main__ import main as raft_main
-from .controller_node import ControllerNode
+from .controller_node import LEADERSHIP_CONFIGS, ControllerNode
 from .snapshot_generator import SNAPSHOT_CONFIGS
 
 CONTROLLER_CONFIGS = {"broker.session.timeout.ms": "session_timeout_ms", "num.partitions": "default_num_partitions",
                       "default.replication.factor": "default_replication_factor",
-                      "metadata.log.segment.bytes": "log_segment_bytes", **SNAPSHOT_CONFIGS}
+                      "metadata.log.segment.bytes": "log_segment_bytes", **SNAPSHOT_CONFIGS,
+                      **LEADERSHIP_CONFIGS}
 
 
 def main(argv=None) -> int:

@@ -9,10 +9,11 @@ CreateTopics          19   v2-v7   TopicRecord, ConfigRecords, PartitionRecords,
 DeleteTopics          20   v1-v6   RemoveTopicRecord per topic
 AlterConfigs          33   v0-v2   ConfigRecords replacing each resource's configs
 CreatePartitions      37   v0-v3   a PartitionRecord per new partition (StripedReplicaPlacer)
+ElectLeaders          43   v0-v2   PREFERRED / UNCLEAN elections: a PartitionChangeRecord each
 IncrementalAlterCon.  44   v0-v1   ConfigRecords: SET / DELETE / APPEND / SUBTRACT
+AlterPartition        56   v1      a leader's ISR change: PartitionChangeRecord; the new state
 Envelope              58   v0      a request a broker forwarded (KIP-590): unwrapped, handled, the answer
                                    wrapped (:mod:`kafkalab.controller.envelope_utils`)
-AlterPartition        56   v1      a leader's ISR change: PartitionChangeRecord; the new state
 BrokerRegistration    62   v0-v4   RegisterBrokerRecord; the broker epoch
 BrokerHeartbeat       63   v0-v1   maybe Unfence/Fence/ControlledShutdown records; the state
 AllocateProducerIds   67   v0      ProducerIdsRecord; a block of 1000 producer ids
@@ -27,7 +28,8 @@ from __future__ import annotations
 from kafka.protocol.admin.configs import (AlterConfigsRequest, AlterConfigsResponse, IncrementalAlterConfigsRequest,
                                           IncrementalAlterConfigsResponse)
 from kafka.protocol.admin.topics import (CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest,
-                                         CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse)
+                                         CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
+                                         ElectLeadersRequest, ElectLeadersResponse)
 
 from ..broker.apis.zk_messages import AlterPartitionRequest, AlterPartitionResponse
 from ..broker.common.errors import KafkaError
@@ -117,6 +119,24 @@ async def handle_allocate_producer_ids(controller, request) -> dict:
         return {"throttle_time_ms": 0, "error_code": int(exc.code), "producer_id_start": -1, "producer_id_len": 0}
 
 
+async def handle_elect_leaders(controller, request) -> dict:
+    """ElectLeaders (v0: preferred elections only). A KafkaError for the whole request (NOT_CONTROLLER,
+    an unknown election type: INVALID_REQUEST) becomes the top-level error and every partition's."""
+    election_type = request.election_type if request.API_VERSION >= 1 else 0
+    partitions = None if request.topic_partitions is None else \
+        [(t.topic, list(t.partitions)) for t in request.topic_partitions]
+    try:
+        results = await controller.elect_leaders(election_type, partitions)
+    except KafkaError as exc:
+        return {"throttle_time_ms": 0, "error_code": int(exc.code), "replica_election_results": [
+            {"topic": name, "partition_result": [{"partition_id": p, "error_code": int(exc.code),
+                                                  "error_message": exc.message} for p in indexes]}
+            for name, indexes in partitions or []]}
+    return {"throttle_time_ms": 0, "error_code": 0, "replica_election_results": [
+        {"topic": name, "partition_result": [{"partition_id": p, "error_code": code, "error_message": message}
+                                             for p, code, message in answers]} for name, answers in results]}
+
+
 def register_controller_apis(server, controller) -> None:
     """Add the controller's APIs to a :class:`~kafkalab.raft.raft_server.RaftServer`."""
     for key, req, resp, lo, hi, handler in (
@@ -124,6 +144,7 @@ def register_controller_apis(server, controller) -> None:
             (20, DeleteTopicsRequest, DeleteTopicsResponse, 1, 6, handle_delete_topics),
             (33, AlterConfigsRequest, AlterConfigsResponse, 0, 2, handle_alter_configs),
             (37, CreatePartitionsRequest, CreatePartitionsResponse, 0, 3, handle_create_partitions),
+            (43, ElectLeadersRequest, ElectLeadersResponse, 0, 2, handle_elect_leaders),
             (44, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, 0, 1, handle_incremental_alter_configs),
             (56, AlterPartitionRequest, AlterPartitionResponse, 1, 1, handle_alter_partition),
             (62, BrokerRegistrationRequest, BrokerRegistrationResponse, 0, 4, handle_broker_registration),

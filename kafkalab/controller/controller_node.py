@@ -13,14 +13,24 @@ from ..raft.kafka_raft_client import RaftConfig
 from ..raft.raft_node import RaftNode
 from .controller_apis import register_controller_apis
 from .quorum_controller import QuorumController
-from .snapshot_generator import SnapshotGenerator
+from .snapshot_generator import SNAPSHOT_CONFIGS, SnapshotGenerator
+
+
+#: what the ReplicationControlManager's elections and the leader balancer read (a combined node's too)
+LEADERSHIP_CONFIGS = {"min.insync.replicas": "min_insync_replicas",
+                      "unclean.leader.election.enable": "unclean_leader_election_enable",
+                      "auto.leader.rebalance.enable": "auto_leader_rebalance_enable",
+                      "leader.imbalance.check.interval.seconds": "leader_imbalance_check_interval_seconds",
+                      "leader.imbalance.per.broker.percentage": "leader_imbalance_per_broker_percentage"}
 
 
 class ControllerNode:
     def __init__(self, config: RaftConfig, metadata_log_dir: str, idle_interval_ms: int = 500,
                  rng: random.Random | None = None, listen: tuple[str, int] | None = None,
                  session_timeout_ms: int = 9000, default_num_partitions: int = 1,
-                 default_replication_factor: int = 1, log_segment_bytes: int | None = None, **snapshot_settings):
+                 default_replication_factor: int = 1, log_segment_bytes: int | None = None, **controller_configs):
+        snapshot_settings = {arg: controller_configs.pop(arg) for arg in SNAPSHOT_CONFIGS.values()
+                             if arg in controller_configs}
         self.config = config
         if log_segment_bytes:
             config.extra["metadata.log.segment.bytes"] = log_segment_bytes
@@ -28,7 +38,8 @@ class ControllerNode:
         self.raft = RaftNode(config, metadata_log_dir, idle_interval_ms=0, rng=rng, listen=listen)
         self.controller = QuorumController(self.raft.client, config.cluster_id, session_timeout_ms, idle_interval_ms,
                                            default_num_partitions, default_replication_factor,
-                                           snapshot_generator=SnapshotGenerator(**snapshot_settings))
+                                           snapshot_generator=SnapshotGenerator(**snapshot_settings),
+                                           **controller_configs)
         register_controller_apis(self.raft.server, self.controller)
 
     @property

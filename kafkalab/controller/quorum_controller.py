@@ -17,7 +17,9 @@ Every controller runs one, over its :class:`~kafkalab.raft.kafka_raft_client.Kaf
   (FeatureLevelRecords, as ``kafka-storage format`` prepares them).
 * **timers** (active only): a broker without a heartbeat for ``broker.session.timeout.ms`` is fenced
   (PartitionChangeRecords moving leadership off it, then the fence record); a NoOpRecord is written
-  when nothing was for ``metadata.max.idle.interval.ms``, so the high watermark keeps moving.
+  when nothing was for ``metadata.max.idle.interval.ms``, so the high watermark keeps moving; every
+  ``leader.imbalance.check.interval.seconds``, with ``auto.leader.rebalance.enable``, the auto leader
+  rebalance (:class:`~kafkalab.controller.leader_balancer.LeaderBalancer`).
 
 A request that reaches a controller that is not active is answered NOT_CONTROLLER (41); so is one
 whose records were appended but not committed before the controller lost its leadership.
@@ -35,6 +37,7 @@ from ..raft.leader_state import LeaderState
 from .cluster_control_manager import ClusterControlManager
 from .configuration_control_manager import ConfigurationControlManager
 from .feature_control_manager import FeatureControlManager
+from .leader_balancer import LeaderBalancer
 from .metadata_record import ApiMessageAndVersion, read_committed
 from .producer_id_control_manager import ProducerIdControlManager
 from .replication_control_manager import ReplicationControlManager
@@ -78,11 +81,19 @@ def replay_record(state, offset: int, record) -> None:
 class QuorumController:
     def __init__(self, raft_client, cluster_id: str | None = None, session_timeout_ms: int = 9000,
                  idle_interval_ms: int = 500, default_num_partitions: int = 1, default_replication_factor: int = 1,
-                 write_timeout_ms: int = 5000, bootstrap_levels=None, snapshot_generator: SnapshotGenerator | None = None):
+                 write_timeout_ms: int = 5000, bootstrap_levels=None, min_insync_replicas: int = 1,
+                 unclean_leader_election_enable: bool = False, auto_leader_rebalance_enable: bool = True,
+                 leader_imbalance_check_interval_seconds: float = 300,
+                 leader_imbalance_per_broker_percentage: int = 10,
+                 snapshot_generator: SnapshotGenerator | None = None):
         self.raft = raft_client
         self.features = FeatureControlManager()
         self.cluster = ClusterControlManager(cluster_id, self.features, session_timeout_ms)
-        self.replication = ReplicationControlManager(self.cluster, default_num_partitions, default_replication_factor)
+        self.replication = ReplicationControlManager(self.cluster, default_num_partitions, default_replication_factor,
+                                                     min_insync_replicas, unclean_leader_election_enable)
+        self.leader_balancer = LeaderBalancer(self, auto_leader_rebalance_enable,
+                                              leader_imbalance_check_interval_seconds,
+                                              leader_imbalance_per_broker_percentage)
         self.producer_ids = ProducerIdControlManager()
         self.configuration = ConfigurationControlManager(self.replication)
         self.idle_interval_ms = idle_interval_ms
@@ -228,6 +239,7 @@ class QuorumController:
                 continue
             try:
                 await self._fence_stale_brokers()
+                await self.leader_balancer.maybe_run()
                 if self.idle_interval_ms > 0 and time.monotonic() - self._last_write >= self.idle_interval_ms / 1000 \
                         and not self._write_lock.locked():
                     async with self._write_lock:
@@ -258,8 +270,22 @@ class QuorumController:
     # -- the requests ----------------------------------------------------------------------------------
 
     async def register_broker(self, request) -> int:
-        """BrokerRegistration -> the broker epoch (the offset of its RegisterBrokerRecord)."""
-        return await self.write(lambda: self.cluster.register_broker(request, self.raft.log.end_offset))
+        """BrokerRegistration -> the broker epoch (the next write offset: its RegisterBrokerRecord's, or that of the
+        partition changes written before it for a restarted broker, as in Kafka 4.4)."""
+        return await self.write(lambda: self._register_broker(request))
+
+    def _register_broker(self, request):
+        """Kafka 4.4: a new incarnation of a registered broker (it restarted) is first taken out of the
+        partitions' ISRs (and, if its shutdown was unclean and ELR is on, their ELRs): see
+        ReplicationControlManager.handle_broker_shutdown. Its previous epoch equal to the registered one
+        means a clean shutdown (Kafka's broker reads it from its clean-shutdown file)."""
+        existing = self.cluster.registrations.get(request.broker_id)
+        records, epoch = self.cluster.register_broker(request, self.raft.log.end_offset)
+        if existing is not None and existing.incarnation_id != str(request.incarnation_id):
+            clean = getattr(request, "previous_broker_epoch", -1) == existing.epoch
+            shutdown = self.replication.handle_broker_shutdown(request.broker_id, clean)
+            records = shutdown + records    # the epoch stays the next write offset, as Kafka's
+        return records, epoch
 
     async def process_broker_heartbeat(self, request) -> dict:
         """BrokerHeartbeat -> {is_caught_up, is_fenced, should_shut_down} (Kafka's
@@ -298,6 +324,10 @@ class QuorumController:
                 records, fenced, shut_down = fence(), True, True
         return records, {"is_caught_up": offset >= registration.register_offset, "is_fenced": fenced,
                          "should_shut_down": shut_down}
+
+    async def elect_leaders(self, election_type: int, partitions) -> list:
+        """ElectLeaders: the elections' PartitionChangeRecords, committed -> [(topic, [(partition, error, message)])]."""
+        return await self.write(lambda: self.replication.elect_leaders(election_type, partitions))
 
     async def create_topics(self, request) -> list[dict]:
         return await self.write(lambda: self.replication.create_topics(request))

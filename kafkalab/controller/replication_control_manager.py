@@ -7,21 +7,23 @@ brokers with LeaderAndIsr. In KRaft mode the same facts are records of ``__clust
   PartitionRecord per partition: its replicas (the first is the preferred leader), ISR (all of
   them), leader (the first), leader epoch 0, partition epoch 0, the log directory of each replica;
 * **a broker fenced** (missed heartbeats, or shut down) -> a PartitionChangeRecord for each partition
-  whose ISR holds it: the ISR without it and, if it led, a new leader: the first replica (in
-  replica order) that is in the new ISR and is an unfenced broker not shutting down; none: -1.
-  A PartitionChangeRecord names only what changed (``leader`` and/or ``isr``). As in Kafka
-  (``PartitionChangeBuilder``) with metadata.version 3.6+, the leader epoch is bumped when the leader
-  changes, not when only the ISR shrinks; the partition epoch on every change. An ISR is never left
-  empty: when its last member is fenced it stays in the ISR and the partition has no leader (-1)
-  until that broker is unfenced and leads again;
-* **a broker unfenced** -> leaderless partitions whose ISR holds it get it as leader.
+  whose ISR holds it: the ISR without it and, if it led, a new leader. Every such change is made by
+  :class:`~kafkalab.controller.partition_change_builder.PartitionChangeBuilder` (its docstring: the
+  election, eligible leader replicas (KIP-966) when ``eligible.leader.replicas.version`` >= 1, as Kafka
+  4.4 bootstraps it, LastKnownElr, unclean elections when ``unclean.leader.election.enable``);
+* **a broker unfenced** -> leaderless partitions get it as leader if it is in their ISR (or, the ISR
+  empty, their ELR);
+* **a broker registering a new incarnation** (it restarted) -> Kafka 4.4's ``handleBrokerShutdown``: if
+  ELR is on and the shutdown was not clean (the broker's ``previous_broker_epoch`` is not its last
+  epoch) it leaves every ISR and ELR and may not lead them (its log may have lost a tail); otherwise
+  it leaves the ISRs as when fenced;
+* **ElectLeaders** (PREFERRED, UNCLEAN) and the **auto leader rebalance** (``maybe_balance_partition_leaders``):
+  preferred-replica elections for partitions whose leader is not their first replica.
 
 Replicas are placed by :class:`~kafkalab.controller.striped_replica_placer.StripedReplicaPlacer`, as
 Kafka's KRaft controller does; CreatePartitions is :mod:`kafkalab.controller.create_partitions`.
 
-Simplified: eligible leader replicas (KIP-966, on by default in Kafka 4.4) are not maintained:
-a partition behaves as with ``eligible.leader.replicas.version=0``; unclean leader election is
-not done.
+Simplified: partition reassignment is not done (no adding/removing replicas).
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ from ..broker.server.config import LogConfig, to_string
 from ..broker.server.metadata_cache import unify_collision_chars, validate_topic_name
 from .create_partitions import create_partitions
 from .metadata_record import ApiMessageAndVersion, uuid_of
+from .partition_change_builder import RECOVERED, Election, PartitionChangeBuilder
 from .striped_replica_placer import StripedReplicaPlacer, UsableBroker
 
 NO_LEADER = -1
@@ -41,6 +44,11 @@ TOPIC_RESOURCE = 2
 #: record versions for metadata.version 3.9+ (directories, then KIP-966's tagged fields)
 PARTITION_RECORD_VERSION = 2
 PARTITION_CHANGE_RECORD_VERSION = 2
+ELR_FEATURE = "eligible.leader.replicas.version"
+#: ElectLeaders' ElectionType
+PREFERRED, UNCLEAN = 0, 1
+#: Kafka's QuorumController maxElectionsPerImbalance
+MAX_ELECTIONS_PER_IMBALANCE = 1000
 #: DirectoryId.UNASSIGNED: a replica whose broker has several log dirs, not yet placed in one
 UNASSIGNED_DIR = uuid.UUID(int=0)
 
@@ -52,6 +60,15 @@ class PartitionRegistration:
     leader: int
     leader_epoch: int = 0
     partition_epoch: int = 0
+    elr: list[int] = field(default_factory=list)              # eligible leader replicas (KIP-966)
+    last_known_elr: list[int] = field(default_factory=list)
+    leader_recovery_state: int = RECOVERED
+
+    def has_leader(self) -> bool:
+        return self.leader >= 0
+
+    def has_preferred_leader(self) -> bool:
+        return self.leader == self.replicas[0]
 
 
 @dataclass
@@ -63,8 +80,11 @@ class TopicControlInfo:
 
 
 class ReplicationControlManager:
-    def __init__(self, cluster_control, default_num_partitions: int = 1, default_replication_factor: int = 1):
+    def __init__(self, cluster_control, default_num_partitions: int = 1, default_replication_factor: int = 1,
+                 min_insync_replicas: int = 1, unclean_leader_election_enable: bool = False):
         self.cluster = cluster_control
+        self.min_insync_replicas = min_insync_replicas
+        self.unclean_leader_election_enable = bool(unclean_leader_election_enable)
         self.topics: dict[uuid.UUID, TopicControlInfo] = {}
         self.topics_by_name: dict[str, uuid.UUID] = {}
         self.default_num_partitions = default_num_partitions
@@ -195,35 +215,141 @@ class ReplicationControlManager:
     def leaderships(self, broker_id: int) -> int:
         return sum(1 for t in self.topics.values() for part in t.partitions.values() if part.leader == broker_id)
 
-    def handle_broker_removed(self, broker_id: int) -> list[ApiMessageAndVersion]:
-        """A broker fenced or entering controlled shutdown: out of every ISR, leadership moved off it."""
-        acceptable = set(self.cluster.usable()) - {broker_id}
-        records = []
-        for topic, p, part in self.partitions_with_broker_in_isr(broker_id):
-            isr = [b for b in part.isr if b != broker_id] or list(part.isr)   # never an empty ISR
-            records += self._change(topic, p, part, isr, acceptable)
-        return records
+    def partitions_with_broker_in_elr(self, broker_id: int):
+        for topic in self.topics.values():
+            for p, part in sorted(topic.partitions.items()):
+                if broker_id in part.elr:
+                    yield topic, p, part
 
-    def handle_broker_unfenced(self, broker_id: int) -> list[ApiMessageAndVersion]:
-        acceptable = set(self.cluster.usable()) | {broker_id}
-        records = []
+    def partitions_with_no_leader(self):
         for topic in self.topics.values():
             for p, part in sorted(topic.partitions.items()):
                 if part.leader == NO_LEADER:
-                    records += self._change(topic, p, part, list(part.isr), acceptable)
+                    yield topic, p, part
+
+    def is_elr_enabled(self) -> bool:
+        return self.cluster.features.finalized.get(ELR_FEATURE, 0) >= 1
+
+    def effective_min_isr(self, topic: TopicControlInfo) -> int:
+        """The topic's ``min.insync.replicas`` (or the controller's), capped at its replication factor."""
+        configured = int(topic.configs.get("min.insync.replicas", self.min_insync_replicas))
+        return min(configured, len(topic.partitions[0].replicas)) if 0 in topic.partitions else configured
+
+    def unclean_leader_election_enabled(self, topic: TopicControlInfo) -> bool:
+        value = topic.configs.get("unclean.leader.election.enable")
+        return self.unclean_leader_election_enable if value is None else str(value).lower() == "true"
+
+    def _builder(self, topic, p: int, part: PartitionRegistration, acceptable=None) -> PartitionChangeBuilder:
+        usable = set(self.cluster.usable())
+        return PartitionChangeBuilder(part, topic.id, p, acceptable or usable.__contains__, self.effective_min_isr(topic),
+                                      self.is_elr_enabled())
+
+    def generate_leader_and_isr_updates(self, partitions, broker_to_remove: int = NO_LEADER,
+                                        broker_to_add: int = NO_LEADER,
+                                        broker_with_unclean_shutdown: int = NO_LEADER) -> list[ApiMessageAndVersion]:
+        """Kafka's ``generateLeaderAndIsrUpdates``: for each (topic, index, partition), the ISR without
+        ``broker_to_remove`` and ``broker_with_unclean_shutdown``, neither of them may lead, ``broker_to_add``
+        may (it is still fenced while its unfencing is being written); the rest by PartitionChangeBuilder."""
+        usable = set(self.cluster.usable())
+
+        def acceptable(r: int) -> bool:
+            return r not in (broker_to_remove, broker_with_unclean_shutdown) and (r == broker_to_add or r in usable)
+        records, seen = [], set()
+        for topic, p, part in list(partitions):
+            if (topic.id, p) in seen:
+                continue
+            seen.add((topic.id, p))
+            builder = self._builder(topic, p, part, acceptable)
+            if self.unclean_leader_election_enabled(topic):
+                builder.set_election(Election.UNCLEAN)
+            if broker_with_unclean_shutdown != NO_LEADER:
+                builder.set_unclean_shutdown_replicas([broker_with_unclean_shutdown])
+            builder.set_target_isr([b for b in part.isr if b not in (broker_to_remove, broker_with_unclean_shutdown)])
+            record = builder.build()
+            if record is not None:
+                records.append(record)
         return records
 
-    def _change(self, topic, p: int, part: PartitionRegistration, isr: list[int], acceptable: set):
-        leader = part.leader if part.leader in isr and part.leader in acceptable else next(
-            (b for b in part.replicas if b in isr and b in acceptable), NO_LEADER)
-        data = {"partition_id": p, "topic_id": topic.id}
-        if leader != part.leader:
-            data["leader"] = leader
-        if isr != part.isr:
-            data["isr"] = isr
-        if len(data) == 2:
-            return []
-        return [ApiMessageAndVersion("PartitionChangeRecord", PARTITION_CHANGE_RECORD_VERSION, data)]
+    def handle_broker_removed(self, broker_id: int) -> list[ApiMessageAndVersion]:
+        """A broker fenced or entering controlled shutdown: out of every ISR, leadership moved off it."""
+        return self.generate_leader_and_isr_updates(self.partitions_with_broker_in_isr(broker_id),
+                                                    broker_to_remove=broker_id)
+
+    def handle_broker_unfenced(self, broker_id: int) -> list[ApiMessageAndVersion]:
+        return self.generate_leader_and_isr_updates(self.partitions_with_no_leader(), broker_to_add=broker_id)
+
+    def handle_broker_shutdown(self, broker_id: int, clean: bool) -> list[ApiMessageAndVersion]:
+        """A broker registering a new incarnation (Kafka 4.4's ``handleBrokerShutdown``): an unclean shutdown
+        with ELR on takes it out of every ISR and ELR; otherwise out of the ISRs, as when it is fenced."""
+        if self.is_elr_enabled() and not clean:
+            in_isr = list(self.partitions_with_broker_in_isr(broker_id))
+            records = self.generate_leader_and_isr_updates(in_isr, broker_with_unclean_shutdown=broker_id)
+            changed = {(r.data["topic_id"], r.data["partition_id"]) for r in records}
+            in_elr = [(t, p, part) for t, p, part in self.partitions_with_broker_in_elr(broker_id)
+                      if (t.id, p) not in changed]
+            return records + self.generate_leader_and_isr_updates(in_elr, broker_with_unclean_shutdown=broker_id)
+        return self.handle_broker_removed(broker_id)
+
+    # -- ElectLeaders and the auto leader rebalance --------------------------------------------------------
+
+    def elect_leaders(self, election_type: int, partitions) -> tuple[list[ApiMessageAndVersion], list]:
+        """ElectLeaders -> (records, [(topic, [(partition, error code, message)])]). ``partitions`` None means
+        every partition; then, as in Kafka, partitions answering ELECTION_NOT_NEEDED are left out."""
+        if election_type not in (PREFERRED, UNCLEAN):
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown election type {election_type}")
+        records, results = [], []
+        if partitions is None:
+            for name in list(self.topics_by_name):
+                topic = self.topics[self.topics_by_name[name]]
+                answers = [(p,) + self.elect_leader(name, p, election_type, records) for p in sorted(topic.partitions)]
+                results.append((name, [a for a in answers if a[1] != ErrorCode.ELECTION_NOT_NEEDED]))
+        else:
+            for name, indexes in partitions:
+                results.append((name, [(p,) + self.elect_leader(name, p, election_type, records) for p in indexes]))
+        return records, results
+
+    def elect_leader(self, name: str, p: int, election_type: int, records: list) -> tuple[int, str | None]:
+        """One partition of ElectLeaders -> (error code, message); its record appended to ``records``."""
+        topic_id = self.topics_by_name.get(name)
+        if topic_id is None:
+            return int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), f"No such topic as {name}"
+        topic = self.topics[topic_id]
+        part = topic.partitions.get(p)
+        if part is None:
+            return int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), f"No such partition as {name}-{p}"
+        if (election_type == PREFERRED and part.has_preferred_leader()) or \
+                (election_type == UNCLEAN and part.has_leader()):
+            return int(ErrorCode.ELECTION_NOT_NEEDED), "Leader election not needed for topic partition."
+        builder = self._builder(topic, p, part)
+        builder.set_election(Election.PREFERRED if election_type == PREFERRED else Election.UNCLEAN)
+        record = builder.build()
+        if record is None:
+            code = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE if election_type == PREFERRED \
+                else ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+            return int(code), _ERROR_MESSAGES[code]
+        records.append(record)
+        return 0, None
+
+    def imbalanced_partitions(self):
+        """Partitions with a leader that is not their preferred (first) replica (Kafka's ``imbalancedPartitions``)."""
+        for topic in self.topics.values():
+            for p, part in sorted(topic.partitions.items()):
+                if part.has_leader() and not part.has_preferred_leader():
+                    yield topic, p, part
+
+    def are_partition_leaders_imbalanced(self) -> bool:
+        return next(self.imbalanced_partitions(), None) is not None
+
+    def maybe_balance_partition_leaders(self, max_elections: int = MAX_ELECTIONS_PER_IMBALANCE):
+        """Preferred-replica elections for imbalanced partitions -> (records, whether more may be possible)."""
+        records = []
+        for topic, p, part in self.imbalanced_partitions():
+            if len(records) >= max_elections:
+                break
+            record = self._builder(topic, p, part).set_election(Election.PREFERRED).build()
+            if record is not None:
+                records.append(record)
+        return records, len(records) >= max_elections
 
     # -- DeleteTopics -------------------------------------------------------------------------------------
 
@@ -278,10 +404,17 @@ class ReplicationControlManager:
                         error = ErrorCode.INVALID_REQUEST
                     elif any(b not in part.isr and b not in usable for b in new_isr):
                         error = ErrorCode.OPERATION_NOT_ATTEMPTED
-                    elif new_isr != part.isr:
-                        records.append(ApiMessageAndVersion("PartitionChangeRecord", PARTITION_CHANGE_RECORD_VERSION,
-                                                            {"partition_id": p.partition_index, "topic_id": topic_id,
-                                                             "isr": new_isr}))
+                    else:
+                        topic = self.topics[topic_id]
+                        builder = self._builder(topic, p.partition_index, part).set_target_isr(new_isr)
+                        if self.unclean_leader_election_enabled(topic):
+                            builder.set_election(Election.UNCLEAN)
+                        recovery = getattr(p, "leader_recovery_state", None)
+                        if recovery is not None and recovery >= 0:
+                            builder.set_target_leader_recovery_state(recovery)
+                        record = builder.build()
+                        if record is not None:
+                            records.append(record)
                 answered.append((t.topic_name, p.partition_index, int(error)))
         return records, answered
 
@@ -293,7 +426,8 @@ class ReplicationControlManager:
             return {"partition_index": index, "error_code": error, "leader_id": -1, "leader_epoch": -1, "isr": [],
                     "leader_recovery_state": 0, "partition_epoch": -1}
         return {"partition_index": index, "error_code": 0, "leader_id": part.leader, "leader_epoch": part.leader_epoch,
-                "isr": list(part.isr), "leader_recovery_state": 0, "partition_epoch": part.partition_epoch}
+                "isr": list(part.isr), "leader_recovery_state": part.leader_recovery_state,
+                "partition_epoch": part.partition_epoch}
 
     # -- replay -------------------------------------------------------------------------------------------
 
@@ -314,7 +448,9 @@ class ReplicationControlManager:
     def replay_partition(self, data: dict) -> None:
         topic = self.topics[uuid_of(data["topicId"])]
         topic.partitions[data["partitionId"]] = PartitionRegistration(
-            list(data["replicas"]), list(data["isr"]), data["leader"], data["leaderEpoch"], data["partitionEpoch"])
+            list(data["replicas"]), list(data["isr"]), data["leader"], data["leaderEpoch"], data["partitionEpoch"],
+            list(data.get("eligibleLeaderReplicas") or []), list(data.get("lastKnownElr") or []),
+            data.get("leaderRecoveryState", RECOVERED))
 
     def replay_partition_change(self, data: dict) -> None:
         part = self.topics[uuid_of(data["topicId"])].partitions[data["partitionId"]]
@@ -322,6 +458,12 @@ class ReplicationControlManager:
             part.isr = list(data["isr"])
         if data.get("replicas") is not None:
             part.replicas = list(data["replicas"])
+        if data.get("eligibleLeaderReplicas") is not None:
+            part.elr = list(data["eligibleLeaderReplicas"])
+        if data.get("lastKnownElr") is not None:
+            part.last_known_elr = list(data["lastKnownElr"])
+        if data.get("leaderRecoveryState", -1) != -1:
+            part.leader_recovery_state = data["leaderRecoveryState"]
         if data.get("leader", -2) != -2:
             part.leader = data["leader"]
             part.leader_epoch += 1
@@ -331,3 +473,9 @@ class ReplicationControlManager:
         topic = self.topics.pop(uuid_of(data["topicId"]), None)
         if topic is not None:
             self.topics_by_name.pop(topic.name, None)
+
+
+_ERROR_MESSAGES = {
+    ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE: "The preferred leader was not available.",
+    ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE: "Eligible topic partition leaders are not available.",
+}

@@ -31,7 +31,8 @@ RETRY_BACKOFF_S = 0.1
 
 class BrokerLifecycleManager:
     def __init__(self, broker_id: int, cluster_id: str, channel, listener: tuple[str, int], rack: str | None,
-                 log_dir_id: uuid.UUID, metadata_offset, heartbeat_interval_ms: int = 2000):
+                 log_dir_id: uuid.UUID, metadata_offset, heartbeat_interval_ms: int = 2000,
+                 previous_broker_epoch: int = -1):
         self.broker_id = broker_id
         self.cluster_id = cluster_id
         self.channel = channel
@@ -42,6 +43,8 @@ class BrokerLifecycleManager:
         self.heartbeat_interval_s = heartbeat_interval_ms / 1000
         self.incarnation_id = uuid.uuid4()
         self.broker_epoch = -1
+        #: the epoch of the previous incarnation if it shut down cleanly (its clean-shutdown marker), else -1
+        self.previous_broker_epoch = previous_broker_epoch
         self.fenced = True
         self.caught_up = False
         self.want_shut_down = False
@@ -91,7 +94,7 @@ class BrokerLifecycleManager:
             "broker_id": self.broker_id, "cluster_id": self.cluster_id, "incarnation_id": self.incarnation_id,
             "listeners": [{"name": "PLAINTEXT", "host": host, "port": port, "security_protocol": 0}],
             "features": self._features(), "rack": self.rack, "is_migrating_zk_broker": False,
-            "log_dirs": [self.log_dir_id], "previous_broker_epoch": -1})
+            "log_dirs": [self.log_dir_id], "previous_broker_epoch": self.previous_broker_epoch})
         response = await self.channel.send(request, "lifecycle")
         if response.error_code:
             log.warning("broker %d: registration refused with error %d", self.broker_id, response.error_code)

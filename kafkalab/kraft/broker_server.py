@@ -111,6 +111,9 @@ class BrokerServer(KafkaServer):
     def broker_epoch(self, value) -> None:   # KafkaServer.__init__ sets -1; the lifecycle manager holds it
         pass
 
+    def _clean_shutdown_broker_epoch(self) -> int:
+        return self.broker_epoch
+
     # -- the steps of KafkaServer.start that were ZooKeeper's ---------------------------------------
 
     async def _start_zookeeper(self) -> None:
@@ -155,7 +158,7 @@ class BrokerServer(KafkaServer):
         self.lifecycle = BrokerLifecycleManager(
             self.broker_id, self.cluster_id, self.controller_channel, (self.advertised_host, self.advertised_port),
             self.config["broker.rack"], self._log_dir_id(), lambda: self.image.offset,
-            self.config["broker.heartbeat.interval.ms"])
+            self.config["broker.heartbeat.interval.ms"], self.log_manager.previous_broker_epoch)
         self.lifecycle.start()
         try:
             await asyncio.wait_for(self.lifecycle.unfenced.wait(), STARTUP_UNFENCE_TIMEOUT_S)

@@ -33,7 +33,7 @@ import asyncio
 import logging
 import random
 
-from ..controller.controller_node import ControllerNode
+from ..controller.controller_node import LEADERSHIP_CONFIGS, ControllerNode
 from ..controller.snapshot_generator import SNAPSHOT_CONFIGS
 from ..raft.__main__ import parse_voters
 from ..raft.kafka_raft_client import RaftConfig
@@ -83,7 +83,7 @@ class KafkaRaftServer:
             default_num_partitions=config["num.partitions"],
             default_replication_factor=config["default.replication.factor"],
             log_segment_bytes=config["metadata.log.segment.bytes"],
-            **{arg: config[name] for name, arg in SNAPSHOT_CONFIGS.items()})
+            **{arg: config[name] for name, arg in {**SNAPSHOT_CONFIGS, **LEADERSHIP_CONFIGS}.items()})
         self.broker = BrokerServer(config, raft_client=self.controller.client)
 
     # what python -m kafkalab.kraft prints and the tests look at: the broker's

@@ -26,6 +26,8 @@ leader's *high watermark* says how far that is. Modules, named as Kafka's classe
 
 The QuorumController that writes the cluster's metadata records through this layer is
 :mod:`kafkalab.controller` (``python -m kafkalab.controller``). Snapshot files are
-:mod:`kafkalab.snapshot`'s. Not yet (next slices): check-quorum, KIP-853 and KIP-996 (pre-vote). Brokers fetch the log as observers
+:mod:`kafkalab.snapshot`'s. Not yet (next slices): KIP-853 and KIP-996 (pre-vote); check-quorum is done (a
+leader without fetches from a majority for 1.5 × ``controller.quorum.fetch.timeout.ms`` resigns). Brokers fetch
+the log as observers
 (:mod:`kafkalab.kraft`).
 """

@@ -81,8 +81,9 @@ def main(argv=None, node_class=RaftNode, node_configs: dict | None = None) -> in
         raft_settings, node_settings, idle_ms = {}, {}, 500
         for item in args.config:
             name, sep, value = (part.strip() for part in item.partition("="))
+            value = {"true": "1", "false": "0"}.get(value.lower(), value)    # boolean configs as 1/0
             if not sep or not value.lstrip("-").isdigit():
-                raise ValueError(f"malformed --config {item!r} (name=integer)")
+                raise ValueError(f"malformed --config {item!r} (name=integer, or true/false)")
             if name == IDLE_INTERVAL:
                 idle_ms = int(value)
             elif name in CONFIGS:

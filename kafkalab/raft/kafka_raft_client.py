@@ -24,9 +24,13 @@ sends its own, over the mini broker's :class:`~kafkalab.broker.network.network_c
 
 Not here yet (later slices of issue #21): KIP-853's dynamic voters,
 KIP-996's pre-vote (so a voter cut off and then back can start an election that unseats a healthy
-leader, as in Kafka 3.x), check-quorum (Kafka's leader resigns when no majority has fetched for
-1.5 × the fetch timeout; this one keeps leading alone, committing nothing), the QuorumController and
-brokers as observers applying the records.
+leader, as in Kafka 3.x).
+
+**Check-quorum** (as Kafka 3.7+): a leader that has had no Fetch from a majority of the voters for
+1.5 × ``controller.quorum.fetch.timeout.ms`` (:meth:`LeaderState.time_until_check_quorum_expires`) resigns
+by itself — Resigned, EndQuorumEpoch to the others, a candidate again after its election timeout — so a
+leader on the minority side of a partition stops answering as leader (and its QuorumController stops
+answering as the active controller) instead of accepting writes it can never commit.
 """
 from __future__ import annotations
 
@@ -91,6 +95,8 @@ class KafkaRaftClient:
         #: (diverging epoch, its end offset, log end before, after) for each truncation a leader asked for
         self.truncations: list[tuple[int, int, int, int]] = []
         self.elections: list[dict] = []     # {"epoch", "won_at" (monotonic), "granted"}, for tests and benchmarks
+        #: {"epoch", "at" (monotonic), "fetched"} for each leadership given up by check-quorum
+        self.check_quorum_resignations: list[dict] = []
         self.snapshot_fetches: list[dict] = []   # snapshots fetched and installed (fetch_snapshot.py)
         self.snapshot_chunks_served = 0          # FetchSnapshot chunks this node answered as leader
 
@@ -216,6 +222,10 @@ class KafkaRaftClient:
             if isinstance(state, FollowerState) and now >= state.fetch_deadline:
                 self.quorum.state = UnattachedState(state.epoch)   # look for the leader again (not persisted)
             return
+        if isinstance(state, LeaderState):
+            if state.time_until_check_quorum_expires(now) == 0:
+                self._resign_for_check_quorum(state)
+            return
         if isinstance(state, ResignedState) and self._shutting_down:
             return    # as Kafka's graceful shutdown: Resigned until an election bumps the epoch
         if isinstance(state, (UnattachedState, VotedState, ResignedState)) and now >= state.election_deadline:
@@ -296,27 +306,47 @@ class KafkaRaftClient:
         state = self.quorum.state
         if not isinstance(state, LeaderState):
             return False
+        self._shutting_down = True
+        successors = self._resign(state)
+        await self._end_quorum_epoch(state.epoch, successors, timeout_s)
+        return True
+
+    def _resign(self, state: LeaderState) -> list[int]:
+        """Leader -> Resigned; returns the preferred successors, the most up-to-date voters first."""
         others = sorted((r for r in state.replicas.values() if r.node_id != self.node_id),
                         key=lambda r: (-r.end_offset, r.node_id))
         successors = [r.node_id for r in others]
-        self._shutting_down = True
         self.quorum.transition_to_resigned(successors)
         self.notify()
+        return successors
+
+    def _resign_for_check_quorum(self, state: LeaderState) -> None:
+        heard = sorted(state.fetched_voters)
+        log.warning("node %d: resigning the leadership of epoch %d: no Fetch from a majority of the voters %s "
+                    "within %d ms (1.5 x controller.quorum.fetch.timeout.ms; heard from %s)", self.node_id,
+                    state.epoch, sorted(state.voters), int(state.check_quorum_timeout_s * 1000), heard)
+        self.check_quorum_resignations.append({"epoch": state.epoch, "at": time.monotonic(), "fetched": heard})
+        successors = self._resign(state)
+        self._spawn(self._end_quorum_epoch(state.epoch, successors, self.config.request_timeout_ms / 1000))
+
+    async def _end_quorum_epoch(self, epoch: int, successors: list[int], timeout_s: float) -> None:
         request = build(EndQuorumEpochRequest, END_QUORUM_EPOCH_VERSION, {"cluster_id": self.config.cluster_id,
                         "topics": [{"topic_name": METADATA_TOPIC, "partitions": [
                             {"partition_index": METADATA_PARTITION, "leader_id": self.node_id,
-                             "leader_epoch": state.epoch, "preferred_successors": successors}]}]})
+                             "leader_epoch": epoch, "preferred_successors": successors}]}]})
 
         async def tell(voter: int) -> None:
             try:
-                await self._client(voter, "rpc").send(request, timeout_s)
+                response = await self._client(voter, "rpc").send(request, timeout_s)
+            except (OSError, asyncio.TimeoutError, ConnectionError, EOFError, asyncio.IncompleteReadError):
+                return
+            p = single_partition(response)
+            if p is not None and p.leader_epoch > epoch:     # the voter knows a newer leader: follow it
+                self.maybe_transition(p.leader_epoch, p.leader_id)
+            elif self._still(ResignedState, epoch):
                 self.quorum.state.acknowledged.add(voter)
-            except (OSError, asyncio.TimeoutError, ConnectionError, EOFError, asyncio.IncompleteReadError,
-                    AttributeError):
-                pass
 
         await asyncio.gather(*(tell(v) for v in successors))
-        return True
 
     # -- Fetch (followers and observers) ---------------------------------------------------------------------
 

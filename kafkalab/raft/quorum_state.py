@@ -26,7 +26,7 @@ import time
 from .epoch_state import (CandidateState, EpochState, FollowerState, ResignedState, UnattachedState, VotedState,
                           random_election_timeout)
 from .file_quorum_state_store import ElectionState, FileQuorumStateStore
-from .leader_state import LeaderState
+from .leader_state import CHECK_QUORUM_TIMEOUT_FACTOR, LeaderState
 
 
 class IllegalStateError(RuntimeError):
@@ -143,7 +143,9 @@ class QuorumState:
         state = self.state
         if not isinstance(state, CandidateState) or not state.won:
             raise IllegalStateError(f"cannot become leader from {self.state.name} without a majority")
-        leader = LeaderState(state.epoch, self.local_id, self.voters, epoch_start_offset, frozenset(state.granted))
+        leader = LeaderState(state.epoch, self.local_id, self.voters, epoch_start_offset, frozenset(state.granted),
+                             check_quorum_timeout_s=CHECK_QUORUM_TIMEOUT_FACTOR * self.fetch_timeout_ms / 1000,
+                             clock=self.clock)
         self._set(leader)
         return leader
 

@@ -193,6 +193,11 @@ class Collector:
                                            r.get("roles"), r.get("fenced")))
             if r.get("is_controller"):
                 snap.controller = int(r["id"])
+        if kraft and snap.controller is None:   # no active controller: say why (who is down, what the others say)
+            try:
+                c.quorum(timeout_s=min(1.0, self.timeout_s))
+            except Exception as exc:   # noqa: BLE001 -- QuorumUnavailableError: the quorum has no leader
+                snap.errors.append(f"KRaft quorum: {exc}")
         try:
             snap.topics = sorted(c.metadata()["topics"] if kraft else c._zk_read("get_children", zk_data.BROKER_TOPICS))
         except Exception as exc:   # noqa: BLE001

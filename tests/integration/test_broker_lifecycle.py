@@ -137,6 +137,54 @@ def test_closed_at_interpreter_exit(tmp_path):
     assert os.path.exists(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE))
 
 
+@pytest.mark.parametrize("topics", [0, 1])
+def test_temporary_log_dir_removed_when_the_owner_is_killed(topics):
+    """kill -9 runs no atexit handler (nbval kills a notebook's kernel so, a test may kill its child): the
+    temporary log directory must still go, also the one of a broker that never got a topic (it holds only
+    ``.lock``: one such directory was left in /tmp per CI run)."""
+    script = textwrap.dedent(f"""
+        import time
+        import kafkalab
+        b = kafkalab.mini()
+        for n in range({topics}):
+            b.call(b.server.admin_manager.create_topic, f"t{{n}}", 2, 1, {{}})
+        print(b.log_dir, flush=True)
+        time.sleep(600)
+    """)
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    owner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        log_dir = owner.stdout.readline().strip()
+        assert os.path.basename(log_dir).startswith("kafkalab-") and os.path.exists(os.path.join(log_dir, ".lock"))
+        owner.send_signal(signal.SIGKILL)
+        owner.wait(WAIT_S)
+        wait_until(lambda: not os.path.exists(log_dir), f"{log_dir} still there after its owner was killed")
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            owner.wait()
+
+
+def test_close_removes_the_temporary_log_dir_at_once():
+    def watchdogs():
+        found = set()
+        for p in psutil.Process().children():
+            try:
+                if any("watchdog" in a for a in p.cmdline()) and p.status() != psutil.STATUS_ZOMBIE:
+                    found.add(p.pid)
+            except psutil.NoSuchProcess:   # a child that just ended
+                pass
+        return found
+    before = watchdogs()
+    b = kafkalab.mini()
+    make_topic(b)
+    log_dir = b.log_dir
+    assert len(watchdogs() - before) == 1           # the guard of its temporary directory ...
+    b.close()
+    assert not os.path.exists(log_dir)
+    assert watchdogs() <= before                    # ... stopped with the broker: no process left behind
+
+
 # -- kafkalab.mini(): start failures -------------------------------------------------
 
 @pytest.fixture

@@ -300,7 +300,7 @@ OWNER = textwrap.dedent("""
     import kafkalab
     broker = kafkalab.mini()
     connect = kafkalab.connect_cluster(broker, workers=1, wait=False)
-    print(connect.workers[0].pid, connect.dir, flush=True)
+    print(connect.workers[0].pid, connect.dir, broker.log_dir, flush=True)
     time.sleep(600)
 """)
 
@@ -310,7 +310,7 @@ def test_no_jvm_left_when_its_owner_is_killed(connect_home):
                KAFKALAB_NO_PDEATHSIG="1")   # the watchdog alone must be enough
     owner = subprocess.Popen([sys.executable, "-c", OWNER], stdout=subprocess.PIPE, text=True, env=env)
     try:
-        pid, work = owner.stdout.readline().split()
+        pid, work, broker_dir = owner.stdout.readline().split()
         jvm = psutil.Process(int(pid))
         wait_until(lambda: "ConnectDistributed" in " ".join(jvm.cmdline()), "the JVM started", 15)
         owner.send_signal(signal.SIGKILL)
@@ -318,6 +318,7 @@ def test_no_jvm_left_when_its_owner_is_killed(connect_home):
         wait_until(lambda: not jvm.is_running() or jvm.status() == psutil.STATUS_ZOMBIE,
                    "the worker's JVM gone after its owner died", 30)
         wait_until(lambda: not os.path.exists(work), "its temporary directory removed", 30)
+        wait_until(lambda: not os.path.exists(broker_dir), "the in-process broker's temporary directory removed", 30)
     finally:
         if owner.poll() is None:
             owner.kill()

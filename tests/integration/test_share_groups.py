@@ -766,3 +766,71 @@ def test_a_share_fetch_with_max_bytes_0_acquires_nothing(bootstrap):
         assert acquired(1 << 20), "offset 1 was available"
     finally:
         sock.close()
+
+
+def test_final_acknowledgements_count_after_leaving_the_group(bootstrap):
+    """A closing librdkafka 2.16 ShareConsumer sends its leave heartbeat (member epoch -1) and its final
+    ShareAcknowledge (session epoch -1, the last poll's acknowledgements) concurrently, in either order. Leaving
+    the group releases nothing (Kafka 4.4: only the end of the share session does, after its acknowledgements),
+    so acknowledgements that arrive after the leave still count and the records are not delivered again."""
+    from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+    from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+    from kafkalab.broker.apis.share_acknowledge import ShareAcknowledgeRequest, ShareAcknowledgeResponse
+    from kafkalab.broker.apis.share_fetch import ShareFetchRequest, ShareFetchResponse
+    from kafkalab.broker.apis.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
+    _, bs = bootstrap
+    topic, group = setup_topic(bs, 4)
+    md = wire.call(bs, build(MetadataRequest, 12, {"topics": [{"name": topic, "topic_id": None}],
+                                                   "allow_auto_topic_creation": False,
+                                                   "include_topic_authorized_operations": False}), MetadataResponse, 12)
+    topic_id = md.to_dict()["topics"][0]["topic_id"]
+    member, correlation = str(uuid.uuid4()), itertools.count(1)
+    sock = wire.connect(bs)
+
+    def call(req, resp, data, version=1):
+        return wire.roundtrip(sock, build(req, version, data), resp, version, next(correlation)).to_dict()
+
+    def heartbeat(epoch):
+        return call(ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, {
+            "group_id": group, "member_id": member, "member_epoch": epoch, "rack_id": None,
+            "subscribed_topic_names": [topic] if epoch == 0 else None})
+
+    def acquire():
+        r = call(ShareFetchRequest, ShareFetchResponse, {
+            "group_id": group, "member_id": member, "share_session_epoch": 0, "max_wait_ms": 500, "min_bytes": 1,
+            "max_bytes": 1 << 20, "max_records": 2, "batch_size": 2,
+            "topics": [{"topic_id": topic_id, "partitions": [{"partition_index": 0, "acknowledgement_batches": []}]}],
+            "forgotten_topics_data": []})
+        return [o for t in r["responses"] for p in t["partitions"] for a in p["acquired_records"]
+                for o in range(a["first_offset"], a["last_offset"] + 1)]
+    try:
+        def joined():   # (FindCoordinator first: Kafka creates __consumer_offsets then)
+            found = call(FindCoordinatorRequest, FindCoordinatorResponse, {"key_type": 0, "coordinator_keys": [group]},
+                         version=4)
+            return not found["coordinators"][0]["error_code"] and heartbeat(0)["error_code"] == 0
+        wait_until(joined, "the member to join", timeout=30, interval=0.5)
+        acquired: list[int] = []
+        wait_until(lambda: acquired.extend(acquire()) or acquired, "records acquired", timeout=20, interval=0.2)
+        assert heartbeat(-1)["error_code"] == 0                                    # leave the group first ...
+        closed = call(ShareAcknowledgeRequest, ShareAcknowledgeResponse, {         # ... then the final request
+            "group_id": group, "member_id": member, "share_session_epoch": -1,
+            "topics": [{"topic_id": topic_id, "partitions": [{"partition_index": 0, "acknowledgement_batches": [
+                {"first_offset": o, "last_offset": o, "acknowledge_types": [ACCEPT]} for o in acquired]}]}]})
+    finally:
+        sock.close()
+    assert closed["error_code"] == 0, closed
+    assert [p["error_code"] for t in closed["responses"] for p in t["partitions"]] == [0], closed
+    rest = [o for o in range(4) if o not in acquired]
+    c = consumer(bs, group, topic)
+    seen: dict[int, list[int]] = {}
+
+    def on_message(_name, c, m):
+        seen.setdefault(m.offset(), []).append(m.delivery_count())
+        c.acknowledge(m, ACCEPT)
+    try:
+        poll_until({"c": c}, on_message, lambda: set(rest) <= set(seen))
+        quiet_until = time.monotonic() + 2.0   # the accepted records never come back (a release would be at once)
+        poll_until({"c": c}, on_message, lambda: time.monotonic() > quiet_until)
+    finally:
+        c.close()
+    assert acquired and seen == {o: [1] for o in rest}, (acquired, seen)

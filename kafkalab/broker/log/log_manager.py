@@ -42,6 +42,7 @@ directly with a clock of your choosing (tests and notebooks use
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import time
@@ -103,6 +104,15 @@ class LogDirLock:
             os.close(fd)  # closing the only descriptor drops the flock
 
 
+def read_clean_shutdown_epoch(path: str) -> int:
+    """The broker epoch in a ``.kafka_cleanshutdown`` marker; -1 when it holds none (or is empty: older kafkalab)."""
+    try:
+        with open(path) as f:
+            return int(json.load(f)["brokerEpoch"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return -1
+
+
 class LogManager:
     def __init__(self, log_dir: str, config: BrokerConfig, lock_dir: bool = False):
         self.log_dir = log_dir
@@ -114,6 +124,8 @@ class LogManager:
         marker = os.path.join(log_dir, CLEAN_SHUTDOWN_FILE)
         #: whether the previous broker on this log dir shut down cleanly (then no recovery is needed)
         self.had_clean_shutdown = os.path.exists(marker)
+        #: the broker epoch a KRaft broker wrote in the marker (Kafka's CleanShutdownFileHandler), else -1
+        self.previous_broker_epoch = read_clean_shutdown_epoch(marker) if self.had_clean_shutdown else -1
         if self.had_clean_shutdown:
             os.remove(marker)  # from now on, a crash must lead to recovery
         elif any(parse_partition_dir(n) for n in os.listdir(log_dir)):
@@ -220,14 +232,17 @@ class LogManager:
             except Exception:  # a failing job is logged and retried, it never stops the broker
                 log.exception("background job %s failed", name)
 
-    def close(self) -> None:
-        """Clean shutdown: flush every log, checkpoint, close, then write ``.kafka_cleanshutdown``."""
+    def close(self, broker_epoch: int = -1) -> None:
+        """Clean shutdown: flush every log, checkpoint, close, then write ``.kafka_cleanshutdown``:
+        ``{"version":0,"brokerEpoch":N}`` as Kafka's, N a KRaft broker's epoch (-1 in ZooKeeper mode), which it
+        sends as ``PreviousBrokerEpoch`` when it registers again: a clean shutdown)."""
         for log_ in self.logs.values():
             log_.flush()
         self.checkpoint()
         for log_ in self.logs.values():
             log_.close()
         with open(os.path.join(self.log_dir, CLEAN_SHUTDOWN_FILE), "w") as f:
+            f.write(json.dumps({"version": 0, "brokerEpoch": broker_epoch}, separators=(",", ":")))
             f.flush()
             os.fsync(f.fileno())
         self.release_lock()

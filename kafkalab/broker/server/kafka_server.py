@@ -188,6 +188,10 @@ class KafkaServer:
             raise StartupError(f"Socket server failed to bind to {self.host}:{self.socket_server.port}: "
                                f"{reason}") from exc
 
+    def _clean_shutdown_broker_epoch(self) -> int:
+        """What the clean-shutdown marker records: nothing in ZooKeeper mode (a KRaft broker: its epoch)."""
+        return -1
+
     async def stop(self, controlled: bool = True) -> None:
         """Kafka's shutdown order: (cluster mode: controlled shutdown,) stop taking requests, stop the
         jobs, then close the logs cleanly (cluster mode: then the controller and the ZooKeeper session)."""
@@ -215,7 +219,7 @@ class KafkaServer:
             result = shutdown()
             if asyncio.iscoroutine(result):
                 await result
-        self.log_manager.close()
+        self.log_manager.close(self._clean_shutdown_broker_epoch())
         if self.kafka_controller is not None:
             try:
                 await self.kafka_controller.shutdown()

@@ -5,9 +5,13 @@ consumer (confluent-kafka's ``ShareConsumer``, Java's ``KafkaShareConsumer``) fi
 FindCoordinator (key type GROUP) and sends ShareGroupHeartbeat every ``group.share.heartbeat.interval.ms``:
 
 * **member epoch 0** joins (the client generates its member id, a UUID); **-1** leaves. A member silent for
-  ``group.share.session.timeout.ms`` is removed. Either way the group epoch goes up and the records the member
-  had acquired on this broker's share-partitions are released at once (Kafka's ``ShareGroupListener``);
-  records acquired on other brokers stay locked until ``group.share.record.lock.duration.ms`` passes.
+  ``group.share.session.timeout.ms`` is removed. Either way the group epoch goes up; the records the member
+  acquired stay acquired: as in Kafka 4.4, only the end of the member's *share session* on a partition's leader
+  releases them (ShareFetch/ShareAcknowledge with epoch -1, its connection closing; Kafka's
+  ``ShareGroupListener.onMemberLeave`` is called by the share session cache, not by the group coordinator),
+  else their locks expire. A closing librdkafka 2.16 consumer sends its leave heartbeat and its final
+  ShareAcknowledge (epoch -1, with the last poll's acknowledgements) concurrently, in either order: those
+  acknowledgements must still count.
 * the group epoch goes up when a member joins or leaves, a subscription changes or a subscribed topic gains
   partitions; the ``simple`` assignor (:mod:`.share_group`) then computes the target assignment, and each
   member takes it at its next heartbeat (its member epoch becomes the assignment epoch; there is no
@@ -158,9 +162,6 @@ class ShareGroupHeartbeats:
         group.remove_member(member.member_id)
         group.group_epoch += 1
         log.info("share group %s: member %s %s; epoch %d", group.group_id, member.member_id, why, group.group_epoch)
-        manager = getattr(self.broker, "share_partition_manager", None)
-        if manager is not None:   # its acquired records on this broker are available again (ShareGroupListener)
-            manager.member_left(group.group_id, member.member_id)
 
     def _schedule_share_session(self, group: ShareGroup, member: ShareGroupMember) -> None:
         member.cancel_timers()

@@ -207,13 +207,6 @@ class SharePartitionManager:
         for key in [k for k, sp in self.partitions.items() if (sp.topic, sp.partition) == (topic, index)]:
             del self.partitions[key]
 
-    def member_left(self, group_id: str, member_id: str) -> None:
-        for (g, _, _), sp in self.partitions.items():
-            if g == group_id and sp.release_member(member_id):
-                self._changed(sp)
-        # its share sessions stay until closed (epoch -1) or replaced: a closing consumer leaves the group,
-        # then sends its final acknowledgements
-
     def _leader_log(self, topic: str, index: int):
         partition = self.broker.replica_manager.get_partition(topic, index)
         return partition, partition.local_log_with_epoch(-1, require_leader=True)
