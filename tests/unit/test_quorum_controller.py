@@ -237,16 +237,37 @@ def test_quorum_controller_registers_unfences_creates_fences_and_fails_over(tmp_
             assert (answer.is_fenced, answer.should_shut_down) == (True, True)
             assert leader.controller.cluster.registrations[2].fenced
 
-            # -- the active controller stops (resigns): another continues from the same state
-            await until(lambda: all(image(n) == image(leader) for n in nodes.values()), what="standbys to catch up")
-            before = image(leader)
+            # -- the active controller stops (resigns): another continues from the same state. Brokers 1 and 3
+            # heartbeat on throughout, to whichever controller is active, as a broker's lifecycle manager does:
+            # with the test's 600 ms sessions a pause of the test's own loop would otherwise fence them
             old = next(i for i, n in nodes.items() if n is leader)
-            await leader.stop()
-            new = await active(nodes, exclude={old})
-            assert image(new) == before
-            answer = await conn(new).send(create_topics(("after-failover", 1, 1, None)))
-            assert answer.topics[0].error_code == 0
-            assert "after-failover" in new.controller.replication.topics_by_name
+            stopped = set()
+
+            async def keep_beating(brokers):
+                to = {}
+                while True:
+                    try:
+                        node = await active(nodes, exclude=stopped)
+                        c = to.get(id(node)) or to.setdefault(id(node), conn(node))
+                        for b in brokers:
+                            await c.send(heartbeat(b, epochs[b], node.controller.applied_offset))
+                    except (AssertionError, OSError, asyncio.TimeoutError):
+                        pass   # between two active controllers
+                    await asyncio.sleep(0.1)
+            beating = asyncio.ensure_future(keep_beating([1, 3]))
+            try:
+                await until(lambda: all(image(n) == image(leader) for n in nodes.values()),
+                            what="standbys to catch up")
+                before = image(leader)
+                stopped.add(old)
+                await leader.stop()
+                new = await active(nodes, exclude={old})
+                assert image(new) == before
+                answer = await conn(new).send(create_topics(("after-failover", 1, 1, None)))
+                assert answer.topics[0].error_code == 0
+                assert "after-failover" in new.controller.replication.topics_by_name
+            finally:
+                beating.cancel()
             nodes.pop(old)
             return new
         finally:
