@@ -7,8 +7,13 @@ request              key   served  answer
 ===================  ====  ======  ==========================================================
 CreateTopics          19   v2-v7   TopicRecord, ConfigRecords, PartitionRecords, committed
 DeleteTopics          20   v1-v6   RemoveTopicRecord per topic
+AlterConfigs          33   v0-v2   ConfigRecords replacing each resource's configs
+CreatePartitions      37   v0-v3   a PartitionRecord per new partition (StripedReplicaPlacer)
 ElectLeaders          43   v0-v2   PREFERRED / UNCLEAN elections: a PartitionChangeRecord each
+IncrementalAlterCon.  44   v0-v1   ConfigRecords: SET / DELETE / APPEND / SUBTRACT
 AlterPartition        56   v1      a leader's ISR change: PartitionChangeRecord; the new state
+Envelope              58   v0      a request a broker forwarded (KIP-590): unwrapped, handled, the answer
+                                   wrapped (:mod:`kafkalab.controller.envelope_utils`)
 BrokerRegistration    62   v0-v4   RegisterBrokerRecord; the broker epoch
 BrokerHeartbeat       63   v0-v1   maybe Unfence/Fence/ControlledShutdown records; the state
 AllocateProducerIds   67   v0      ProducerIdsRecord; a block of 1000 producer ids
@@ -20,13 +25,18 @@ active one and asks again).
 """
 from __future__ import annotations
 
-from kafka.protocol.admin.topics import (CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest,
-                                         DeleteTopicsResponse, ElectLeadersRequest, ElectLeadersResponse)
+from kafka.protocol.admin.configs import (AlterConfigsRequest, AlterConfigsResponse, IncrementalAlterConfigsRequest,
+                                          IncrementalAlterConfigsResponse)
+from kafka.protocol.admin.topics import (CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest,
+                                         CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
+                                         ElectLeadersRequest, ElectLeadersResponse)
 
 from ..broker.apis.zk_messages import AlterPartitionRequest, AlterPartitionResponse
 from ..broker.common.errors import KafkaError
 from .controller_messages import (AllocateProducerIdsRequest, AllocateProducerIdsResponse, BrokerHeartbeatRequest,
-                                  BrokerHeartbeatResponse, BrokerRegistrationRequest, BrokerRegistrationResponse)
+                                  BrokerHeartbeatResponse, BrokerRegistrationRequest, BrokerRegistrationResponse,
+                                  EnvelopeRequest, EnvelopeResponse)
+from .envelope_utils import handle_envelope
 
 
 async def handle_broker_registration(controller, request) -> dict:
@@ -61,6 +71,35 @@ async def handle_delete_topics(controller, request) -> dict:
     except KafkaError as exc:
         names = list(getattr(request, "topic_names", None) or []) + [t.name for t in getattr(request, "topics", None) or []]
         results = [{"name": n, "error_code": int(exc.code), "error_message": exc.message} for n in names]
+    return {"throttle_time_ms": 0, "responses": results}
+
+
+async def handle_create_partitions(controller, request) -> dict:
+    try:
+        results = await controller.create_partitions(request)
+    except KafkaError as exc:
+        results = [{"name": t.name, "error_code": int(exc.code), "error_message": exc.message} for t in request.topics]
+    return {"throttle_time_ms": 0, "results": results}
+
+
+def _config_results(request, exc: KafkaError) -> list[dict]:
+    return [{"error_code": int(exc.code), "error_message": exc.message, "resource_type": r.resource_type,
+             "resource_name": r.resource_name} for r in request.resources]
+
+
+async def handle_incremental_alter_configs(controller, request) -> dict:
+    try:
+        results = await controller.incremental_alter_configs(request)
+    except KafkaError as exc:
+        results = _config_results(request, exc)
+    return {"throttle_time_ms": 0, "responses": results}
+
+
+async def handle_alter_configs(controller, request) -> dict:
+    try:
+        results = await controller.legacy_alter_configs(request)
+    except KafkaError as exc:
+        results = _config_results(request, exc)
     return {"throttle_time_ms": 0, "responses": results}
 
 
@@ -103,9 +142,14 @@ def register_controller_apis(server, controller) -> None:
     for key, req, resp, lo, hi, handler in (
             (19, CreateTopicsRequest, CreateTopicsResponse, 2, 7, handle_create_topics),
             (20, DeleteTopicsRequest, DeleteTopicsResponse, 1, 6, handle_delete_topics),
+            (33, AlterConfigsRequest, AlterConfigsResponse, 0, 2, handle_alter_configs),
+            (37, CreatePartitionsRequest, CreatePartitionsResponse, 0, 3, handle_create_partitions),
             (43, ElectLeadersRequest, ElectLeadersResponse, 0, 2, handle_elect_leaders),
+            (44, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, 0, 1, handle_incremental_alter_configs),
             (56, AlterPartitionRequest, AlterPartitionResponse, 1, 1, handle_alter_partition),
             (62, BrokerRegistrationRequest, BrokerRegistrationResponse, 0, 4, handle_broker_registration),
             (63, BrokerHeartbeatRequest, BrokerHeartbeatResponse, 0, 1, handle_broker_heartbeat),
             (67, AllocateProducerIdsRequest, AllocateProducerIdsResponse, 0, 0, handle_allocate_producer_ids)):
         server.register(key, req, resp, lo, hi, lambda _client, request, h=handler: h(controller, request))
+    server.register(58, EnvelopeRequest, EnvelopeResponse, 0, 0,
+                    lambda _client, request: handle_envelope(server.apis, request))

@@ -7,6 +7,8 @@ BrokerRegistration      62   v0-v4   a broker, when it starts -> the active cont
 BrokerHeartbeat         63   v0-v1   a registered broker, every
                                      ``broker.heartbeat.interval.ms`` -> the active controller
 AllocateProducerIds     67   v0      a broker needing producer ids (KIP-730) -> the active controller
+Envelope                58   v0      a broker forwarding a client's admin request (KIP-590) -> the active
+                                     controller
 =====================  ====  ======  ==================================================
 
 Their schemas are kafkalab's (``schemas/``): kafka-python's codec does not ship them.
@@ -26,3 +28,6 @@ class BrokerHeartbeatResponse(ApiMessage, load_json=schemas): pass
 
 class AllocateProducerIdsRequest(ApiMessage, load_json=schemas): pass
 class AllocateProducerIdsResponse(ApiMessage, load_json=schemas): pass
+
+class EnvelopeRequest(ApiMessage, load_json=schemas): pass
+class EnvelopeResponse(ApiMessage, load_json=schemas): pass

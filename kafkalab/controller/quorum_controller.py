@@ -35,6 +35,7 @@ from ..broker.utils.async_util import cancel_and_wait
 from ..raft.kafka_raft_client import NotLeaderError
 from ..raft.leader_state import LeaderState
 from .cluster_control_manager import ClusterControlManager
+from .configuration_control_manager import ConfigurationControlManager
 from .feature_control_manager import FeatureControlManager
 from .leader_balancer import LeaderBalancer
 from .metadata_record import ApiMessageAndVersion, read_committed
@@ -64,6 +65,8 @@ def replay_record(state, offset: int, record) -> None:
         state.replication.replay_topic(d)
     elif name == "ConfigRecord":
         state.replication.replay_config(d)
+        if getattr(state, "configuration", None) is not None:   # BROKER and GROUP configs
+            state.configuration.replay(d)
     elif name == "PartitionRecord":
         state.replication.replay_partition(d)
     elif name == "PartitionChangeRecord":
@@ -92,6 +95,7 @@ class QuorumController:
                                               leader_imbalance_check_interval_seconds,
                                               leader_imbalance_per_broker_percentage)
         self.producer_ids = ProducerIdControlManager()
+        self.configuration = ConfigurationControlManager(self.replication)
         self.idle_interval_ms = idle_interval_ms
         self.write_timeout_s = write_timeout_ms / 1000
         self.bootstrap_levels = bootstrap_levels
@@ -327,6 +331,25 @@ class QuorumController:
 
     async def create_topics(self, request) -> list[dict]:
         return await self.write(lambda: self.replication.create_topics(request))
+
+    async def create_partitions(self, request) -> list[dict]:
+        """CreatePartitions: PartitionRecords for the new partitions, committed (none if validate_only)."""
+        return await self.write(lambda: self.replication.create_partitions(request.topics,
+                                                                           bool(request.validate_only)))
+
+    async def incremental_alter_configs(self, request) -> list[dict]:
+        """IncrementalAlterConfigs: ConfigRecords, committed (none if validate_only)."""
+        def operation():
+            records, results = self.configuration.incremental_alter_configs(request.resources)
+            return ([] if request.validate_only else records), results
+        return await self.write(operation)
+
+    async def legacy_alter_configs(self, request) -> list[dict]:
+        """AlterConfigs: ConfigRecords replacing each resource's configs, committed (none if validate_only)."""
+        def operation():
+            records, results = self.configuration.legacy_alter_configs(request.resources)
+            return ([] if request.validate_only else records), results
+        return await self.write(operation)
 
     async def alter_partition(self, request) -> dict:
         """AlterPartition from a partition leader: its ISR change, committed; the answer carries the new state."""

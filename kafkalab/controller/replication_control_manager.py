@@ -20,10 +20,10 @@ brokers with LeaderAndIsr. In KRaft mode the same facts are records of ``__clust
 * **ElectLeaders** (PREFERRED, UNCLEAN) and the **auto leader rebalance** (``maybe_balance_partition_leaders``):
   preferred-replica elections for partitions whose leader is not their first replica.
 
-Simplified: replica placement is Kafka's ZooKeeper-mode ``AdminUtils`` round robin
-(:func:`~kafkalab.broker.controller.replica_assignment.assign_replicas_to_brokers`) over the usable
-brokers, where Kafka's KRaft controller uses ``StripedReplicaPlacer`` (also round robin, shuffled,
-rack-striped); partition reassignment is not done (no adding/removing replicas).
+Replicas are placed by :class:`~kafkalab.controller.striped_replica_placer.StripedReplicaPlacer`, as
+Kafka's KRaft controller does; CreatePartitions is :mod:`kafkalab.controller.create_partitions`.
+
+Simplified: partition reassignment is not done (no adding/removing replicas).
 """
 from __future__ import annotations
 
@@ -32,11 +32,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..broker.common.errors import ErrorCode, KafkaError
-from ..broker.controller.replica_assignment import assign_replicas_to_brokers
 from ..broker.server.config import LogConfig, to_string
 from ..broker.server.metadata_cache import unify_collision_chars, validate_topic_name
+from .create_partitions import create_partitions
 from .metadata_record import ApiMessageAndVersion, uuid_of
 from .partition_change_builder import RECOVERED, Election, PartitionChangeBuilder
+from .striped_replica_placer import StripedReplicaPlacer, UsableBroker
 
 NO_LEADER = -1
 TOPIC_RESOURCE = 2
@@ -88,6 +89,7 @@ class ReplicationControlManager:
         self.topics_by_name: dict[str, uuid.UUID] = {}
         self.default_num_partitions = default_num_partitions
         self.default_replication_factor = default_replication_factor
+        self.replica_placer = StripedReplicaPlacer()
 
     # -- CreateTopics ------------------------------------------------------------------------------
 
@@ -139,39 +141,63 @@ class ReplicationControlManager:
             if sorted(assignment) != list(range(len(assignment))):
                 raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                  "Partitions should be a consecutive 0-based integer sequence")
-            for p, replicas in assignment.items():
-                if not replicas or len(set(replicas)) != len(replicas):
-                    raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                     f"Empty or duplicate broker ids in the assignment of partition {p}")
-                missing = [b for b in replicas if b not in self.cluster.registrations]
-                if missing:
-                    raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                     f"The manual partition assignment includes broker {missing[0]}, but no broker "
-                                     "with that ID is registered.")
+            for replicas in assignment.values():
+                self.validate_manual_assignment(replicas, len(assignment[0]))
         else:
             partitions = self.default_num_partitions if t.num_partitions == -1 else t.num_partitions
             factor = self.default_replication_factor if t.replication_factor == -1 else t.replication_factor
-            if factor > len(usable):
-                raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR, f"Unable to replicate the partition {factor} "
-                                 f"time(s): The target replication factor of {factor} cannot be reached because "
-                                 f"only {len(usable)} broker(s) are registered.")
-            assignment = assign_replicas_to_brokers(partitions, factor, usable)
+            try:
+                assignment = dict(enumerate(self.place(partitions, factor)))
+            except KafkaError as exc:
+                raise KafkaError(exc.code, f"Unable to replicate the partition {factor} time(s): {exc.message}") from None
         topic_id = topic_id or uuid.uuid4()
         records = [ApiMessageAndVersion("TopicRecord", 0, {"name": t.name, "topic_id": topic_id})]
         records += [ApiMessageAndVersion("ConfigRecord", 0, {"resource_type": TOPIC_RESOURCE, "resource_name": t.name,
                                                              "name": n, "value": v}) for n, v in sorted(configs.items())]
         for p, replicas in sorted(assignment.items()):
             isr = [b for b in replicas if b in usable] or list(replicas)
-            leader = next((b for b in replicas if b in usable), NO_LEADER)
-            records.append(ApiMessageAndVersion("PartitionRecord", PARTITION_RECORD_VERSION, {
-                "partition_id": p, "topic_id": topic_id, "replicas": replicas, "isr": isr, "removing_replicas": [],
-                "adding_replicas": [], "leader": leader, "leader_recovery_state": 0, "leader_epoch": 0,
-                "partition_epoch": 0, "directories": [self._default_dir(b) for b in replicas]}))
+            records.append(self.partition_record(topic_id, p, replicas, isr))
         result = {"name": t.name, "topic_id": topic_id, "error_code": 0, "error_message": None,
                   "num_partitions": len(assignment), "replication_factor": len(assignment[0]),
                   "configs": [{"name": n, "value": v, "read_only": False, "config_source": 1, "is_sensitive": False}
                               for n, v in sorted(configs.items())]}
         return records, result
+
+    def partition_record(self, topic_id: uuid.UUID, p: int, replicas: list[int], isr: list[int]):
+        """A new partition: its replicas, ISR, the first ISR member leading, epochs 0."""
+        return ApiMessageAndVersion("PartitionRecord", PARTITION_RECORD_VERSION, {
+            "partition_id": p, "topic_id": topic_id, "replicas": replicas, "isr": isr, "removing_replicas": [],
+            "adding_replicas": [], "leader": isr[0] if isr else NO_LEADER, "leader_recovery_state": 0,
+            "leader_epoch": 0, "partition_epoch": 0, "directories": [self._default_dir(b) for b in replicas]})
+
+    def place(self, num_partitions: int, replication_factor: int) -> list[list[int]]:
+        """Replicas for new partitions: StripedReplicaPlacer over the registered brokers not shutting down."""
+        brokers = [UsableBroker(b, r.rack, r.fenced) for b, r in sorted(self.cluster.registrations.items())
+                   if not r.in_controlled_shutdown]
+        return self.replica_placer.place(num_partitions, replication_factor, brokers)
+
+    def validate_manual_assignment(self, replicas: list[int], replication_factor: int | None) -> None:
+        """A replica list given by the client (Kafka's ``validateManualPartitionAssignment``)."""
+        if not replicas:
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             "The manual partition assignment includes an empty replica list.")
+        previous = None
+        for b in sorted(replicas):
+            if b not in self.cluster.registrations:
+                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes "
+                                 f"broker {b}, but no such broker is registered.")
+            if b == previous:
+                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes "
+                                 f"the broker {b} more than once.")
+            previous = b
+        if replication_factor is not None and len(replicas) != replication_factor:
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes a "
+                             f"partition with {len(replicas)} replica(s), but this is not consistent with previous "
+                             f"partitions, which have {replication_factor} replica(s).")
+
+    def create_partitions(self, topics, validate_only: bool):
+        """CreatePartitions -> (records, results): :func:`kafkalab.controller.create_partitions.create_partitions`."""
+        return create_partitions(self, topics, validate_only)
 
     def _default_dir(self, broker_id: int) -> uuid.UUID:
         registration = self.cluster.registrations.get(broker_id)

@@ -10,7 +10,7 @@ no snapshot is sent around except to a replica that fell behind the leader's log
 * **what** (:func:`snapshot_records`, the image written as records, in the order of Kafka's
   ``MetadataImage.write``): the FeatureLevelRecords (``metadata.version`` first), a RegisterBrokerRecord
   per broker (its current fenced / controlled-shutdown state inside), per topic its TopicRecord and
-  PartitionRecords, the topics' ConfigRecords, the ProducerIdsRecord (broker id -1, as Kafka's
+  PartitionRecords, the topics' ConfigRecords, then those of BROKER and GROUP resources, the ProducerIdsRecord (broker id -1, as Kafka's
   ``ProducerIdsImage`` writes it);
 * **the id**: (the replayed offset, the epoch of the last record it covers), ``lastContainedLogTimestamp``
   that record's batch's timestamp;
@@ -76,6 +76,10 @@ def snapshot_records(state) -> list[ApiMessageAndVersion]:
     for t in topics:
         out += [ApiMessageAndVersion("ConfigRecord", 0, {"resource_type": TOPIC_RESOURCE, "resource_name": t.name,
                                                          "name": n, "value": v}) for n, v in sorted(t.configs.items())]
+    configuration = getattr(state, "configuration", None)      # BROKER and GROUP resources
+    for (kind, name), configs in sorted((configuration.config_data if configuration else {}).items()):
+        out += [ApiMessageAndVersion("ConfigRecord", 0, {"resource_type": kind, "resource_name": name, "name": n,
+                                                         "value": v}) for n, v in sorted(configs.items())]
     if state.producer_ids.next_producer_id > 0:
         out.append(ApiMessageAndVersion("ProducerIdsRecord", 0, {
             "broker_id": -1, "broker_epoch": -1, "next_producer_id": state.producer_ids.next_producer_id}))
@@ -89,6 +93,8 @@ def load_snapshot(state, reader, replay_record) -> int:
     state.replication.topics.clear()
     state.replication.topics_by_name.clear()
     state.producer_ids.next_producer_id = 0
+    if getattr(state, "configuration", None) is not None:
+        state.configuration.config_data.clear()
     last_contained = reader.snapshot_id.offset - 1
     for record in reader.records:
         replay_record(state, last_contained, record)

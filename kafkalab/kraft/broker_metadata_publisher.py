@@ -27,6 +27,7 @@ from ..broker.server.metadata_cache import LEADER_DURING_DELETE, BrokerEndpoint
 from ..broker.server.replica_manager import EPOCH_DURING_DELETE
 
 log = logging.getLogger("kafkalab.kraft.publisher")
+GROUP_RESOURCE = 32
 
 
 class BrokerMetadataPublisher:
@@ -69,6 +70,7 @@ class BrokerMetadataPublisher:
             if meta is not None:
                 meta.configs = dict(topic.configs)
                 broker.apply_topic_configs(topic.name, topic.configs)
+        self._publish_group_configs(image)
         # StopReplica's work for a deleted topic: the local replicas stop and their logs go
         gone = [(name, p, EPOCH_DURING_DELETE, True) for name, _, parts in delta.removed for p in parts
                 if (name, p) in rm.partitions]
@@ -83,3 +85,14 @@ class BrokerMetadataPublisher:
             failed = {k: e for k, e in errors.items() if e}
             if failed:
                 log.info("broker %d: partitions not applied: %s", broker.broker_id, failed)
+
+    def _publish_group_configs(self, image) -> None:
+        """KIP-932 group configs (GROUP ConfigRecords) to the share partition manager."""
+        shares = getattr(self.broker, "share_partition_manager", None)
+        configuration = getattr(image, "configuration", None)
+        if shares is None or configuration is None:
+            return
+        wanted = {name: dict(c) for (kind, name), c in configuration.config_data.items() if kind == GROUP_RESOURCE}
+        for group in set(wanted) | set(shares.group_configs):
+            if shares.group_configs.get(group, {}) != wanted.get(group, {}):
+                shares._set_group_configs(group, wanted.get(group, {}))

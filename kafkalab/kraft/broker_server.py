@@ -20,8 +20,8 @@ controller) — with ZooKeeper replaced by the controller quorum, at the same st
    broker is this class given the controller's voter (``raft_client``), read instead of an observer of its own.
 
 Stopping: a controlled shutdown through heartbeats (``WantShutDown`` until ``ShouldShutDown``), then
-as before; the observer and the lifecycle manager stop last. AlterPartition, CreateTopics (forwarded,
-:mod:`kafkalab.kraft.forwarding`) and AllocateProducerIds go to the active controller through a
+as before; the observer and the lifecycle manager stop last. AlterPartition, the clients' admin requests (forwarded
+in Envelopes, :mod:`kafkalab.kraft.forwarding_manager`) and AllocateProducerIds go to the active controller through a
 :class:`~kafkalab.kraft.broker_to_controller_channel.BrokerToControllerChannelManager`.
 """
 from __future__ import annotations
@@ -43,6 +43,7 @@ from .broker_lifecycle_manager import BrokerLifecycleManager
 from .broker_metadata_publisher import BrokerMetadataPublisher
 from .broker_to_controller_channel import BrokerToControllerChannelManager
 from .forwarding import KRaftAdminManager, RPCProducerIdManager
+from .forwarding_manager import ForwardingManager
 from .metadata_image import MetadataImage
 from .storage_tool import directory_id_of
 
@@ -76,6 +77,7 @@ class BrokerServer(KafkaServer):
         self.kraft_mode = True
         self.metadata_cache = MetadataCache(self.log_dir, zk_mode=True)
         self.admin_manager = KRaftAdminManager(self)
+        self.forwarding_manager = ForwardingManager(self)
         self.voters = parse_voters(config["controller.quorum.voters"])
         self.metadata_log_dir = config["metadata.log.dir"] or self.log_dir
         self.raft_client: KafkaRaftClient | None = raft_client

@@ -1,6 +1,6 @@
 """``BrokerToControllerChannelManager``: how a KRaft broker reaches the *active* controller.
 
-Brokers send BrokerRegistration, BrokerHeartbeat, AlterPartition and forwarded CreateTopics to the
+Brokers send BrokerRegistration, BrokerHeartbeat, AlterPartition and Envelopes (forwarded admin requests) to the
 controller quorum's active controller (the Raft leader). The broker knows the leader from its own
 metadata fetching (its observer's quorum state); when it does not, or when the one it asked answers
 NOT_CONTROLLER (41) or cannot be reached, it asks the next controller of ``controller.quorum.voters``,

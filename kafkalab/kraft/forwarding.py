@@ -1,13 +1,13 @@
-"""What a KRaft broker sends on to the active controller instead of writing ZooKeeper: topic creation
-(CreateTopics) and producer id blocks (AllocateProducerIds).
+"""What a KRaft broker itself asks of the active controller: topics it creates on its own (internal topics,
+auto-creation) and producer id blocks (AllocateProducerIds).
 
-Forwarding, as kafkalab does it: the broker checks what it can (a legal name), sends the controller
-a CreateTopics (DeleteTopics) of its own for that one topic and answers its client with the controller's result. Kafka
-wraps the client's request whole in an Envelope (KIP-590) so that the controller sees the client's
-principal; there are no principals here, and the controller's answer is the same.
+Clients' admin requests (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs, IncrementalAlterConfigs)
+never reach this module: the socket server hands them to the
+:class:`~kafkalab.kraft.forwarding_manager.ForwardingManager`, which forwards them whole in an Envelope (KIP-590).
 
 :class:`KRaftAdminManager` replaces the ZooKeeper writes of :class:`~kafkalab.broker.server.admin_manager.AdminManager`
-for topic creation; everything else (the waits for the metadata, partition limits) is the base class's.
+for the topics the broker creates itself: a CreateTopics of its own for that one topic, sent to the active
+controller; everything else (the waits for the metadata, partition limits) is the base class's.
 :class:`RPCProducerIdManager` is Kafka's ``RPCProducerIdManager``: ids come in blocks from the controller,
 the next block asked for when 90% of the current one is used; none left yet is COORDINATOR_LOAD_IN_PROGRESS,
 which clients retry.
@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from kafka.protocol.admin.topics import CreateTopicsRequest, DeleteTopicsRequest
+from kafka.protocol.admin.topics import CreateTopicsRequest
 
 from ..broker.apis.messages import build
 from ..broker.common.errors import ErrorCode, KafkaError
@@ -27,7 +27,6 @@ from ..controller.controller_messages import AllocateProducerIdsRequest
 
 log = logging.getLogger("kafkalab.kraft.forwarding")
 CREATE_TOPICS_VERSION = 7
-DELETE_TOPICS_VERSION = 6
 
 
 class KRaftAdminManager(AdminManager):
@@ -94,33 +93,7 @@ class KRaftAdminManager(AdminManager):
             self._creating.pop(name, None)
 
 
-    def delete_topic(self, name: str) -> TopicMetadata:
-        """DeleteTopics: this broker's checks, then a DeleteTopics to the active controller (in the background:
-        the handler waits for the metadata to drop the topic, as in ZooKeeper mode)."""
-        if not self.broker.config["delete.topic.enable"]:
-            raise KafkaError(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled (delete.topic.enable=false).")
-        topic = self.cache.get(name)
-        if topic is None:
-            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
-        if topic.is_internal:
-            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Topic '{name}' is an internal topic; the mini broker does "
-                                                        "not delete it (its coordinator keeps state in it).")
-        self.broker.spawn(self._delete_in_background(name))
-        return topic
-
-    async def _delete_in_background(self, name: str) -> None:
-        request = build(DeleteTopicsRequest, DELETE_TOPICS_VERSION,
-                        {"topics": [{"name": name, "topic_id": NULL_UUID}], "timeout_ms": 0})
-        try:
-            response = await self.broker.controller_channel.send(request, "forwarding")
-            error = response.responses[0].error_code
-            if error:
-                log.warning("broker %d: deleting %s failed: %s", self.broker.broker_id, name,
-                            response.responses[0].error_message)
-        except TimeoutError as exc:
-            log.warning("broker %d: DeleteTopics for %s not forwarded: %s", self.broker.broker_id, name, exc)
-
-    # -- what a KRaft broker does not forward yet: a clear error, never ZooKeeper --------------------------
+    # -- configs --------------------------------------------------------------------------------------
 
     def topic_for_configs(self, name: str) -> TopicMetadata:
         """DescribeConfigs and the AlterConfigs checks: the topic and its configs as the metadata records gave them."""
@@ -129,17 +102,6 @@ class KRaftAdminManager(AdminManager):
         if topic is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
         return topic
-
-    def _not_forwarded(self, what: str) -> KafkaError:
-        return KafkaError(ErrorCode.INVALID_REQUEST, f"{what} is not forwarded to the controllers by a mini "
-                                                          "broker in KRaft mode yet (docs/differences.md, KRaft mode)")
-
-    def _apply_topic_overrides(self, topic, overrides, validate_only: bool) -> None:
-        raise self._not_forwarded("changing a topic's configs")
-
-    def create_partitions(self, name: str, count: int, validate_only: bool = False, assignments=None,
-                          request_state=None, _plan_only: bool = False):
-        raise self._not_forwarded("CreatePartitions")
 
 
 class RPCProducerIdManager:

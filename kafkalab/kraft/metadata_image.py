@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..controller.cluster_control_manager import ClusterControlManager
+from ..controller.configuration_control_manager import ConfigurationControlManager
 from ..controller.feature_control_manager import FeatureControlManager
 from ..controller.metadata_record import read_committed, uuid_of
 from ..controller.producer_id_control_manager import ProducerIdControlManager
@@ -34,9 +35,10 @@ class MetadataDelta:
     topics: set = field(default_factory=set)          # topic ids with a new TopicRecord or ConfigRecord
     brokers_changed: bool = False
     removed: list = field(default_factory=list)       # (name, topic id, [partition]) of each RemoveTopicRecord
+    configs_changed: bool = False                     # a ConfigRecord of another resource (BROKER, GROUP)
 
     def __bool__(self) -> bool:
-        return bool(self.partitions or self.topics or self.brokers_changed or self.removed)
+        return bool(self.partitions or self.topics or self.brokers_changed or self.removed or self.configs_changed)
 
 
 class MetadataImage:
@@ -45,6 +47,7 @@ class MetadataImage:
         self.cluster = ClusterControlManager(None, self.features)
         self.replication = ReplicationControlManager(self.cluster)
         self.producer_ids = ProducerIdControlManager()
+        self.configuration = ConfigurationControlManager(self.replication)
         self.next_offset = 0          # every committed record below it is applied
         #: loads a snapshot the broker fetched (FetchSnapshot), and writes the broker's own (Kafka's defaults)
         self.snapshots = SnapshotGenerator()
@@ -72,8 +75,11 @@ class MetadataImage:
                 delta.partitions.add((self._topic_id(data["topicId"]), data["partitionId"]))
             elif record.name in ("TopicRecord",):
                 delta.topics.add(self._topic_id(data["topicId"]))
-            elif record.name == "ConfigRecord" and data["resourceName"] in self.replication.topics_by_name:
-                delta.topics.add(self.replication.topics_by_name[data["resourceName"]])
+            elif record.name == "ConfigRecord" and data["resourceType"] == 2:
+                if data["resourceName"] in self.replication.topics_by_name:
+                    delta.topics.add(self.replication.topics_by_name[data["resourceName"]])
+            elif record.name == "ConfigRecord":
+                delta.configs_changed = True
             elif record.name in _BROKER_RECORDS:
                 delta.brokers_changed = True
         self.next_offset = high_watermark

@@ -167,6 +167,9 @@ class SocketServer:
         if field is not None:  # Kafka's generated parser: "non-nullable field X was serialized as null"
             raise InvalidRequest(f"cannot parse {spec.name} v{api_version}: non-nullable field {field} "
                                  f"was serialized as null")
+        forwarding = getattr(self.broker, "forwarding_manager", None)
+        if forwarding is not None and api_key in forwarding.forwarded_apis:   # KRaft: the controller decides
+            return await forwarding.forward(frame, request, client_host, api_version, correlation_id)
         ctx = RequestContext(self.broker, api_key, api_version, correlation_id, request.header.client_id,
                              client_host, conn_id)
         key = (ctx.client_id, spec.name, api_version)

@@ -1,0 +1,170 @@
+"""``ForwardingManager``: a KRaft broker sends a client's admin request to the active controller inside an
+Envelope (Kafka's ``kafka.server.ForwardingManager``, KIP-590).
+
+A KRaft broker cannot change the metadata itself: CreateTopics, DeleteTopics, CreatePartitions,
+AlterConfigs and IncrementalAlterConfigs are decided by the active controller. The broker reads and
+checks the request as for any other (a request that does not parse closes the connection), then wraps the
+request's bytes *whole* (its header with the client's correlation id and client id, its body) in an
+EnvelopeRequest, with the client's address and principal, and sends it through its
+:class:`~kafkalab.kraft.broker_to_controller_channel.BrokerToControllerChannelManager`:
+
+* an envelope answered NOT_CONTROLLER, or a controller that cannot be reached: the channel looks for the
+  active controller (the broker's observer knows the Raft leader) and sends the envelope again, for up to
+  60 s (Kafka's forwarding channel's retry timeout); then the client gets its request's REQUEST_TIMED_OUT answer;
+* AlterConfigs and IncrementalAlterConfigs are first checked by the broker
+  (:class:`~kafkalab.kraft.config_admin_manager.ConfigAdminManager`); the resources it answers itself are left out
+  of the forwarded request, which is then re-serialized under the client's header, as Kafka does;
+* ``ResponseData``: the controller's answer to the client's request, response header included; the
+  broker sends it to the client as it is;
+* envelope error UNSUPPORTED_VERSION: the broker closes the client's connection, so that the client
+  asks ApiVersions again (Kafka does the same); any other envelope error: the client gets
+  UNKNOWN_SERVER_ERROR (a misconfigured broker, not the client's fault).
+
+As in Kafka, the answer comes once the controller has committed the records: the broker's own metadata
+(and so a Metadata or DescribeConfigs sent to it right after) may not show the change yet.
+
+The principal is Kafka's default principal of a PLAINTEXT client, ``User:ANONYMOUS``, serialized as Kafka's
+``DefaultKafkaPrincipalBuilder`` does (version 0 of its DefaultPrincipalData: type, name, token flag).
+"""
+from __future__ import annotations
+
+import ipaddress
+import logging
+import struct
+
+from kafka.protocol.admin.configs import AlterConfigsResponse, IncrementalAlterConfigsResponse
+from kafka.protocol.admin.topics import CreatePartitionsResponse, CreateTopicsResponse, DeleteTopicsResponse
+
+from ..broker.apis.messages import build
+from ..broker.common.errors import ErrorCode
+from ..broker.network.socket_server import CloseConnection
+from ..controller.controller_messages import EnvelopeRequest
+from ..controller.envelope_utils import FORWARDABLE
+from .config_admin_manager import ConfigAdminManager
+
+log = logging.getLogger("kafkalab.kraft.forwarding")
+#: how long the broker keeps looking for an active controller (Kafka's forwarding channel: retryTimeoutMs 60000)
+FORWARDING_TIMEOUT_MS = 60_000
+#: DefaultPrincipalData v0 (flexible): version int16, compact strings "User" and "ANONYMOUS", false, no tags
+ANONYMOUS_PRINCIPAL = b"\x00\x00" + b"\x05User" + b"\x0aANONYMOUS" + b"\x00" + b"\x00"
+_SIZE = struct.Struct(">i")
+RESPONSES = {19: CreateTopicsResponse, 20: DeleteTopicsResponse, 33: AlterConfigsResponse, 37: CreatePartitionsResponse,
+             44: IncrementalAlterConfigsResponse}
+
+
+def client_address(host: str) -> bytes:
+    try:
+        return ipaddress.ip_address(host).packed
+    except ValueError:
+        return ipaddress.ip_address("127.0.0.1").packed
+
+
+def error_result(api_key: int, request, code: int, message: str) -> dict:
+    """The client's request answered with one error for everything in it (Kafka's ``getErrorResponse``)."""
+    if api_key == 19:
+        return {"throttle_time_ms": 0, "topics": [
+            {"name": t.name, "error_code": code, "error_message": message, "num_partitions": -1,
+             "replication_factor": -1, "configs": []} for t in request.topics]}
+    if api_key == 20:
+        names = [(n, None) for n in getattr(request, "topic_names", None) or []] + \
+            [(t.name, t.topic_id) for t in getattr(request, "topics", None) or []]
+        return {"throttle_time_ms": 0, "responses": [
+            {"name": n, **({"topic_id": i} if i is not None else {}), "error_code": code, "error_message": message}
+            for n, i in names]}
+    if api_key == 37:
+        return {"throttle_time_ms": 0, "results": [
+            {"name": t.name, "error_code": code, "error_message": message} for t in request.topics]}
+    return {"throttle_time_ms": 0, "responses": [
+        {"error_code": code, "error_message": message, "resource_type": r.resource_type,
+         "resource_name": r.resource_name} for r in request.resources]}
+
+
+class _Answered(Exception):
+    """The client's request answered by the broker with one error (not forwarded, or no usable answer)."""
+
+    def __init__(self, code: ErrorCode, message: str | None):
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+class ForwardingManager:
+    forwarded_apis = frozenset(FORWARDABLE)
+
+    def __init__(self, broker):
+        self.broker = broker
+        self.config_admin = ConfigAdminManager(broker.broker_id)
+        self.forwarded = 0          # envelopes answered (for tests and notebooks)
+
+    async def forward(self, frame: bytes, request, client_host: str, api_version: int, correlation_id: int) -> bytes:
+        """Forward the client's request (``frame``: its header and body); the framed answer for the client."""
+        api_key = struct.unpack_from(">h", frame)[0]
+        if api_key in (33, 44):
+            answered = self.config_admin.preprocess(request.resources, incremental=api_key == 44)
+            if answered:
+                return await self._forward_config_rest(api_key, request, answered, client_host, api_version,
+                                                       correlation_id)
+        try:
+            data = await self._round_trip(api_key, bytes(frame), request, client_host, api_version)
+        except _Answered as answer:
+            return self._error(api_key, request, api_version, correlation_id, answer.code, answer.message)
+        return _SIZE.pack(len(data)) + data
+
+    async def _round_trip(self, api_key: int, data: bytes, request, client_host: str, api_version: int) -> bytes:
+        """One envelope to the active controller: the inner response's bytes (its header, its body)."""
+        envelope = build(EnvelopeRequest, 0, {"request_data": data, "request_principal": ANONYMOUS_PRINCIPAL,
+                                              "client_host_address": client_address(client_host)})
+        name = FORWARDABLE[api_key]
+        try:
+            response = await self.broker.controller_channel.send(envelope, "forwarding", FORWARDING_TIMEOUT_MS / 1000)
+        except TimeoutError as exc:
+            log.info("broker %d: %s not forwarded: %s", self.broker.broker_id, name, exc)
+            raise _Answered(ErrorCode.REQUEST_TIMED_OUT,
+                            f"{name} was not answered by an active controller in time: {exc}") from None
+        if response.error_code == ErrorCode.UNSUPPORTED_VERSION:
+            raise CloseConnection(f"the controller cannot parse the forwarded {name} v{api_version}")
+        if response.error_code or response.response_data is None:
+            log.warning("broker %d: envelope for %s answered error %d", self.broker.broker_id, name,
+                        response.error_code)
+            raise _Answered(ErrorCode.UNKNOWN_SERVER_ERROR, None)
+        self.forwarded += 1
+        log.info("broker %d: %s forwarded to controller %s", self.broker.broker_id, name,
+                 self.broker.controller_channel.active_controller)
+        return bytes(response.response_data)
+
+    async def _forward_config_rest(self, api_key, request, answered, client_host, api_version, correlation_id):
+        """AlterConfigs / IncrementalAlterConfigs with resources the broker answered itself: the others forwarded
+        (the request re-serialized without them, under the client's header), the answers reassembled in order."""
+        resources = list(request.resources)
+        rest = [r for i, r in enumerate(resources) if i not in answered]
+        forwarded: list = []
+        error = None
+        if rest:
+            request.resources = rest
+            request.with_header(correlation_id=correlation_id, client_id=request.header.client_id)
+            try:
+                data = await self._round_trip(api_key, bytes(request.encode(header=True)), request, client_host,
+                                              api_version)
+                forwarded = list(RESPONSES[api_key].decode(data, version=api_version, header=True).responses)
+            except _Answered as answer:
+                error = answer
+            finally:
+                request.resources = resources
+        out = []
+        for i, r in enumerate(resources):
+            if i in answered:
+                code, message = answered[i]
+            elif error is not None:
+                code, message = int(error.code), error.message
+            else:
+                f = forwarded.pop(0)
+                code, message = f.error_code, f.error_message
+            out.append({"error_code": code, "error_message": message, "resource_type": r.resource_type,
+                        "resource_name": r.resource_name})
+        response = build(RESPONSES[api_key], api_version, {"throttle_time_ms": 0, "responses": out})
+        response.with_header(correlation_id=correlation_id)
+        return bytes(response.encode(header=True, framed=True))
+
+    def _error(self, api_key, request, version, correlation_id, code, message) -> bytes:
+        response = build(RESPONSES[api_key], version, error_result(api_key, request, int(code), message))
+        response.with_header(correlation_id=correlation_id)
+        return bytes(response.encode(header=True, framed=True))
