@@ -71,6 +71,11 @@ def error_result(api_key: int, request, code: int, message: str) -> dict:
         return {"throttle_time_ms": 0, "responses": [
             {"name": n, **({"topic_id": i} if i is not None else {}), "error_code": code, "error_message": message}
             for n, i in names]}
+    if api_key == 43:
+        return {"throttle_time_ms": 0, "error_code": code, "replica_election_results": [
+            {"topic": t.topic, "partition_result": [
+                {"partition_id": p, "error_code": code, "error_message": message} for p in t.partitions]}
+            for t in request.topic_partitions or []]}
     if api_key == 37:
         return {"throttle_time_ms": 0, "results": [
             {"name": t.name, "error_code": code, "error_message": message} for t in request.topics]}

@@ -12,8 +12,9 @@ v2   flexible
 Per-partition errors: ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE,
 ELIGIBLE_LEADERS_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION. NOT_CONTROLLER when
 this broker is not the active controller (a standalone broker has none).
-A KRaft broker forwards the request to the active controller (v2, the client's
-fields) and answers with the controller's results; REQUEST_TIMED_OUT if none answers.
+A KRaft broker never gets here: its forwarding manager sends the request, whole,
+in an Envelope to the active controller (kafkalab/kraft/forwarding_manager.py),
+which elects (kafkalab.controller.controller_apis.handle_elect_leaders).
 Not implemented: TimeoutMs (the election is done before answering).
 """
 from __future__ import annotations
@@ -22,7 +23,6 @@ from kafka.protocol.admin.topics import ElectLeadersRequest, ElectLeadersRespons
 
 from ..common.errors import ErrorCode
 from . import api
-from .messages import build
 
 PREFERRED = 0
 
@@ -37,8 +37,6 @@ def _error_response(request, code):
 
 @api(ElectLeadersRequest, ElectLeadersResponse, versions=(0, 2))
 async def handle_elect_leaders(ctx, request):
-    if getattr(ctx.broker, "kraft_mode", False):
-        return await _forward(ctx, request)
     controller = getattr(ctx.broker, "kafka_controller", None)
     if controller is None or not controller.is_active:
         return _error_response(request, ErrorCode.NOT_CONTROLLER)
@@ -54,20 +52,3 @@ async def handle_elect_leaders(ctx, request):
         by_topic.setdefault(topic, []).append({"partition_id": p, "error_code": int(code), "error_message": message})
     return {"throttle_time_ms": 0, "error_code": 0,
             "replica_election_results": [{"topic": t, "partition_result": ps} for t, ps in by_topic.items()]}
-
-
-async def _forward(ctx, request):
-    """KRaft: the active controller elects (kafkalab.controller.controller_apis.handle_elect_leaders)."""
-    forwarded = build(ElectLeadersRequest, 2, {
-        "election_type": request.election_type if ctx.api_version >= 1 else PREFERRED,
-        "topic_partitions": None if request.topic_partitions is None else [
-            {"topic": t.topic, "partitions": list(t.partitions)} for t in request.topic_partitions],
-        "timeout_ms": request.timeout_ms})
-    try:
-        response = await ctx.broker.controller_channel.send(forwarded, "forwarding")
-    except TimeoutError:
-        return _error_response(request, ErrorCode.REQUEST_TIMED_OUT)
-    return {"throttle_time_ms": 0, "error_code": response.error_code, "replica_election_results": [
-        {"topic": t.topic, "partition_result": [{"partition_id": p.partition_id, "error_code": p.error_code,
-                                                 "error_message": p.error_message} for p in t.partition_result]}
-        for t in response.replica_election_results]}
