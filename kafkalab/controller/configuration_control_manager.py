@@ -39,6 +39,18 @@ from .metadata_record import ApiMessageAndVersion
 TOPIC, BROKER, GROUP = int(ConfigResourceType.TOPIC), int(ConfigResourceType.BROKER), int(ConfigResourceType.GROUP)
 
 
+def _each(resources, records_of) -> tuple[list[ApiMessageAndVersion], list[dict]]:
+    """Each resource's records, or its error: one resource's bad config does not stop the others'."""
+    records, results = [], []
+    for r in resources:
+        try:
+            records += records_of(r)
+            results.append(_result(r))
+        except KafkaError as exc:
+            results.append(_result(r, exc))
+    return records, results
+
+
 class ConfigurationControlManager:
     def __init__(self, replication):
         self.replication = replication
@@ -70,25 +82,11 @@ class ConfigurationControlManager:
 
     def incremental_alter_configs(self, resources) -> tuple[list[ApiMessageAndVersion], list[dict]]:
         """IncrementalAlterConfigs' resources -> (records, one result per resource)."""
-        records, results = [], []
-        for r in resources:
-            try:
-                records += self._incremental(r)
-                results.append(_result(r))
-            except KafkaError as exc:
-                results.append(_result(r, exc))
-        return records, results
+        return _each(resources, self._incremental)
 
     def legacy_alter_configs(self, resources) -> tuple[list[ApiMessageAndVersion], list[dict]]:
         """AlterConfigs' resources -> (records, one result per resource)."""
-        records, results = [], []
-        for r in resources:
-            try:
-                records += self._legacy(r)
-                results.append(_result(r))
-            except KafkaError as exc:
-                results.append(_result(r, exc))
-        return records, results
+        return _each(resources, self._legacy)
 
     def _incremental(self, r) -> list[ApiMessageAndVersion]:
         _check_duplicates([c.name for c in r.configs])

@@ -87,20 +87,20 @@ def _config_results(request, exc: KafkaError) -> list[dict]:
              "resource_name": r.resource_name} for r in request.resources]
 
 
-async def handle_incremental_alter_configs(controller, request) -> dict:
+async def _alter_configs(alter, request) -> dict:
     try:
-        results = await controller.incremental_alter_configs(request)
+        results = await alter(request)
     except KafkaError as exc:
         results = _config_results(request, exc)
     return {"throttle_time_ms": 0, "responses": results}
+
+
+async def handle_incremental_alter_configs(controller, request) -> dict:
+    return await _alter_configs(controller.incremental_alter_configs, request)
 
 
 async def handle_alter_configs(controller, request) -> dict:
-    try:
-        results = await controller.legacy_alter_configs(request)
-    except KafkaError as exc:
-        results = _config_results(request, exc)
-    return {"throttle_time_ms": 0, "responses": results}
+    return await _alter_configs(controller.legacy_alter_configs, request)
 
 
 async def handle_alter_partition(controller, request) -> dict:

@@ -10,9 +10,9 @@ NOT_ENOUGH_REPLICAS. Deadlines here are generous bounds for something to happen,
 """
 from __future__ import annotations
 
+import functools
 import glob
 import io
-import time
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -21,6 +21,7 @@ from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, 
 
 from kafka.protocol.admin import CreatePartitionsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest
 
+import cluster_helpers
 import kafkalab
 from kafkalab.cluster.kafka_requests import kafka_request, metadata_answer, metadata_request
 from kafkalab.tools import dump_log
@@ -28,14 +29,8 @@ from kafkalab.tools import dump_log
 pytestmark = pytest.mark.cluster
 
 
-def wait_until(condition, what: str, timeout_s: float = 20.0):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+# a wait that fails at the first exception (the predicates here must not raise)
+wait_until = functools.partial(cluster_helpers.wait_until, timeout=20.0, retry_on=())
 
 
 def partitions(c, topic: str) -> dict[int, dict]:

@@ -11,6 +11,7 @@ generous bounds for something to happen, not measurements.
 """
 from __future__ import annotations
 
+import functools
 import glob
 import io
 import time
@@ -19,20 +20,15 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+import cluster_helpers
 import kafkalab
 from kafkalab.tools import dump_log
 
 pytestmark = pytest.mark.cluster
 
 
-def wait_until(condition, what: str, timeout_s: float = 20.0):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+# a wait that fails at the first exception (the predicates here must not raise)
+wait_until = functools.partial(cluster_helpers.wait_until, timeout=20.0, retry_on=())
 
 
 def partitions(c, topic: str) -> dict[int, dict]:

@@ -14,6 +14,7 @@ same topics and partitions: nothing committed is lost. Deadlines are generous bo
 """
 from __future__ import annotations
 
+import functools
 import glob
 import io
 import os
@@ -24,6 +25,7 @@ import time
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
+import cluster_helpers
 import kafkalab
 from kafkalab.cluster.distribution import fetch_kafka
 from kafkalab.cluster.kafka_requests import metadata_answer, metadata_request
@@ -38,14 +40,8 @@ pytestmark = pytest.mark.cluster
 TOPICS = [f"t{i:02d}" for i in range(40)]
 
 
-def wait_until(condition, what: str, timeout_s: float = 60.0):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+# a wait that fails at the first exception (the predicates here must not raise)
+wait_until = functools.partial(cluster_helpers.wait_until, timeout=60.0, retry_on=())
 
 
 def snapshots(metadata_dir: str) -> list:
