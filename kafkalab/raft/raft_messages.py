@@ -5,7 +5,7 @@ message            key   served  who sends it
 =================  ====  ======  ===================================================
 Fetch                1   v17     followers and observers -> the leader (KIP-595: Raft's
                                  AppendEntries turned around: the followers pull)
-Vote                52   v0      a candidate -> every voter
+Vote                52   v0-2    a prospective (pre-vote, v2) or a candidate -> every voter
 BeginQuorumEpoch    53   v0      a new leader -> every voter
 EndQuorumEpoch      54   v0      a resigning leader -> every voter
 DescribeQuorum      55   v2      a tool (``kafka-metadata-quorum.sh``) -> the leader
@@ -31,7 +31,7 @@ METADATA_PARTITION = 0
 #: Kafka's Uuid.METADATA_TOPIC_ID: the uuid (0, 1)
 METADATA_TOPIC_ID = uuid.UUID(int=1)
 FETCH_VERSION = 17
-VOTE_VERSION = 0
+VOTE_VERSION = 2
 BEGIN_QUORUM_EPOCH_VERSION = 0
 END_QUORUM_EPOCH_VERSION = 0
 DESCRIBE_QUORUM_VERSION = 2
