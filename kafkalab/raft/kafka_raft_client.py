@@ -29,7 +29,8 @@ Not here yet (later slices of issue #21): KIP-853's dynamic voters.
 
 **Check-quorum** (as Kafka 3.7+): a leader that has had no Fetch from a majority of the voters for
 1.5 × ``controller.quorum.fetch.timeout.ms`` (:meth:`LeaderState.time_until_check_quorum_expires`) resigns
-by itself — Resigned, EndQuorumEpoch to the others, a candidate again after its election timeout — so a
+by itself — Resigned, EndQuorumEpoch to the others, Unattached in the next epoch after its election timeout
+(then Prospective: alone, it never gets the pre-votes to stand) — so a
 leader on the minority side of a partition stops answering as leader (and its QuorumController stops
 answering as the active controller) instead of accepting writes it can never commit.
 """
