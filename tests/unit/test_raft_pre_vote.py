@@ -335,7 +335,7 @@ def test_a_prospective_that_learns_of_a_leader_in_its_epoch_follows_it(tmp_path)
     c.quorum.transition_to_prospective()
     c.maybe_transition(3, 2)                      # a pre-vote answer (or BeginQuorumEpoch) names leader 2 of epoch 3
     assert isinstance(c.quorum.state, FollowerState) and c.quorum.state.leader == 2 and c.quorum.epoch == 3
-    c.quorum.transition_to_prospective()          # it knew its leader: a second one in the epoch is no news
+    c.quorum.transition_to_prospective()          # it knows its leader: an answer naming another changes nothing
     c.maybe_transition(3, 3)
     assert isinstance(c.quorum.state, ProspectiveState) and c.quorum.state.leader == 2
     c.maybe_transition(4, 3)                      # a higher epoch: follow
