@@ -282,18 +282,20 @@ class KafkaRaftClient:
     def _start_election_requests(self, pre_vote: bool) -> None:
         state = self.quorum.state
         for voter in state.unrecorded():
-            self._spawn(self._request_vote(voter, state.epoch, pre_vote))
+            self._spawn(self._request_vote(voter, state, pre_vote))
 
-    async def _request_vote(self, voter: int, epoch: int, pre_vote: bool) -> None:
+    async def _request_vote(self, voter: int, nominee, pre_vote: bool) -> None:
         """A (pre-)vote request to one voter: a Candidate's in its bumped epoch, a Prospective's (``PreVote``) in
-        its current one. A pre-vote's answer that shows a leader this replica did not know makes it follow."""
+        its current one, for as long as that very state lasts (a Prospective may come back in the same epoch:
+        its requests are its own). A pre-vote's answer that shows a leader this replica did not know makes it
+        follow."""
         end = self.log.end_offset_and_epoch()
-        nominee = ProspectiveState if pre_vote else CandidateState
+        epoch = nominee.epoch
         request = build(VoteRequest, VOTE_VERSION, {"cluster_id": self.config.cluster_id, "voter_id": voter, "topics": [
             {"topic_name": METADATA_TOPIC, "partitions": [
                 {"partition_index": METADATA_PARTITION, "replica_epoch": epoch, "replica_id": self.node_id,
                  "last_offset_epoch": end.epoch, "last_offset": end.offset, "pre_vote": pre_vote}]}]})
-        while self._still(nominee, epoch):
+        while self._running and self.quorum.state is nominee:
             try:
                 response = await self._client(voter, "rpc").send(request)
             except (OSError, asyncio.TimeoutError, ConnectionError, EOFError, asyncio.IncompleteReadError):
@@ -308,7 +310,7 @@ class KafkaRaftClient:
                                           and p.leader_id != state.leader_id):
                 self.maybe_transition(p.leader_epoch, p.leader_id)
                 return
-            if not self._still(nominee, epoch) or self.quorum.state is not state:
+            if not self._running or state is not nominee:
                 return
             (state.granted if p.vote_granted else state.rejected).add(voter)
             if pre_vote and state.won:

@@ -79,8 +79,9 @@ def handle_vote(client, request) -> dict:
             quorum.transition_to_voted(p.replica_epoch, p.replica_id)   # persisted before we answer
             client.notify()
         elif isinstance(quorum.state, ProspectiveState) and quorum.state.voted < 0:
-            quorum.prospective_add_voted_state(p.replica_epoch, p.replica_id)
+            quorum.prospective_add_voted_state(p.replica_epoch, p.replica_id)   # a new Prospective: asks again
             client.notify()
+            client._start_election_requests(pre_vote=True)
     return _wrap(_partition_answer(client, NONE, vote_granted=granted))
 
 

@@ -340,3 +340,23 @@ def test_a_prospective_that_learns_of_a_leader_in_its_epoch_follows_it(tmp_path)
     assert isinstance(c.quorum.state, ProspectiveState) and c.quorum.state.leader == 2
     c.maybe_transition(4, 3)                      # a higher epoch: follow
     assert isinstance(c.quorum.state, FollowerState) and c.quorum.state.leader == 3 and c.quorum.epoch == 4
+
+
+def test_pre_vote_requests_end_with_their_prospective_even_in_the_same_epoch(tmp_path):
+    """A Prospective whose pre-vote times out comes back in the same epoch again and again while the others are
+    unreachable: each round's requests stop with it, so they do not pile up."""
+    async def scenario():
+        c = client(tmp_path)                                          # voters 2 and 3 listen nowhere
+        c._running = True
+        c.become_prospective()
+        assert len(c._tasks) == 2
+        for _ in range(5):
+            c._poll(time.monotonic() + 10)                            # timed out: Unattached, same epoch
+            assert type(c.quorum.state) is UnattachedState and c.quorum.epoch == 0
+            c._poll(time.monotonic() + 10)                            # and Prospective again at once
+            assert isinstance(c.quorum.state, ProspectiveState)
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.5)                                      # old requests notice at their next retry
+        assert len(c._tasks) == 2, len(c._tasks)
+        await c.close()
+    asyncio.run(scenario())
