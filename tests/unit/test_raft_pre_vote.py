@@ -22,9 +22,8 @@ from kafkalab.raft.leader_state import LeaderState
 from kafkalab.raft.prospective_state import ProspectiveState
 from kafkalab.raft.quorum_state import IllegalStateError
 from kafkalab.raft.raft_apis import FENCED_LEADER_EPOCH, INVALID_REQUEST, handle_vote
-from kafkalab.raft.raft_messages import VoteRequest, VoteResponse
 from kafkalab.raft.kafka_raft_client import KafkaRaftClient, RaftConfig
-from kafkalab.raft.raft_messages import METADATA_TOPIC
+from kafkalab.raft.raft_messages import METADATA_TOPIC, VoteRequest, VoteResponse
 from kafkalab.raft.raft_node import RaftNode
 
 
