@@ -23,7 +23,6 @@ watchdog and ``atexit``, as for the mini brokers.
 from __future__ import annotations
 
 import atexit
-import base64
 import json
 import os
 import shutil
@@ -33,8 +32,8 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 
+from .kraft_config import new_cluster_id
 from .processes import Watchdog, spawn
 from .quorum import QuorumError, describe_quorum, quorum_answer
 
@@ -59,8 +58,9 @@ class RaftQuorum:
         self.base_dir = base_dir or tempfile.mkdtemp(prefix="kafkalab-raft-")
         self.configs = {**LAB_RAFT_CONFIGS, **(configs or {})}
         self.voters = {i: ("127.0.0.1", _free_port()) for i in self.ids}
-        #: a cluster id as ``kafka-storage.sh random-uuid`` prints one (base64url of 16 random bytes)
-        self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        #: a cluster id as ``kafka-storage.sh random-uuid`` prints one (base64url of 16 random bytes, never starting
+        #: with '-', which the controllers' command line would take for an option)
+        self.cluster_id = new_cluster_id()
         self.procs: dict[int, subprocess.Popen] = {}
         self.paused: set[int] = set()
         self._watchdog: Watchdog | None = None

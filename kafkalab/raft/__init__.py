@@ -8,7 +8,8 @@ leader's *high watermark* says how far that is. Modules, named as Kafka's classe
 =============================  ===========================================================================
 ``quorum_state.py``            ``QuorumState``: the states and the legal moves between them, persisted
 ``epoch_state.py``             ``UnattachedState``, ``VotedState``, ``CandidateState``, ``FollowerState``,
-                               ``ResignedState``; the randomised election timeout
+                               ``ResignedState``; each one's ``canGrantVote``; the randomised election timeout
+``prospective_state.py``       ``ProspectiveState``: pre-vote (KIP-996) before standing, in memory only
 ``leader_state.py``            ``LeaderState``: the replicas' end offsets, the high watermark
 ``file_quorum_state_store.py`` ``FileQuorumStateStore``: the ``quorum-state`` file, Kafka's JSON layout
 ``kafka_metadata_log.py``      ``KafkaMetadataLog``: ``__cluster_metadata-0`` over the mini broker's
@@ -16,7 +17,7 @@ leader's *high watermark* says how far that is. Modules, named as Kafka's classe
 ``metadata_log_snapshots.py``  the log's snapshots: create, clean (``maybeClean``), check a fetch, install
 ``fetch_snapshot.py``          FetchSnapshot (KIP-630): the leader's answer, a follower's fetch and install
 ``record_serde.py``            the records written: NoOpRecord, the LeaderChange control record
-``kafka_raft_client.py``       ``KafkaRaftClient``: timers, elections, fetching, resigning
+``kafka_raft_client.py``       ``KafkaRaftClient``: timers, pre-votes, elections, fetching, resigning
 ``raft_apis.py``               the requests answered: Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch,
                                DescribeQuorum, DescribeCluster (for ``kafka-metadata-quorum.sh``)
 ``raft_messages.py``, ``schemas/``  their codecs
@@ -26,7 +27,7 @@ leader's *high watermark* says how far that is. Modules, named as Kafka's classe
 
 The QuorumController that writes the cluster's metadata records through this layer is
 :mod:`kafkalab.controller` (``python -m kafkalab.controller``). Snapshot files are
-:mod:`kafkalab.snapshot`'s. Not yet (next slices): KIP-853 and KIP-996 (pre-vote); check-quorum is done (a
+:mod:`kafkalab.snapshot`'s. Not yet (next slice): KIP-853. Done: KIP-996's pre-vote, and check-quorum (a
 leader without fetches from a majority for 1.5 × ``controller.quorum.fetch.timeout.ms`` resigns). Brokers fetch
 the log as observers
 (:mod:`kafkalab.kraft`).

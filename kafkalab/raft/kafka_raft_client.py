@@ -6,10 +6,13 @@ sends its own, over the mini broker's :class:`~kafkalab.broker.network.network_c
 
 * **timers** (:meth:`_poll`, every ``POLL_S``): an Unattached or Voted voter whose election timeout
   (``controller.quorum.election.timeout.ms`` plus a random part) passes, or a Follower that has not
-  heard from its leader for ``controller.quorum.fetch.timeout.ms``, becomes a Candidate; a Candidate
-  that did not win in its election timeout backs off a random time up to
-  ``controller.quorum.election.backoff.max.ms`` and stands again in the next epoch;
-* **Vote**: a Candidate asks every voter, with the (epoch, end offset) of its log's end;
+  heard from its leader for ``controller.quorum.fetch.timeout.ms``, becomes Prospective (KIP-996,
+  :mod:`kafkalab.raft.prospective_state`); a Candidate that did not win in its election timeout
+  becomes Prospective again; a Resigned leader, after its election timeout, Unattached in the next
+  epoch (all as Kafka 4.0+);
+* **Vote**: a Prospective asks every voter for a *pre-vote* (Vote v2, ``PreVote=true``, its current
+  epoch); with a majority it becomes a Candidate, which asks for real votes in the bumped epoch, both
+  with the (epoch, end offset) of its log's end;
 * **BeginQuorumEpoch**: a new leader appends a LeaderChange control record at its epoch start
   offset, then tells every voter until each has acknowledged (or fetched);
 * **Fetch**: a Follower (or an observer) fetches from the leader at its log end offset with the epoch
@@ -22,13 +25,12 @@ sends its own, over the mini broker's :class:`~kafkalab.broker.network.network_c
   log start offset) is followed by FetchSnapshot requests until the snapshot is whole, then it is
   installed (:mod:`kafkalab.raft.fetch_snapshot`).
 
-Not here yet (later slices of issue #21): KIP-853's dynamic voters,
-KIP-996's pre-vote (so a voter cut off and then back can start an election that unseats a healthy
-leader, as in Kafka 3.x).
+Not here yet (later slices of issue #21): KIP-853's dynamic voters.
 
 **Check-quorum** (as Kafka 3.7+): a leader that has had no Fetch from a majority of the voters for
 1.5 × ``controller.quorum.fetch.timeout.ms`` (:meth:`LeaderState.time_until_check_quorum_expires`) resigns
-by itself — Resigned, EndQuorumEpoch to the others, a candidate again after its election timeout — so a
+by itself — Resigned, EndQuorumEpoch to the others, Unattached in the next epoch after its election timeout
+(then Prospective: alone, it never gets the pre-votes to stand) — so a
 leader on the minority side of a partition stops answering as leader (and its QuorumController stops
 answering as the active controller) instead of accepting writes it can never commit.
 """
@@ -44,6 +46,7 @@ from ..broker.apis.messages import build
 from ..broker.network.network_client import NetworkClient
 from ..broker.utils.async_util import cancel_and_wait
 from .epoch_state import CandidateState, FollowerState, ResignedState, UnattachedState, VotedState
+from .prospective_state import ProspectiveState
 from ..snapshot.snapshots import OffsetAndEpochId
 from .fetch_snapshot import fetch_snapshot
 from .file_quorum_state_store import FileQuorumStateStore
@@ -95,6 +98,8 @@ class KafkaRaftClient:
         #: (diverging epoch, its end offset, log end before, after) for each truncation a leader asked for
         self.truncations: list[tuple[int, int, int, int]] = []
         self.elections: list[dict] = []     # {"epoch", "won_at" (monotonic), "granted"}, for tests and benchmarks
+        #: {"epoch", "at" (monotonic), "won", "granted", "rejected"} for each pre-vote (KIP-996) that ended
+        self.pre_votes: list[dict] = []
         #: {"epoch", "at" (monotonic), "fetched"} for each leadership given up by check-quorum
         self.check_quorum_resignations: list[dict] = []
         self.snapshot_fetches: list[dict] = []   # snapshots fetched and installed (fetch_snapshot.py)
@@ -108,7 +113,7 @@ class KafkaRaftClient:
         self._spawn(self._poll_loop())
         self._spawn(self._fetch_loop())
         if isinstance(self.quorum.state, CandidateState):   # restarted as a candidate: ask again
-            self._start_election_requests()
+            self._start_election_requests(pre_vote=False)
 
     async def close(self) -> None:
         self._running = False
@@ -181,15 +186,45 @@ class KafkaRaftClient:
                 quorum.transition_to_unattached(epoch)
             self.notify()
         elif (epoch == quorum.epoch and leader_id >= 0 and leader_id != self.node_id
-              and isinstance(quorum.state, (UnattachedState, VotedState, CandidateState))):
+              and (isinstance(quorum.state, (UnattachedState, VotedState, CandidateState))
+                   or (isinstance(quorum.state, ProspectiveState) and quorum.state.leader < 0))):
             quorum.transition_to_follower(epoch, leader_id)
             self.notify()
 
+    def become_prospective(self) -> None:
+        """Ask for pre-votes before standing (Kafka's ``transitionToProspective``); alone, stand at once."""
+        state = self.quorum.transition_to_prospective()
+        log.info("node %d: prospective in epoch %d (leader %d, voted %d)", self.node_id, state.epoch, state.leader,
+                 state.voted)
+        self.notify()
+        if state.won:   # a quorum of one
+            self.become_candidate()
+            return
+        self._start_election_requests(pre_vote=True)
+
+    def _end_pre_vote(self, state: ProspectiveState) -> None:
+        self.pre_votes.append({"epoch": state.epoch, "at": time.monotonic(), "won": state.won,
+                               "granted": sorted(state.granted), "rejected": sorted(state.rejected)})
+
+    def _prospective_after_election_loss(self, state: ProspectiveState) -> None:
+        """Kafka's ``prospectiveTransitionAfterElectionLoss``: back to the leader it knew, else Unattached (same
+        epoch either way: a lost pre-vote leaves no trace in the quorum)."""
+        self._end_pre_vote(state)
+        log.info("node %d: pre-vote in epoch %d lost (granted %s, rejected %s)", self.node_id, state.epoch,
+                 sorted(state.granted), sorted(state.rejected))
+        if state.leader >= 0:
+            self.quorum.transition_to_follower(state.epoch, state.leader)
+        else:
+            self.quorum.transition_to_unattached(state.epoch)
+        self.notify()
+
     def become_candidate(self) -> None:
+        if isinstance(self.quorum.state, ProspectiveState):
+            self._end_pre_vote(self.quorum.state)
         self.quorum.transition_to_candidate()
         log.info("node %d: candidate in epoch %d", self.node_id, self.quorum.epoch)
         self.notify()
-        self._start_election_requests()
+        self._start_election_requests(pre_vote=False)
         self._maybe_become_leader()   # a quorum of one elects itself
 
     def _maybe_become_leader(self) -> None:
@@ -228,33 +263,39 @@ class KafkaRaftClient:
             return
         if isinstance(state, ResignedState) and self._shutting_down:
             return    # as Kafka's graceful shutdown: Resigned until an election bumps the epoch
-        if isinstance(state, (UnattachedState, VotedState, ResignedState)) and now >= state.election_deadline:
-            self.become_candidate()
+        if isinstance(state, ResignedState) and now >= state.election_deadline:
+            self.quorum.transition_to_unattached(state.epoch + 1)   # Kafka 4.0+'s pollResigned; then Prospective
+            self.notify()
+        elif isinstance(state, (UnattachedState, VotedState)) and now >= state.election_deadline:
+            self.become_prospective()
         elif isinstance(state, FollowerState) and now >= state.fetch_deadline:
             log.info("node %d: no fetch answer from leader %d for %d ms", self.node_id, state.leader,
                      self.config.fetch_timeout_ms)
-            self.become_candidate()
-        elif isinstance(state, CandidateState):
-            if state.backoff_deadline is not None:
-                if now >= state.backoff_deadline:
-                    self.become_candidate()
-            elif now >= state.election_deadline or state.lost:
-                state.backoff_deadline = now + self.rng.randrange(max(self.config.election_backoff_max_ms, 1)) / 1000
+            self.become_prospective()
+        elif isinstance(state, ProspectiveState) and (now >= state.election_deadline or state.lost):
+            self._prospective_after_election_loss(state)
+        elif isinstance(state, CandidateState) and now >= state.election_deadline:
+            self.become_prospective()     # not won in its election timeout (lost or not): pre-vote again
 
     # -- Vote ----------------------------------------------------------------------------------------------
 
-    def _start_election_requests(self) -> None:
+    def _start_election_requests(self, pre_vote: bool) -> None:
         state = self.quorum.state
         for voter in state.unrecorded():
-            self._spawn(self._request_vote(voter, state.epoch))
+            self._spawn(self._request_vote(voter, state, pre_vote))
 
-    async def _request_vote(self, voter: int, epoch: int) -> None:
+    async def _request_vote(self, voter: int, nominee, pre_vote: bool) -> None:
+        """A (pre-)vote request to one voter: a Candidate's in its bumped epoch, a Prospective's (``PreVote``) in
+        its current one, for as long as that very state lasts (a Prospective may come back in the same epoch:
+        its requests are its own). A pre-vote's answer that shows a leader this replica did not know makes it
+        follow."""
         end = self.log.end_offset_and_epoch()
-        request = build(VoteRequest, VOTE_VERSION, {"cluster_id": self.config.cluster_id, "topics": [
+        epoch = nominee.epoch
+        request = build(VoteRequest, VOTE_VERSION, {"cluster_id": self.config.cluster_id, "voter_id": voter, "topics": [
             {"topic_name": METADATA_TOPIC, "partitions": [
-                {"partition_index": METADATA_PARTITION, "candidate_epoch": epoch, "candidate_id": self.node_id,
-                 "last_offset_epoch": end.epoch, "last_offset": end.offset}]}]})
-        while self._still(CandidateState, epoch):
+                {"partition_index": METADATA_PARTITION, "replica_epoch": epoch, "replica_id": self.node_id,
+                 "last_offset_epoch": end.epoch, "last_offset": end.offset, "pre_vote": pre_vote}]}]})
+        while self._running and self.quorum.state is nominee:
             try:
                 response = await self._client(voter, "rpc").send(request)
             except (OSError, asyncio.TimeoutError, ConnectionError, EOFError, asyncio.IncompleteReadError):
@@ -264,14 +305,20 @@ class KafkaRaftClient:
             if response.error_code or p is None:
                 await asyncio.sleep(RETRY_BACKOFF_S)
                 continue
-            if p.leader_epoch > epoch or (p.leader_epoch == epoch and p.leader_id >= 0):
+            state = self.quorum.state
+            if p.leader_epoch > epoch or (p.leader_epoch == epoch and p.leader_id >= 0
+                                          and p.leader_id != state.leader_id):
                 self.maybe_transition(p.leader_epoch, p.leader_id)
                 return
-            if not self._still(CandidateState, epoch):
+            if not self._running or state is not nominee:
                 return
-            state = self.quorum.state
             (state.granted if p.vote_granted else state.rejected).add(voter)
-            self._maybe_become_leader()
+            if pre_vote and state.won:
+                self.become_candidate()
+            elif pre_vote and state.lost:
+                self._prospective_after_election_loss(state)
+            else:
+                self._maybe_become_leader()
             self.notify()
             return
 
@@ -400,6 +447,7 @@ class KafkaRaftClient:
                 self.maybe_transition(leader.leader_epoch, leader.leader_id)
             return
         state.fetch_deadline = time.monotonic() + self.config.fetch_timeout_ms / 1000   # heard from the leader
+        state.has_fetched_from_leader = True     # from now on it refuses pre-votes (KIP-996)
         diverging = p.diverging_epoch
         if diverging is not None and diverging.epoch >= 0 and diverging.end_offset >= 0:
             before = self.log.end_offset

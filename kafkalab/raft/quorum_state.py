@@ -4,14 +4,20 @@ Kafka's ``QuorumState`` checks every transition (an illegal one is a bug and rai
 the new election state (epoch, leader id, voted id) before the replica acts on it, so that after
 a crash it neither votes twice in an epoch nor goes back to an older epoch. The legal moves:
 
-* to **Unattached**(e): only to a higher epoch (a request or response showed one); an Unattached,
-  Voted or Candidate replica keeps its election timer running (a disruptive candidate whose log is
-  behind must not hold off an election for ever);
-* to **Voted**(e, c): from Unattached in e, or to a higher epoch; a voter only;
-* to **Candidate**: from any state but Leader, epoch + 1, voting for itself; a voter only;
+* to **Unattached**(e): to a higher epoch (a request or response showed one), or in the same epoch from
+  Prospective (its pre-vote lost and it knew no leader; a vote it gave is kept, so it goes back to
+  Voted then); an Unattached, Voted, Candidate or Resigned replica keeps its election timer running (a
+  disruptive candidate whose log is behind must not hold off an election for ever), as does a
+  Prospective whose pre-vote timed out;
+* to **Voted**(e, c): from Unattached in e, or to a higher epoch; a voter only. A Prospective that
+  votes stays Prospective with the vote recorded (Kafka's ``prospectiveAddVotedState``);
+* to **Prospective** (KIP-996): from Unattached, Voted, Follower or Candidate, same epoch, keeping the
+  leader and the vote; a voter only; **not persisted** (Kafka's ``memoryTransitionTo``);
+* to **Candidate**: from any state but Leader (in the client: from a Prospective that won its pre-vote),
+  epoch + 1, voting for itself; a voter only;
 * to **Leader**: from a Candidate that a majority granted;
-* to **Follower**(e, l): to a higher epoch, or in the same epoch from Unattached, Voted or Candidate
-  (never a second leader in one epoch);
+* to **Follower**(e, l): to a higher epoch, or in the same epoch from Unattached, Voted, Candidate or
+  Prospective (never a second leader in one epoch);
 * to **Resigned**: from Leader.
 
 On start (:meth:`initialize`): no file → Unattached in epoch 0; the file names this replica as leader →
@@ -27,6 +33,7 @@ from .epoch_state import (CandidateState, EpochState, FollowerState, ResignedSta
                           random_election_timeout)
 from .file_quorum_state_store import ElectionState, FileQuorumStateStore
 from .leader_state import CHECK_QUORUM_TIMEOUT_FACTOR, LeaderState
+from .prospective_state import ProspectiveState
 
 
 class IllegalStateError(RuntimeError):
@@ -111,17 +118,45 @@ class QuorumState:
         self.history.append((self.clock(), state.name, state.epoch, state.leader_id))
 
     def transition_to_unattached(self, epoch: int) -> None:
-        if epoch <= self.epoch:
+        state = self.state
+        same_epoch = epoch == self.epoch and isinstance(state, ProspectiveState)
+        if epoch < self.epoch or (epoch == self.epoch and not same_epoch):
             raise IllegalStateError(f"cannot become Unattached in epoch {epoch} from {self.state.name} "
                                     f"in epoch {self.epoch}")
-        state = self.state
-        if isinstance(state, (UnattachedState, VotedState, CandidateState)):
+        if isinstance(state, (UnattachedState, VotedState, CandidateState, ResignedState)) or (
+                isinstance(state, ProspectiveState) and not state.lost):
             # keep the election timer running (Kafka does): else a candidate that cannot win (its log is
             # behind) but keeps bumping the epoch would reset everyone's timer forever, and no one else stands
             deadline = state.election_deadline
         else:
             deadline = self._election_deadline()
-        self._set(UnattachedState(epoch, deadline))
+        if same_epoch and state.voted_id >= 0:
+            self._set(VotedState(epoch, state.voted_id, deadline))    # the vote given in this epoch stays
+        else:
+            self._set(UnattachedState(epoch, deadline))
+
+    def transition_to_prospective(self) -> ProspectiveState:
+        """Ask for pre-votes before standing (KIP-996): same epoch, same leader and vote, nothing persisted."""
+        if not self.is_voter:
+            raise IllegalStateError(f"observer {self.local_id} cannot become Prospective")
+        state = self.state
+        if isinstance(state, (LeaderState, ProspectiveState, ResignedState)):
+            raise IllegalStateError(f"cannot become Prospective from {state.name} in epoch {self.epoch}")
+        prospective = ProspectiveState(state.epoch, self.local_id, self.voters, state.leader_id, state.voted_id,
+                                       self._election_deadline())
+        self._set(prospective, persist=False)
+        return prospective
+
+    def prospective_add_voted_state(self, epoch: int, candidate_id: int) -> None:
+        """A Prospective that has not voted in this epoch votes for another: it stays Prospective (Kafka's
+        ``prospectiveAddVotedState``); the vote is persisted."""
+        state = self.state
+        if (not isinstance(state, ProspectiveState) or epoch != state.epoch or state.voted >= 0
+                or candidate_id == self.local_id or candidate_id not in self.voters):
+            raise IllegalStateError(f"cannot add a vote for {candidate_id} in epoch {epoch} to {state.name} "
+                                    f"(voted {state.voted_id}) in epoch {self.epoch}")
+        self._set(ProspectiveState(epoch, self.local_id, self.voters, state.leader, candidate_id,
+                                   self._election_deadline()))
 
     def transition_to_voted(self, epoch: int, candidate_id: int) -> None:
         if not self.is_voter or candidate_id not in self.voters:
@@ -154,7 +189,7 @@ class QuorumState:
             raise IllegalStateError("cannot follow itself")
         state = self.state
         if epoch < self.epoch or (epoch == self.epoch and not isinstance(
-                state, (UnattachedState, VotedState, CandidateState))):
+                state, (UnattachedState, VotedState, CandidateState, ProspectiveState))):
             raise IllegalStateError(f"cannot follow {leader_id} in epoch {epoch} from {state.name} "
                                     f"(leader {state.leader_id}) in epoch {self.epoch}")
         voted = state.voted_id if epoch == self.epoch else -1

@@ -9,6 +9,8 @@ learns that it is out of date; a newer one moves this replica into it first
   (the vote is written to ``quorum-state`` before the answer goes out), and only if the
   candidate's log is at least as up to date: its (last epoch, end offset) compared with this
   log's, epoch first (Raft's election restriction: a leader always holds every committed record).
+  A **pre-vote** (v2, ``PreVote=true``, KIP-996) is answered by the same log comparison and the
+  state's own rule (a Follower that has fetched from its leader refuses), and changes nothing here.
 * **BeginQuorumEpoch**: follow the new leader.
 * **EndQuorumEpoch**: the leader steps down: a follower of it stands for election soon, sooner the
   higher it is in the preferred successors (the most up-to-date logs first): the first at once, the
@@ -27,10 +29,11 @@ from __future__ import annotations
 
 import time
 
-from .epoch_state import FollowerState, UnattachedState, VotedState
+from .epoch_state import FollowerState, UnattachedState
 from .kafka_metadata_log import OffsetAndEpoch
 from .leader_state import LeaderState
 from .metadata_log_snapshots import DIVERGING, SNAPSHOT
+from .prospective_state import ProspectiveState
 from .raft_messages import METADATA_PARTITION, METADATA_TOPIC, METADATA_TOPIC_ID, single_partition
 
 NONE, NOT_LEADER_OR_FOLLOWER, INVALID_REQUEST = 0, 6, 42
@@ -60,26 +63,32 @@ def handle_vote(client, request) -> dict:
         return {"error_code": INVALID_REQUEST, "topics": []}
     p = single_partition(request)
     quorum = client.quorum
-    if p.candidate_id not in quorum.voters or not quorum.is_voter:
+    pre_vote = bool(getattr(p, "pre_vote", False))     # v2+ (KIP-996)
+    # a candidate's last epoch is below the epoch it bumped to; a prospective's at most its current epoch
+    if p.last_offset < 0 or p.last_offset_epoch < 0 or (
+            p.last_offset_epoch > p.replica_epoch if pre_vote else p.last_offset_epoch >= p.replica_epoch):
+        return _wrap(_partition_answer(client, INVALID_REQUEST, vote_granted=False))
+    if p.replica_id not in quorum.voters or not quorum.is_voter:
         return _wrap(_partition_answer(client, INCONSISTENT_VOTER_SET, vote_granted=False))
-    if p.candidate_epoch < quorum.epoch:
+    if p.replica_epoch < quorum.epoch:
         return _wrap(_partition_answer(client, FENCED_LEADER_EPOCH, vote_granted=False))
-    client.maybe_transition(p.candidate_epoch, -1)
-    granted = can_grant_vote(client, p.candidate_id, OffsetAndEpoch(p.last_offset_epoch, p.last_offset))
-    if granted and isinstance(quorum.state, UnattachedState):
-        quorum.transition_to_voted(p.candidate_epoch, p.candidate_id)   # persisted before we answer
-        client.notify()
+    client.maybe_transition(p.replica_epoch, -1)    # a higher epoch, even a pre-vote's: this replica is behind
+    granted = can_grant_vote(client, p.replica_id, OffsetAndEpoch(p.last_offset_epoch, p.last_offset), pre_vote)
+    if granted and not pre_vote:     # a pre-vote changes nothing, persists nothing
+        if isinstance(quorum.state, UnattachedState):
+            quorum.transition_to_voted(p.replica_epoch, p.replica_id)   # persisted before we answer
+            client.notify()
+        elif isinstance(quorum.state, ProspectiveState) and quorum.state.voted < 0:
+            quorum.prospective_add_voted_state(p.replica_epoch, p.replica_id)   # a new Prospective: asks again
+            client.notify()
+            client._start_election_requests(pre_vote=True)
     return _wrap(_partition_answer(client, NONE, vote_granted=granted))
 
 
-def can_grant_vote(client, candidate_id: int, candidate_end: OffsetAndEpoch) -> bool:
-    """One vote per epoch, and only for a log at least as up to date as this one."""
-    state = client.quorum.state
-    if isinstance(state, VotedState):
-        return state.candidate_id == candidate_id
-    if not isinstance(state, UnattachedState):
-        return False     # a leader, a candidate (voted for itself), a follower of a leader of this epoch
-    return candidate_end >= client.log.end_offset_and_epoch()
+def can_grant_vote(client, replica_id: int, replica_end: OffsetAndEpoch, pre_vote: bool = False) -> bool:
+    """The state's rule (Kafka's ``canGrantVote``, :mod:`kafkalab.raft.epoch_state`), given whether the asking
+    replica's log is at least as up to date as this one: (last epoch, end offset), epoch first."""
+    return client.quorum.state.can_grant_vote(replica_id, replica_end >= client.log.end_offset_and_epoch(), pre_vote)
 
 
 # -- BeginQuorumEpoch, EndQuorumEpoch ----------------------------------------------------------------------

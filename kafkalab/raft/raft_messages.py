@@ -5,14 +5,15 @@ message            key   served  who sends it
 =================  ====  ======  ===================================================
 Fetch                1   v17     followers and observers -> the leader (KIP-595: Raft's
                                  AppendEntries turned around: the followers pull)
-Vote                52   v0      a candidate -> every voter
+Vote                52   v0-2    a prospective (pre-vote, v2) or a candidate -> every voter
 BeginQuorumEpoch    53   v0      a new leader -> every voter
 EndQuorumEpoch      54   v0      a resigning leader -> every voter
 DescribeQuorum      55   v2      a tool (``kafka-metadata-quorum.sh``) -> the leader
 =================  ====  ======  ===================================================
 
 Fetch and DescribeQuorum are kafka-python's; Vote, BeginQuorumEpoch and EndQuorumEpoch are
-kafkalab's schemas in ``schemas/`` (version 0 only, what a static quorum needs). Each carries one
+kafkalab's schemas in ``schemas/`` (version 0, what a static quorum needs; Vote up to v2 for KIP-996's pre-vote,
+its v1 fields, KIP-853's directory ids, left empty). Each carries one
 topic, ``__cluster_metadata``, with one partition, 0; Fetch v13+ names it by its topic id, Kafka's
 ``Uuid.METADATA_TOPIC_ID`` (``AAAAAAAAAAAAAAAAAAAAAQ``).
 """
@@ -31,7 +32,7 @@ METADATA_PARTITION = 0
 #: Kafka's Uuid.METADATA_TOPIC_ID: the uuid (0, 1)
 METADATA_TOPIC_ID = uuid.UUID(int=1)
 FETCH_VERSION = 17
-VOTE_VERSION = 0
+VOTE_VERSION = 2
 BEGIN_QUORUM_EPOCH_VERSION = 0
 END_QUORUM_EPOCH_VERSION = 0
 DESCRIBE_QUORUM_VERSION = 2

@@ -54,7 +54,7 @@ def topics(**partition) -> list:
 
 
 def vote(candidate: int, epoch: int, last_epoch: int, last_offset: int):
-    return build(VoteRequest, 0, {"topics": topics(candidate_epoch=epoch, candidate_id=candidate,
+    return build(VoteRequest, 0, {"topics": topics(replica_epoch=epoch, replica_id=candidate,
                                                    last_offset_epoch=last_epoch, last_offset=last_offset)})
 
 
@@ -358,7 +358,7 @@ def test_api_versions_lists_the_quorum_apis_and_answers_an_unknown_version_in_v0
                                                                 "client_software_version": "1"}))
         assert answer.error_code == 0
         assert {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys} == {
-            1: (13, 17), 18: (0, 4), 52: (0, 0), 53: (0, 0), 54: (0, 0), 55: (0, 2), 59: (0, 0), 60: (1, 2)}
+            1: (13, 17), 18: (0, 4), 52: (0, 2), 53: (0, 0), 54: (0, 0), 55: (0, 2), 59: (0, 0), 60: (1, 2)}
         await conn.close()
         reader, writer = await asyncio.open_connection(*voters[1])
         writer.write(struct.pack(">ihhih", 10, 18, 99, 7, -1))              # ApiVersions v99
