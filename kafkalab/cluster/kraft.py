@@ -126,15 +126,14 @@ class KRaftCluster(BrokerLifecycle):
                         CONTROLLER_ID_BASE + i, "controller", None, port(200 + i - 1))
             self.format_storage()
             deadline = time.monotonic() + timeout_s
-            for b in self._all_nodes():   # controllers first, then the brokers that need them
-                self._spawn(b)
+            offsets = {b.id: self._spawn(b) for b in self._all_nodes()}   # controllers first, then brokers
             for b in self._all_nodes():
                 self._wait_started(b, 0, deadline)
             self._write_state()
             if wait:
                 self._wait_leader(deadline)
                 for b in self._all_nodes():
-                    self._wait_ready(b, deadline)
+                    self._wait_ready(b, deadline, offsets[b.id])
             self.start_time_s = time.monotonic() - began
             self._write_state()
         except BaseException:
@@ -228,14 +227,15 @@ class KRaftCluster(BrokerLifecycle):
                 raise TimeoutError(f"the controllers elected no leader within {self.timeout_s:.0f} s; their logs: {logs}")
             time.sleep(0.1)
 
-    def _wait_ready(self, b: _Broker, deadline: float) -> None:
-        """A controller: its CONTROLLER listener accepts connections. A broker: it answers Metadata and lists
-        itself, i.e. it is registered and unfenced (KRaft's Metadata lists unfenced brokers only)."""
+    def _wait_ready(self, b: _Broker, deadline: float, log_offset: int = 0) -> None:
+        """A controller: its CONTROLLER listener accepts connections. A broker: it answers Metadata listing itself
+        (registered and unfenced) and its backend agrees (``broker_ready``: a mini broker's log since ``log_offset``)."""
         while True:
             self._check_alive(b, "before it was ready")
             if "broker" in b.roles:
                 try:
-                    if b.id in metadata_answer(metadata_request(b.host, b.port, [], 1.0))["brokers"]:
+                    if b.id in metadata_answer(metadata_request(b.host, b.port, [], 1.0))["brokers"] and \
+                            self.backend.broker_ready(b.id, b.log_path, log_offset):
                         return
                 except (OSError, ValueError, EOFError):
                     pass
@@ -297,10 +297,10 @@ class KRaftCluster(BrokerLifecycle):
             if self._state(b) in _RUNNING:
                 self.stop(b.id)
             deadline = time.monotonic() + timeout_s
-            self._spawn(b)
+            offset = self._spawn(b)
             self._write_state()
             self._wait_started(b, 0, deadline)
-            self._wait_ready(b, deadline)
+            self._wait_ready(b, deadline, offset)
             self._write_state()
 
     # -- looking ----------------------------------------------------------------------------------

@@ -210,6 +210,11 @@ class KRaftBackend:
         heap = self.controller_heap_opts if roles == "controller" else self.heap_opts
         return [*self._java(heap, os.path.dirname(properties_path)), "kafka.Kafka", properties_path]
 
+    def broker_ready(self, node_id: int, log_path: str, log_offset: int) -> bool:
+        """Whether a broker that answers Metadata listing itself is ready. Kafka's BrokerServer enables request
+        processing only once the controllers have unfenced it, so yes."""
+        return True
+
     def env(self, node_id: int, state_dir: str) -> dict:
         env = dict(os.environ)
         env["KAFKA_HEAP_OPTS"] = self.heap_opts

@@ -105,6 +105,19 @@ class MiniKRaftBackend(KRaftBackend):
                 cmd += ["--config", f"{name}={value}"]
         return cmd
 
+    def broker_ready(self, node_id: int, log_path: str, log_offset: int) -> bool:
+        """Whether the mini broker printed its ready line (``kafkalab broker N ready on``) since ``log_offset``,
+        which it does once the controllers have unfenced this incarnation. Its Metadata alone does not say so:
+        unlike Kafka's BrokerServer, a mini broker answers requests from its own metadata image before it is
+        registered, and a broker restarted after a SIGKILL finds there its previous incarnation, still
+        registered and unfenced until its session expires (``broker.session.timeout.ms``)."""
+        try:
+            with open(log_path, "rb") as f:
+                f.seek(log_offset)
+                return f"kafkalab broker {node_id} ready on ".encode() in f.read()
+        except OSError:
+            return False
+
     def env(self, node_id: int, state_dir: str) -> dict:
         from .processes import child_env
         return child_env()

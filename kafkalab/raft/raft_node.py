@@ -60,9 +60,13 @@ class RaftNode:
             try:
                 epoch = self.client.quorum.epoch
                 if await self.client.resign() and len(self.config.voters) > 1:   # alone: no one to wait for
+                    log.info("node %d: resigned the leadership of epoch %d; waiting up to %.0f s for a successor",
+                             self.config.node_id, epoch, shutdown_timeout_s)
                     deadline = asyncio.get_running_loop().time() + shutdown_timeout_s
                     while self.client.quorum.epoch == epoch and asyncio.get_running_loop().time() < deadline:
                         await self.client.wait_for_change(0.05)
+                    log.info("node %d: %s", self.config.node_id, f"epoch {self.client.quorum.epoch} began"
+                             if self.client.quorum.epoch != epoch else "no successor elected: shutting down anyway")
             except Exception:
                 log.exception("node %d: resigning failed", self.config.node_id)
         await self.server.stop()
