@@ -65,11 +65,23 @@ class _Broker:
             return 0
 
     def send(self, sig: int) -> None:
+        """Send ``sig``; SIGSTOP returns once the kernel shows the process stopped (a signal is delivered
+        asynchronously: on a loaded machine a moment can pass), so a paused broker is frozen when ``pause()``
+        returns."""
         if self.poll() is None:
             try:
                 os.kill(self.pid, sig)
             except ProcessLookupError:
-                pass
+                return
+            if sig == signal.SIGSTOP:
+                import psutil
+                deadline = time.monotonic() + 5.0
+                try:
+                    while psutil.Process(self.pid).status() not in (psutil.STATUS_STOPPED, psutil.STATUS_ZOMBIE) \
+                            and time.monotonic() < deadline:
+                        time.sleep(0.005)
+                except psutil.NoSuchProcess:
+                    pass
 
     def wait(self, timeout_s: float) -> bool:
         """Wait for the process to exit (and reap it); False on timeout."""

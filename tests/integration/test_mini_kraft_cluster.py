@@ -28,7 +28,7 @@ pytestmark = pytest.mark.cluster
 
 
 # a wait that fails at the first exception (the predicates here must not raise)
-wait_until = functools.partial(cluster_helpers.wait_until, timeout=20.0, retry_on=())
+wait_until = functools.partial(cluster_helpers.wait_until, retry_on=())
 
 
 def partitions(c, topic: str) -> dict[int, dict]:
