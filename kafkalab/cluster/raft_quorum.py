@@ -27,13 +27,13 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 from .kraft_config import new_cluster_id
+from .zookeeper import free_port
 from .processes import Watchdog, spawn
 from .quorum import QuorumError, describe_quorum, quorum_answer
 
@@ -42,9 +42,7 @@ LAB_RAFT_CONFIGS = {"controller.quorum.fetch.timeout.ms": 1000, "controller.quor
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_port("127.0.0.1")
 
 
 class RaftQuorum:
