@@ -96,8 +96,33 @@ class VotedState(EpochState):
         return unattached_or_prospective_can_grant_vote(-1, self.candidate_id, replica_id, log_up_to_date, pre_vote)
 
 
+class EpochElection:
+    """The tally of one election (Kafka's ``EpochElection``), shared by a Candidate's votes and a
+    Prospective's pre-votes: ``local_id``, ``voters``, ``granted`` and ``rejected`` are the state's fields."""
+
+    def __post_init__(self):
+        self.granted.add(self.local_id)     # it votes for itself
+
+    @property
+    def majority(self) -> int:
+        return len(self.voters) // 2 + 1
+
+    @property
+    def won(self) -> bool:
+        """A majority granted."""
+        return len(self.granted) >= self.majority
+
+    @property
+    def lost(self) -> bool:
+        """So many voters refused that no majority is left (Kafka's ``isVoteRejected``)."""
+        return len(self.voters) - len(self.rejected) < self.majority
+
+    def unrecorded(self) -> list[int]:
+        return sorted(self.voters - self.granted - self.rejected)
+
+
 @dataclass
-class CandidateState(EpochState):
+class CandidateState(EpochElection, EpochState):
     local_id: int = -1
     voters: frozenset = frozenset()
     retries: int = 1
@@ -109,28 +134,9 @@ class CandidateState(EpochState):
     def can_grant_vote(self, replica_id: int, log_up_to_date: bool, pre_vote: bool) -> bool:
         return pre_vote and log_up_to_date     # it voted for itself in this epoch
 
-    def __post_init__(self):
-        self.granted.add(self.local_id)
-
     @property
     def voted_id(self) -> int:
         return self.local_id
-
-    @property
-    def majority(self) -> int:
-        return len(self.voters) // 2 + 1
-
-    @property
-    def won(self) -> bool:
-        return len(self.granted) >= self.majority
-
-    @property
-    def lost(self) -> bool:
-        """So many voters refused that no majority is left."""
-        return len(self.voters) - len(self.rejected) < self.majority
-
-    def unrecorded(self) -> list[int]:
-        return sorted(self.voters - self.granted - self.rejected)
 
 
 @dataclass

@@ -29,11 +29,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .epoch_state import EpochState, unattached_or_prospective_can_grant_vote
+from .epoch_state import EpochElection, EpochState, unattached_or_prospective_can_grant_vote
 
 
 @dataclass
-class ProspectiveState(EpochState):
+class ProspectiveState(EpochElection, EpochState):
     local_id: int = -1
     voters: frozenset = frozenset()
     #: the leader it knew in this epoch (it was its Follower), or -1
@@ -45,9 +45,6 @@ class ProspectiveState(EpochState):
     rejected: set = field(default_factory=set)
     name = "Prospective"
 
-    def __post_init__(self):
-        self.granted.add(self.local_id)
-
     @property
     def leader_id(self) -> int:
         return self.leader
@@ -55,23 +52,6 @@ class ProspectiveState(EpochState):
     @property
     def voted_id(self) -> int:
         return self.voted
-
-    @property
-    def majority(self) -> int:
-        return len(self.voters) // 2 + 1
-
-    @property
-    def won(self) -> bool:
-        """A majority granted pre-votes: it may stand for election."""
-        return len(self.granted) >= self.majority
-
-    @property
-    def lost(self) -> bool:
-        """So many voters refused that no majority is left (Kafka's ``isVoteRejected``)."""
-        return len(self.voters) - len(self.rejected) < self.majority
-
-    def unrecorded(self) -> list[int]:
-        return sorted(self.voters - self.granted - self.rejected)
 
     def can_grant_vote(self, replica_id: int, log_up_to_date: bool, pre_vote: bool) -> bool:
         return unattached_or_prospective_can_grant_vote(self.leader, self.voted, replica_id, log_up_to_date, pre_vote)
