@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import socket
 import time
 
 import pytest
@@ -22,36 +21,10 @@ from kafkalab.raft.leader_state import LeaderState
 from kafkalab.raft.prospective_state import ProspectiveState
 from kafkalab.raft.quorum_state import IllegalStateError
 from kafkalab.raft.raft_apis import FENCED_LEADER_EPOCH, INVALID_REQUEST, handle_vote
-from kafkalab.raft.kafka_raft_client import KafkaRaftClient, RaftConfig
-from kafkalab.raft.raft_messages import METADATA_TOPIC, VoteRequest, VoteResponse
+from kafkalab.raft.kafka_raft_client import KafkaRaftClient
+from kafkalab.raft.raft_messages import VoteRequest, VoteResponse
 from kafkalab.raft.raft_node import RaftNode
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def config(node_id: int, voters: dict | None = None) -> RaftConfig:
-    voters = voters or {i: ("127.0.0.1", free_port()) for i in (1, 2, 3)}
-    return RaftConfig(node_id, voters, election_timeout_ms=300, fetch_timeout_ms=600, election_backoff_max_ms=200,
-                      request_timeout_ms=1000, fetch_max_wait_ms=100)
-
-
-def client(tmp_path, node_id=1) -> KafkaRaftClient:
-    c = KafkaRaftClient(config(node_id), str(tmp_path / f"node-{node_id}"), random.Random(node_id))
-    c.quorum.initialize()
-    return c
-
-
-def write(c: KafkaRaftClient, epoch: int, n: int) -> None:
-    for i in range(n):
-        c.log.append_as_leader([(None, f"e{epoch}-{i}".encode())], epoch)
-
-
-def topics(**partition) -> list:
-    return [{"topic_name": METADATA_TOPIC, "partitions": [{"partition_index": 0, **partition}]}]
+from test_raft_client import client, config, free_port, topics, write   # the same fixtures
 
 
 def partition(answer: dict) -> dict:
