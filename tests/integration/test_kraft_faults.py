@@ -117,7 +117,9 @@ def assert_logs_agree(c, at_least: int) -> int:
 
 def create_one(bootstrap: str, name: str, partitions: int = 2, timeout_s: float = 30.0):
     """CreateTopics through a broker: None when answered OK, else confluent-kafka's KafkaError."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    # librdkafka waits socket.timeout.ms (60 s by default) for an answer to any request, whatever the admin
+    # call's request_timeout: a client that is to outwait the broker's 60 s forwarding retry must raise it
+    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": int(max(60.0, timeout_s + 5) * 1000)})
     try:
         admin.create_topics([NewTopic(name, partitions, 3)], request_timeout=timeout_s)[name].result(timeout_s + 10)
         return None
