@@ -6,8 +6,9 @@
    its log directory's id; retried until the controller answers without an error. The answer's broker
    epoch identifies this incarnation in every later request.
 2. **heartbeat** every ``broker.heartbeat.interval.ms``: BrokerHeartbeat with the offset of the last
-   metadata record the broker has applied. The controller keeps the broker *fenced* until that offset
-   reaches its registration record; the answer says whether it is caught up and fenced. A broker epoch
+   metadata record the broker has applied. The answer says whether it is *caught up* (that offset has reached
+   its registration record) and fenced. Until the broker has published what it applied (``set_ready_to_unfence``)
+   it asks to stay fenced (``WantFence``); then the controller unfences it once it is caught up. A broker epoch
    the controller no longer knows (STALE_BROKER_EPOCH, BROKER_ID_NOT_REGISTERED: it was fenced and
    re-registered elsewhere, or the controllers lost it) makes it register again.
 3. **controlled shutdown**: heartbeats with ``WantShutDown`` (the first at once) until the controller answers
@@ -47,6 +48,10 @@ class BrokerLifecycleManager:
         self.previous_broker_epoch = previous_broker_epoch
         self.fenced = True
         self.caught_up = False
+        #: set by the first heartbeat answered "caught up" (Kafka's initialCatchUpFuture)
+        self.initial_catch_up = asyncio.Event()
+        #: the broker has published the metadata it caught up to: from now on it asks to be unfenced
+        self.ready_to_unfence = False
         self.want_shut_down = False
         self.should_shut_down = asyncio.Event()
         self.registered = asyncio.Event()
@@ -107,7 +112,7 @@ class BrokerLifecycleManager:
     async def _heartbeat(self) -> None:
         request = build(BrokerHeartbeatRequest, HEARTBEAT_VERSION, {
             "broker_id": self.broker_id, "broker_epoch": self.broker_epoch,
-            "current_metadata_offset": self.metadata_offset(), "want_fence": False,
+            "current_metadata_offset": self.metadata_offset(), "want_fence": not self.ready_to_unfence,
             "want_shut_down": self.want_shut_down, "offline_log_dirs": []})
         response = await self.channel.send(request, "lifecycle")
         if response.error_code in (STALE_BROKER_EPOCH, BROKER_ID_NOT_REGISTERED):
@@ -120,12 +125,20 @@ class BrokerLifecycleManager:
         if response.error_code:
             return
         self.caught_up = response.is_caught_up
+        if self.caught_up:
+            self.initial_catch_up.set()
         if self.fenced and not response.is_fenced:
             log.info("broker %d: unfenced", self.broker_id)
         self.fenced = response.is_fenced
         (self.unfenced.clear if self.fenced else self.unfenced.set)()
         if response.should_shut_down:
             self.should_shut_down.set()
+
+    def set_ready_to_unfence(self) -> None:
+        """The broker's metadata publishers have run: ask the controller to unfence it (at once, not at the next
+        interval)."""
+        self.ready_to_unfence = True
+        self._wake.set()
 
     async def controlled_shutdown(self, timeout_s: float) -> bool:
         """Ask to shut down (WantShutDown) and wait for ShouldShutDown; returns whether it came in time."""

@@ -152,18 +152,29 @@ class BrokerServer(KafkaServer):
             self.log_manager.get_or_create_log(topic, index, self._topic_log_config(topic, {}))
 
     async def _register_broker(self) -> None:
-        """Register and heartbeat; publish the metadata from now on; wait to be unfenced."""
-        self._publishing = True
-        await self.publisher.publish(self.image, self.image.everything())
+        """Kafka's ``BrokerServer.startup`` order: register and heartbeat (asking to stay fenced); wait until the
+        controller says the applied metadata has reached this registration; publish it (and every change from now
+        on); then ask to be unfenced, and wait for it.
+
+        Publishing only once caught up matters after a crash: the broker's own copy of the metadata log ends where
+        it died, when it may still have led partitions that have moved on since. Published then, it would act as
+        their leader, at an old leader epoch, until the newer records arrived."""
         self.lifecycle = BrokerLifecycleManager(
             self.broker_id, self.cluster_id, self.controller_channel, (self.advertised_host, self.advertised_port),
             self.config["broker.rack"], self._log_dir_id(), lambda: self.image.offset,
             self.config["broker.heartbeat.interval.ms"], self.log_manager.previous_broker_epoch)
         self.lifecycle.start()
+        deadline = asyncio.get_running_loop().time() + STARTUP_UNFENCE_TIMEOUT_S
         try:
-            await asyncio.wait_for(self.lifecycle.unfenced.wait(), STARTUP_UNFENCE_TIMEOUT_S)
+            await asyncio.wait_for(self.lifecycle.initial_catch_up.wait(), STARTUP_UNFENCE_TIMEOUT_S)
+            self._publishing = True
+            await self.publisher.publish(self.image, self.image.everything())
+            self.lifecycle.set_ready_to_unfence()
+            await asyncio.wait_for(self.lifecycle.unfenced.wait(),
+                                   max(0.0, deadline - asyncio.get_running_loop().time()))
         except asyncio.TimeoutError:
-            raise StartupError(f"broker {self.broker_id} was not unfenced by the controllers in "
+            what = "unfenced" if self._publishing else "told it had caught up with the metadata"
+            raise StartupError(f"broker {self.broker_id} was not {what} by the controllers in "
                                f"{STARTUP_UNFENCE_TIMEOUT_S:.0f} s (are they up? controller.quorum.voters="
                                f"{self.config['controller.quorum.voters']})") from None
         self._registered = True
