@@ -8,6 +8,7 @@ Each test module keeps its own timeouts: bind them once with ``functools.partial
 """
 from __future__ import annotations
 
+import os
 import time
 
 import pandas as pd
@@ -68,3 +69,32 @@ def leader_of(cluster, topic: str, partition: int) -> int:
     """The partition's leader, -1 when it has none (describe shows that as a missing value)."""
     leader = partition_row(cluster, topic, partition)["leader"]
     return -1 if leader is None or pd.isna(leader) else int(leader)
+
+
+def duplicates_report(cluster, topic: str, partition: int, consumed: list[tuple[int, bytes]]) -> str:
+    """What a failed "stored twice" check needs to be explained: the offsets of each value read more than once
+    and, from every broker's copy of the partition on disk, the batches holding those offsets (leader epoch,
+    producer id and epoch, sequence numbers). Same offsets twice: the consumer read a record again; different
+    offsets: the log holds it twice, and the batches show whether the producer sent it again under a new
+    sequence or epoch, or a leader took a retry it should have known."""
+    import glob
+
+    from kafkalab.broker.common.records import iter_batches
+
+    offsets: dict[bytes, list[int]] = {}
+    for offset, value in consumed:
+        offsets.setdefault(value, []).append(offset)
+    twice = {v: o for v, o in offsets.items() if len(o) > 1}
+    wanted = {o for os_ in twice.values() for o in os_}
+    lines = [f"{topic}-{partition}: {len(twice)} values read more than once: "
+             + ", ".join(f"{v!r} at {o}" for v, o in list(twice.items())[:5])]
+    for segment in sorted(glob.glob(os.path.join(cluster.dir, "*", f"{topic}-{partition}", "*.log"))):
+        with open(segment, "rb") as f:
+            data = f.read()
+        node = os.path.basename(os.path.dirname(os.path.dirname(segment)))
+        for _, h in iter_batches(data, strict=False):
+            if any(h.base_offset <= o <= h.last_offset for o in wanted):
+                lines.append(f"  {node}: batch {h.base_offset}..{h.last_offset} leader epoch "
+                             f"{h.partition_leader_epoch} producer {h.producer_id}/{h.producer_epoch} sequence "
+                             f"{h.base_sequence}..{h.base_sequence + h.last_offset_delta}")
+    return "\n".join(lines)

@@ -20,7 +20,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 import cluster_helpers
 import kafkalab
-from cluster_helpers import broker_states, leader_of, partition_row, restore_brokers
+from cluster_helpers import broker_states, duplicates_report, leader_of, partition_row, restore_brokers
 
 pytestmark = pytest.mark.cluster
 
@@ -144,7 +144,8 @@ def test_acks_all_loses_nothing_when_the_leader_is_killed_five_times(cluster):
     consumed = consume_all(cluster, topic, 3)
     for p in range(3):
         values = [v for _, v in consumed[p]]
-        assert len(values) == len(set(values)), f"partition {p}: a record was stored twice"
+        assert len(values) == len(set(values)), \
+            f"partition {p}: a record was read twice\n{duplicates_report(cluster, topic, p, consumed[p])}"
         assert values == sorted(values), f"partition {p}: records out of order"
         want = sorted(v for q, _, v in acked if q == p)
         missing = sorted(set(want) - set(values))
