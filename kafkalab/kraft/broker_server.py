@@ -88,6 +88,7 @@ class BrokerServer(KafkaServer):
             self.broker_id, self.voters, self._quorum_leader, config["controller.quorum.request.timeout.ms"])
         self.lifecycle: BrokerLifecycleManager | None = None
         self._publishing = False
+        self._publish_lock = asyncio.Lock()   # a publish runs whole: stopping waits for the one under way
         self._metadata_task: asyncio.Task | None = None
         self.replica_manager.alter_partition_manager = AlterPartitionManager(
             self.broker_id, send=self._send_alter_partition, broker=self)
@@ -133,8 +134,9 @@ class BrokerServer(KafkaServer):
         while True:
             try:
                 delta = self.image.apply_committed(self.raft_client.log, self.raft_client.high_watermark)
-                if self._publishing and delta:
-                    await self.publisher.publish(self.image, delta)
+                async with self._publish_lock:
+                    if self._publishing and delta:
+                        await self.publisher.publish(self.image, delta)
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -167,8 +169,9 @@ class BrokerServer(KafkaServer):
         deadline = asyncio.get_running_loop().time() + STARTUP_UNFENCE_TIMEOUT_S
         try:
             await asyncio.wait_for(self.lifecycle.initial_catch_up.wait(), STARTUP_UNFENCE_TIMEOUT_S)
-            self._publishing = True
-            await self.publisher.publish(self.image, self.image.everything())
+            async with self._publish_lock:
+                self._publishing = True
+                await self.publisher.publish(self.image, self.image.everything())
             self.lifecycle.set_ready_to_unfence()
             await asyncio.wait_for(self.lifecycle.unfenced.wait(),
                                    max(0.0, deadline - asyncio.get_running_loop().time()))
@@ -206,6 +209,13 @@ class BrokerServer(KafkaServer):
 
     def _close_zookeeper(self) -> None:
         self._registered = False
+
+    async def _requests_stopped(self) -> None:
+        """Kafka's ``BrokerServer.shutdown`` removes the metadata publishers once the socket server has stopped
+        processing requests (after the controlled shutdown): from here on no metadata change makes this broker a
+        leader or a follower, or starts a fetcher, while its replica manager and logs close."""
+        async with self._publish_lock:
+            self._publishing = False
 
     async def stop(self, controlled: bool = True) -> None:
         try:

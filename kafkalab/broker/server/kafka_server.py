@@ -204,6 +204,7 @@ class KafkaServer:
         for task in self._background:  # at once, so that no job starts while the connections close
             task.cancel()
         await self.socket_server.stop()
+        await self._requests_stopped()
         await cancel_and_wait(self._background)
         self._background.clear()
         if self.config_change_listener is not None:
@@ -226,6 +227,9 @@ class KafkaServer:
             except Exception:
                 log.exception("broker %d: error while stopping the controller", self.broker_id)
         self._close_zookeeper()
+
+    async def _requests_stopped(self) -> None:
+        """Stopping: no request is served any more (a KRaft broker stops applying metadata here)."""
 
     def spawn(self, coro) -> asyncio.Task:
         """Run a background job on the broker's loop; it is cancelled at stop()."""
