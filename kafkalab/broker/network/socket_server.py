@@ -84,9 +84,14 @@ class SocketServer:
         #: client quotas (KIP-13/219) and the connections muted while throttled: conn id -> seconds
         self.quotas = ClientQuotaManager(broker)
         self._mute: dict[int, float] = {}
+        #: Kafka's ``enableRequestProcessing``: until then connections are accepted but not read
+        self._processing = asyncio.Event()
         load_all()
 
-    async def start(self) -> None:
+    async def start(self, enable_request_processing: bool = True) -> None:
+        """Bind and accept; serve requests at once, or (a KRaft broker) once ``enable_request_processing``."""
+        if enable_request_processing:
+            self._processing.set()
         self._server = await asyncio.start_server(self._serve, self.host, self.port, limit=2**20)
         self.port = self._server.sockets[0].getsockname()[1]
         if getattr(self.broker, "zk_mode", False):
@@ -94,6 +99,9 @@ class SocketServer:
                 await asyncio.to_thread(self.quotas.load_zk)
             self._fault_control = ControlSocket(self.faults, self.broker.log_dir)
             await self._fault_control.start()
+
+    def enable_request_processing(self) -> None:
+        self._processing.set()
 
     async def stop(self) -> None:
         """Stop accepting, then end every connection, also one waiting in a purgatory (a long-poll Fetch)."""
@@ -113,6 +121,7 @@ class SocketServer:
         task = asyncio.current_task()
         self._connections.add(task)
         try:
+            await self._processing.wait()
             while True:
                 try:
                     head = await reader.readexactly(4)

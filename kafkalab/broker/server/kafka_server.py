@@ -178,9 +178,12 @@ class KafkaServer:
             raise
         log.info("broker %d listening on %s:%d, log.dirs=%s", self.broker_id, self.host, self.port, self.log_dir)
 
+    #: serve requests as soon as the listener is bound (a KRaft broker: only once it is unfenced, as Kafka's)
+    REQUESTS_AT_BIND = True
+
     async def _listen(self) -> None:
         try:
-            await self.socket_server.start()
+            await self.socket_server.start(enable_request_processing=self.REQUESTS_AT_BIND)
         except OSError as exc:
             reason = exc.strerror or str(exc)
             if exc.errno == errno.EADDRINUSE:
