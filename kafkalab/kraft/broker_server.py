@@ -53,6 +53,8 @@ STARTUP_UNFENCE_TIMEOUT_S = 60.0
 
 
 class BrokerServer(KafkaServer):
+    REQUESTS_AT_BIND = False   # requests are read once the broker is unfenced (``_register_broker``)
+
     @staticmethod
     def check_config(config, combined: bool = False) -> None:
         """ValueError naming what is wrong with a KRaft broker's configs (``combined``: the broker of a

@@ -87,3 +87,37 @@ def test_one_combined_node_is_its_own_quorum_controller_and_unfenced_broker(tmp_
         assert server.broker._metadata_task.done() and not server.controller.client._running
 
     asyncio.run(scenario())
+
+
+def test_the_broker_reads_no_request_before_it_is_unfenced(tmp_path):
+    """Kafka's ``BrokerServer.startup``: the listener is bound early, but requests are read only once the broker has
+    caught up with the metadata, published it and been unfenced. A client that connects meanwhile waits."""
+    import struct
+
+    async def scenario():
+        port = _free_port()
+        server = KafkaRaftServer(config(tmp_path, voters=f"1@127.0.0.1:{port}",
+                                        **{"broker.heartbeat.interval.ms": 100, "controlled.shutdown.max.retries": 1,
+                                           "controlled.shutdown.retry.backoff.ms": 1000}))
+        starting = asyncio.create_task(server.start())
+        try:
+            while not server.broker.socket_server.port and not starting.done():
+                await asyncio.sleep(0.001)
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.broker.socket_server.port)
+            client_id = b"early"   # ApiVersions v0: api key 18, version 0, correlation id 7, the client id
+            body = struct.pack(">hhih", 18, 0, 7, len(client_id)) + client_id
+            writer.write(struct.pack(">i", len(body)) + body)
+            await writer.drain()
+            size, = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4), 30))
+            answer = await reader.readexactly(size)
+            # the first answer comes from an unfenced broker that has published what it caught up to
+            assert server.broker.lifecycle.unfenced.is_set() and server.broker._publishing
+            assert struct.unpack_from(">i", answer)[0] == 7
+            writer.close()
+            await asyncio.wait_for(starting, 30)
+        finally:
+            if not starting.done():
+                starting.cancel()
+            await asyncio.wait_for(server.stop(), 30)
+
+    asyncio.run(scenario())
