@@ -240,8 +240,10 @@ class QuorumController:
             try:
                 await self._fence_stale_brokers()
                 await self.leader_balancer.maybe_run()
+                # a NoOpRecord only once the bootstrap records (metadata.version first) are in: as Kafka's, whose
+                # activation writes them before the NoOp timer is scheduled (the timer could win the race here)
                 if self.idle_interval_ms > 0 and time.monotonic() - self._last_write >= self.idle_interval_ms / 1000 \
-                        and not self._write_lock.locked():
+                        and self.features.bootstrapped and not self._write_lock.locked():
                     async with self._write_lock:
                         if self.is_active:
                             self.raft.append([ApiMessageAndVersion("NoOpRecord").encode()])
