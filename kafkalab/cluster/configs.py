@@ -31,7 +31,8 @@ LAB_DEFAULTS: dict[str, LabDefault] = {
     "replica.lag.time.max.ms": LabDefault(
         5000, 30000, "a stuck follower leaves the ISR after 5 s instead of 30 s"),
     "leader.imbalance.check.interval.seconds": LabDefault(
-        10, 300, "leadership moves back to the preferred replica within 10 s instead of 5 min"),
+        10, 300, "the controller checks the leader balance every 10 s instead of 5 min (leadership moves back "
+        "when more than leader.imbalance.per.broker.percentage of a broker's preferred partitions are led elsewhere)"),
     "controlled.shutdown.retry.backoff.ms": LabDefault(
         500, 5000, "a controlled shutdown that has to retry finishes in seconds"),
     "group.initial.rebalance.delay.ms": LabDefault(
