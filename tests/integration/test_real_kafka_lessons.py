@@ -40,6 +40,7 @@ import re
 import nbformat
 import pytest
 
+from cluster_helpers import restore_brokers
 from fake_docker import ROOT, ComposeLikeCluster, assert_whole, lesson_03_done_as_expected, run_nbval
 from kafkalab.cluster import KafkaBackend
 from kafkalab.cluster.distribution import fetch_kafka
@@ -63,7 +64,10 @@ def lab(real_compose):
     """The shared cluster, with this test's Docker actions only; it must be whole afterwards."""
     before = len(real_compose.actions())
     yield real_compose, before
-    assert_whole(real_compose)
+    try:
+        assert_whole(real_compose)
+    finally:   # a lesson that failed half-way leaves brokers down: bring them back, so that the next test starts whole
+        restore_brokers(real_compose.cluster, timeout=90)
 
 
 def _run(notebook: str, lab: ComposeLikeCluster) -> None:
