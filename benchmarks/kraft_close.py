@@ -12,6 +12,7 @@ end) and what its log says of its controlled shutdown ("done", "timed out").
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -21,7 +22,9 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))   # cluster_helpers
 
+import cluster_helpers  # noqa: E402
 import kafkalab  # noqa: E402
 from kafkalab.cluster import kraft as kraft_module  # noqa: E402
 
@@ -29,16 +32,8 @@ ASSIGNMENT = [[1, 2, 3], [2, 3, 1], [3, 1, 2]]
 WAIT_FENCED = False
 
 
-def _wait(condition, what: str, timeout_s: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if condition():
-                return
-        except Exception:
-            pass
-        time.sleep(0.2)
-    raise TimeoutError(what)
+# tests/cluster_helpers.py's wait: any exception is "not yet"; WaitTimedOut, a TimeoutError, when time runs out
+_wait = functools.partial(cluster_helpers.wait_until, timeout=90.0, interval=0.2)
 
 
 def _watch_exits(nodes, began: float, exits: dict, done: threading.Event) -> None:
@@ -63,14 +58,14 @@ def one_round(i: int, kill_controller: bool, kill_broker: bool) -> dict:
             _wait(lambda: c.controller not in (None, victim), "a new controller")
             c.restart(victim)
         if kill_controller and WAIT_FENCED:   # as kraft_vs_zookeeper.py: every ISR full before the broker kill
-            _wait(lambda: all(len(isr) == 3 for isr in c.describe("t")["isr"]), "every ISR full again", 60)
+            _wait(lambda: all(len(isr) == 3 for isr in c.describe("t")["isr"]), "every ISR full again", timeout=60)
         if kill_broker:
             victim = 1 + i % 3
             c.kill(victim)
             if WAIT_FENCED:   # as kraft_vs_zookeeper.py: restart once the controller fenced it
-                _wait(lambda: victim not in c.metadata()["brokers"], "the victim fenced", 30)
+                _wait(lambda: victim not in c.metadata()["brokers"], "the victim fenced", timeout=30)
             c.restart(victim)
-            _wait(lambda: all(len(isr) == 3 for isr in c.describe("t")["isr"]), "every ISR full again", 60)
+            _wait(lambda: all(len(isr) == 3 for isr in c.describe("t")["isr"]), "every ISR full again", timeout=60)
     except BaseException:
         c.close()
         raise

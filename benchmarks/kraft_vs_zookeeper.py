@@ -36,6 +36,7 @@ cluster meets it. Times come from ZooKeeper's and the controllers' clocks, which
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -45,7 +46,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+sys.path.append(os.path.join(os.path.dirname(HERE), "tests"))   # cluster_helpers
 
+import cluster_helpers  # noqa: E402
 from cluster import cluster_rss, load  # noqa: E402  (benchmarks/cluster.py)
 from real_kafka import kraft_rss, start  # noqa: E402
 
@@ -57,16 +60,9 @@ GOAL_S = 2.0
 ASSIGNMENT = [[1, 2, 3], [2, 3, 1], [3, 1, 2]]
 
 
-def _wait(condition, what: str, timeout_s: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if condition():
-                return
-        except Exception:   # a node down for a moment: look again
-            pass
-        time.sleep(0.2)
-    raise TimeoutError(what)
+# tests/cluster_helpers.py's wait (benchmarks/cluster.py put tests/ on the path): any exception is "not yet" (a node
+# down for a moment); WaitTimedOut, a TimeoutError, when time runs out
+_wait = functools.partial(cluster_helpers.wait_until, timeout=90.0, interval=0.2)
 
 
 def _create_topic(c, topic: str) -> None:
@@ -78,7 +74,7 @@ def _create_topic(c, topic: str) -> None:
 
 def _leaders_settled(c, topic: str) -> None:
     """Every partition led by a live broker that is in its ISR again (after a restart)."""
-    _wait(lambda: all(len(isr) == 3 for isr in c.describe(topic)["isr"]), "every ISR full again", 120)
+    _wait(lambda: all(len(isr) == 3 for isr in c.describe(topic)["isr"]), "every ISR full again", timeout=120)
 
 
 def _start(name: str, homes: dict):
