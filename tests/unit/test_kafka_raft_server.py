@@ -94,6 +94,9 @@ def test_the_broker_reads_no_request_before_it_is_unfenced(tmp_path):
     caught up with the metadata, published it and been unfenced. A client that connects meanwhile waits."""
     import struct
 
+    import kafka_wire as wire
+    from kafka.protocol.metadata.api_versions import ApiVersionsRequest
+
     async def scenario():
         port = _free_port()
         server = KafkaRaftServer(config(tmp_path, voters=f"1@127.0.0.1:{port}",
@@ -104,9 +107,7 @@ def test_the_broker_reads_no_request_before_it_is_unfenced(tmp_path):
             while not server.broker.socket_server.port and not starting.done():
                 await asyncio.sleep(0.001)
             reader, writer = await asyncio.open_connection("127.0.0.1", server.broker.socket_server.port)
-            client_id = b"early"   # ApiVersions v0: api key 18, version 0, correlation id 7, the client id
-            body = struct.pack(">hhih", 18, 0, 7, len(client_id)) + client_id
-            writer.write(struct.pack(">i", len(body)) + body)
+            writer.write(wire.encode(ApiVersionsRequest(), 0, correlation_id=7, client_id="early"))
             await writer.drain()
             size, = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4), 30))
             answer = await reader.readexactly(size)
