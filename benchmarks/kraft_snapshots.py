@@ -22,7 +22,7 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from kafkalab.controller.metadata_record import ApiMessageAndVersion  # noqa: E402
+from kafkalab.metadata.api_message_and_version import ApiMessageAndVersion  # noqa: E402
 from kafkalab.controller.quorum_controller import replay_record  # noqa: E402
 from kafkalab.controller.snapshot_generator import SnapshotGenerator  # noqa: E402
 from kafkalab.kraft.metadata_image import MetadataImage  # noqa: E402

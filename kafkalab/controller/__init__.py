@@ -13,7 +13,6 @@ ZooKeeper-mode controller (:mod:`kafkalab.broker.controller`) held. Modules, nam
                                   registrations, fencing, controlled shutdown
 ``replication_control_manager.py`` ``ReplicationControlManager``: topics, partitions, leaders, ISRs
 ``producer_id_control_manager.py`` ``ProducerIdControlManager``: producer id blocks
-``metadata_record.py``            ``ApiMessageAndVersion``; reading committed records from the log
 ``snapshot_generator.py``         ``SnapshotGenerator``, ``SnapshotEmitter``: snapshots of the replayed
                                   state, when and what; loading one
 ``controller_apis.py``            CreateTopics, DeleteTopics, AlterPartition, BrokerRegistration,

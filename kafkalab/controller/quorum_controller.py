@@ -38,7 +38,7 @@ from .cluster_control_manager import ClusterControlManager
 from .configuration_control_manager import ConfigurationControlManager
 from .feature_control_manager import FeatureControlManager
 from .leader_balancer import LeaderBalancer
-from .metadata_record import ApiMessageAndVersion, read_committed
+from ..metadata.api_message_and_version import ApiMessageAndVersion, read_committed
 from .producer_id_control_manager import ProducerIdControlManager
 from .replication_control_manager import ReplicationControlManager
 from .snapshot_generator import SnapshotGenerator

@@ -31,7 +31,7 @@ import uuid
 
 from ..broker.common.records import iter_batches
 from ..snapshot.snapshots import OffsetAndEpochId
-from .metadata_record import ApiMessageAndVersion
+from ..metadata.api_message_and_version import ApiMessageAndVersion
 from .replication_control_manager import PARTITION_RECORD_VERSION, TOPIC_RESOURCE
 from .cluster_control_manager import REGISTER_BROKER_RECORD_VERSION
 from .feature_control_manager import METADATA_VERSION

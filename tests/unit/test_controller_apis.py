@@ -25,7 +25,7 @@ from kafkalab.controller.envelope_utils import handle_envelope
 from kafkalab.controller.quorum_controller import replay_record
 from kafkalab.controller.striped_replica_placer import StripedReplicaPlacer, UsableBroker
 from kafkalab.kraft.metadata_image import MetadataImage
-from kafkalab.tools.metadata_records import decode_metadata_record
+from kafkalab.metadata.metadata_records import decode_metadata_record
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 

@@ -22,7 +22,7 @@ import uuid
 import pytest
 
 from kafkalab.controller.controller_node import ControllerNode
-from kafkalab.controller.metadata_record import ApiMessageAndVersion
+from kafkalab.metadata.api_message_and_version import ApiMessageAndVersion
 from kafkalab.controller.quorum_controller import replay_record
 from kafkalab.controller.snapshot_generator import SnapshotGenerator, snapshot_records
 from kafkalab.kraft.metadata_image import MetadataImage
@@ -32,7 +32,7 @@ from kafkalab.raft.kafka_raft_client import RaftConfig
 from kafkalab.raft.metadata_log_snapshots import DIVERGING, SNAPSHOT, VALID
 from kafkalab.snapshot import RecordsSnapshotReader, RecordsSnapshotWriter, SnapshotFormatError
 from kafkalab.snapshot.snapshots import OffsetAndEpochId, parse
-from kafkalab.tools.metadata_records import decode_metadata_record
+from kafkalab.metadata.metadata_records import decode_metadata_record
 
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
 

@@ -23,7 +23,7 @@ from kafkalab.raft.raft_apis import (FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER
 from kafkalab.raft.raft_messages import (METADATA_TOPIC, METADATA_TOPIC_ID, BeginQuorumEpochRequest,
                                          DescribeQuorumRequest, EndQuorumEpochRequest, FetchRequest, VoteRequest)
 from kafkalab.raft.raft_node import RaftNode
-from kafkalab.tools.metadata_records import decode_control_record, decode_metadata_record
+from kafkalab.metadata.metadata_records import decode_control_record, decode_metadata_record
 
 
 def free_port() -> int:
