@@ -27,7 +27,7 @@ from kafkalab.controller.quorum_controller import replay_record  # noqa: E402
 from kafkalab.controller.snapshot_generator import SnapshotGenerator  # noqa: E402
 from kafkalab.kraft.metadata_image import MetadataImage  # noqa: E402
 from kafkalab.raft.kafka_metadata_log import KafkaMetadataLog  # noqa: E402
-from kafkalab.snapshot.snapshots import OffsetAndEpochId  # noqa: E402
+from kafkalab.raft.snapshot.snapshots import OffsetAndEpochId  # noqa: E402
 
 
 def fill(log: KafkaMetadataLog, topics: int, partitions: int, churn: int = 0) -> None:

@@ -30,7 +30,7 @@ import time
 import uuid
 
 from ..broker.common.records import iter_batches
-from ..snapshot.snapshots import OffsetAndEpochId
+from ..raft.snapshot.snapshots import OffsetAndEpochId
 from ..metadata.api_message_and_version import ApiMessageAndVersion
 from .replication_control_manager import PARTITION_RECORD_VERSION, TOPIC_RESOURCE
 from .cluster_control_manager import REGISTER_BROKER_RECORD_VERSION

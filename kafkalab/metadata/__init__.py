@@ -2,7 +2,7 @@
 ``org.apache.kafka.metadata``, ``org.apache.kafka.common.metadata``, ``ApiMessageAndVersion``).
 
 What the Raft layer (:mod:`kafkalab.raft`), the controller (:mod:`kafkalab.controller`), the KRaft broker
-(:mod:`kafkalab.kraft`), the snapshots (:mod:`kafkalab.snapshot`) and the dump tool (:mod:`kafkalab.tools`)
+(:mod:`kafkalab.kraft`), the snapshots (:mod:`kafkalab.raft.snapshot`) and the dump tool (:mod:`kafkalab.tools`)
 share; it imports none of them.
 
 ==============================  ===========================================================================

@@ -47,7 +47,7 @@ from ..broker.network.network_client import NetworkClient
 from ..broker.utils.async_util import cancel_and_wait
 from .epoch_state import CandidateState, FollowerState, ResignedState, UnattachedState, VotedState
 from .prospective_state import ProspectiveState
-from ..snapshot.snapshots import OffsetAndEpochId
+from .snapshot.snapshots import OffsetAndEpochId
 from .fetch_snapshot import fetch_snapshot
 from .file_quorum_state_store import FileQuorumStateStore
 from .kafka_metadata_log import KafkaMetadataLog, OffsetAndEpoch
