@@ -2,7 +2,7 @@
 
 On the mini Raft quorum (:mod:`kafkalab.raft`), each controller runs a :class:`QuorumController` that
 keeps the cluster's metadata as records of ``__cluster_metadata`` — what ZooKeeper's znodes and the
-ZooKeeper-mode controller (:mod:`kafkalab.broker.controller`) held. Modules, named as Kafka's classes:
+ZooKeeper-mode controller (:mod:`kafkalab.broker.zk_controller`) held. Modules, named as Kafka's classes:
 
 ================================  ==================================================================
 ``quorum_controller.py``          ``QuorumController``: replay of committed records, the active
