@@ -16,11 +16,13 @@ leader's *high watermark* says how far that is. Modules, named as Kafka's classe
                                ``UnifiedLog`` (Kafka's segment format, leader epochs, truncation)
 ``metadata_log_snapshots.py``  the log's snapshots: create, clean (``maybeClean``), check a fetch, install
 ``fetch_snapshot.py``          FetchSnapshot (KIP-630): the leader's answer, a follower's fetch and install
+``snapshot/``                  the snapshot files: writer, reader, names (``org.apache.kafka.snapshot``)
 ``kafka_raft_client.py``       ``KafkaRaftClient``: timers, pre-votes, elections, fetching, resigning
 ``raft_apis.py``               the requests answered: Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch,
                                DescribeQuorum, DescribeCluster (for ``kafka-metadata-quorum.sh``)
 ``raft_messages.py``, ``schemas/``  their codecs
 ``raft_server.py``             ``RaftServer``: the controller listener
+``raft_config.py``             ``controller.quorum.voters`` read (``QuorumConfig.parseVoterConnections``)
 ``raft_node.py``, ``__main__``  one controller (``python -m kafkalab.raft``)
 =============================  ===========================================================================
 
