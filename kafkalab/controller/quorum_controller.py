@@ -43,7 +43,7 @@ from .producer_id_control_manager import ProducerIdControlManager
 from .replication_control_manager import ReplicationControlManager
 from .snapshot_generator import SnapshotGenerator
 
-log = logging.getLogger("kafkalab.controller")
+log = logging.getLogger(__name__)
 TIMER_S = 0.05
 
 

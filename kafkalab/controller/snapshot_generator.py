@@ -36,7 +36,7 @@ from .replication_control_manager import PARTITION_RECORD_VERSION, TOPIC_RESOURC
 from .cluster_control_manager import REGISTER_BROKER_RECORD_VERSION
 from .feature_control_manager import METADATA_VERSION
 
-log = logging.getLogger("kafkalab.controller.snapshot")
+log = logging.getLogger(__name__)
 
 #: Kafka's defaults: 20 MiB of committed batches, 1 hour; retention 100 MiB, 7 days (docs/cluster.md)
 MAX_BYTES_BETWEEN_SNAPSHOTS = 20 * 1024 * 1024

@@ -43,7 +43,7 @@ from ..raft.kafka_raft_client import RaftConfig
 from ..raft.raft_config import parse_voters
 from .broker_server import BrokerServer
 
-log = logging.getLogger("kafkalab.kraft.server")
+log = logging.getLogger(__name__)
 COMBINED_ROLES = frozenset({"broker", "controller"})
 
 

@@ -58,7 +58,7 @@ from .raft_messages import (BEGIN_QUORUM_EPOCH_VERSION, END_QUORUM_EPOCH_VERSION
                             EndQuorumEpochRequest, FetchRequest, VoteRequest, single_partition)
 from ..metadata.metadata_record_serde import LEADER_CHANGE, control_key, encode_leader_change
 
-log = logging.getLogger("kafkalab.raft")
+log = logging.getLogger(__name__)
 POLL_S = 0.02
 RETRY_BACKOFF_S = 0.05
 FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER = 74, 75, 6

@@ -32,7 +32,7 @@ from .snapshot.records_snapshot_reader import RecordsSnapshotReader
 from .snapshot.records_snapshot_writer import RawSnapshotWriter, RecordsSnapshotWriter
 from .snapshot.snapshots import OffsetAndEpochId, delete_snapshot, list_snapshots, parse, snapshot_path
 
-log = logging.getLogger("kafkalab.raft.snapshots")
+log = logging.getLogger(__name__)
 VALID, DIVERGING, SNAPSHOT = "VALID", "DIVERGING", "SNAPSHOT"
 
 

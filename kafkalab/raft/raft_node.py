@@ -22,7 +22,7 @@ from .leader_state import LeaderState
 from .raft_server import RaftServer
 from ..metadata.metadata_record_serde import encode_metadata_record
 
-log = logging.getLogger("kafkalab.raft.node")
+log = logging.getLogger(__name__)
 
 
 class RaftNode:

@@ -12,6 +12,8 @@ import asyncio
 import logging
 import os
 
+log = logging.getLogger(__name__)
+
 PARENT_CHECK_S = 0.5
 PARENT_GONE_EXIT_S = 10.0
 
@@ -35,6 +37,6 @@ async def watch_parent(parent_pid: int, stop: asyncio.Event) -> None:
     original_ppid = os.getppid()
     while parent_alive(parent_pid, original_ppid):
         await asyncio.sleep(PARENT_CHECK_S)
-    logging.getLogger("kafkalab.broker").warning("parent process %d is gone: shutting down", parent_pid)
+    log.warning("parent process %d is gone: shutting down", parent_pid)
     stop.set()
     asyncio.get_running_loop().call_later(PARENT_GONE_EXIT_S, os._exit, 1)
