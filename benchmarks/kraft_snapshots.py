@@ -1,4 +1,4 @@
-"""KRaft snapshots (issue #21): what a controller's start-up costs with and without a snapshot, in-process.
+"""KRaft snapshots: what a controller's start-up costs with and without a snapshot, in-process.
 
 A ``__cluster_metadata`` log with the bootstrap feature levels, 3 registered brokers and N topics (each a
 TopicRecord, a ConfigRecord and P PartitionRecords, RF 3, one topic per batch as the controller writes them) is

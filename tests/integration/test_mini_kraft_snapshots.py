@@ -1,4 +1,4 @@
-"""KRaft snapshots on the mini KRaft cluster (issue #21, snapshot slice): a controller and a broker that were down
+"""KRaft snapshots on the mini KRaft cluster: a controller and a broker that were down
 while the others snapshotted and cleaned their logs catch up through FetchSnapshot.
 
 Lab configs here (``metadata.log.segment.bytes`` 4 KiB, a snapshot every 4 KiB of committed batches,

@@ -1,4 +1,4 @@
-"""The KRaft controller's admin paths without sockets (issue #21): StripedReplicaPlacer, CreatePartitions
+"""The KRaft controller's admin paths without sockets: StripedReplicaPlacer, CreatePartitions
 (ReplicationControlManager), ConfigurationControlManager (IncrementalAlterConfigs, AlterConfigs, replay) and the
 Envelope unwrapping (EnvelopeUtils). State is built as a controller builds it: records generated, encoded in
 Kafka's format, decoded and replayed (``replay_record``) into a metadata image.

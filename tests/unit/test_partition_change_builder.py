@@ -1,4 +1,4 @@
-"""Partition leadership in KRaft (issue #21): PartitionChangeBuilder's ISR/ELR transitions and election outcomes, and
+"""Partition leadership in KRaft: PartitionChangeBuilder's ISR/ELR transitions and election outcomes, and
 the ReplicationControlManager paths that use it (fencing, unfencing, unclean restarts, ElectLeaders, the auto leader
 rebalance), replayed through Kafka's record format.
 

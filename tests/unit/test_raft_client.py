@@ -1,4 +1,4 @@
-"""kafkalab.raft's KafkaRaftClient and its RPCs: Raft's safety cases, in one process (issue #21).
+"""kafkalab.raft's KafkaRaftClient and its RPCs: Raft's safety cases, in one process.
 
 The handlers are called directly where a single replica's answer is the point (a vote refused to an
 older log, a stale leader fenced), and over real sockets (RaftServer, NetworkClient) where replicas
