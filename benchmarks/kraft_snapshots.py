@@ -1,4 +1,4 @@
-"""KRaft snapshots (issue #21): what a controller's start-up costs with and without a snapshot, in-process.
+"""KRaft snapshots: what a controller's start-up costs with and without a snapshot, in-process.
 
 A ``__cluster_metadata`` log with the bootstrap feature levels, 3 registered brokers and N topics (each a
 TopicRecord, a ConfigRecord and P PartitionRecords, RF 3, one topic per batch as the controller writes them) is
@@ -22,12 +22,12 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from kafkalab.controller.metadata_record import ApiMessageAndVersion  # noqa: E402
+from kafkalab.metadata.api_message_and_version import ApiMessageAndVersion  # noqa: E402
 from kafkalab.controller.quorum_controller import replay_record  # noqa: E402
 from kafkalab.controller.snapshot_generator import SnapshotGenerator  # noqa: E402
 from kafkalab.kraft.metadata_image import MetadataImage  # noqa: E402
 from kafkalab.raft.kafka_metadata_log import KafkaMetadataLog  # noqa: E402
-from kafkalab.snapshot.snapshots import OffsetAndEpochId  # noqa: E402
+from kafkalab.raft.snapshot.snapshots import OffsetAndEpochId  # noqa: E402
 
 
 def fill(log: KafkaMetadataLog, topics: int, partitions: int, churn: int = 0) -> None:

@@ -20,12 +20,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 import signal
 import sys
 
 from .server.config import BrokerConfig
 from .server.kafka_server import KafkaServer, StartupError
+from .utils.parent_watch import watch_parent
 
 
 def parse_args(argv=None):
@@ -41,34 +41,6 @@ def parse_args(argv=None):
     p.add_argument("--log-level", default="WARNING", type=str.upper,
                    choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"])
     return p.parse_args(argv)
-
-
-PARENT_CHECK_S = 0.5
-PARENT_GONE_EXIT_S = 10.0
-
-
-def parent_alive(parent_pid: int, original_ppid: int) -> bool:
-    """Is the launcher still there? If it is our parent, its death shows as a new ppid (we are
-    adopted, even while the dead parent is a zombie); any other pid is probed with signal 0."""
-    if parent_pid == original_ppid:
-        return os.getppid() == parent_pid
-    try:
-        os.kill(parent_pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
-
-
-async def watch_parent(parent_pid: int, stop: asyncio.Event) -> None:
-    """Set ``stop`` once ``parent_pid`` is gone; exit the process if stopping then takes too long."""
-    original_ppid = os.getppid()
-    while parent_alive(parent_pid, original_ppid):
-        await asyncio.sleep(PARENT_CHECK_S)
-    logging.getLogger("kafkalab.broker").warning("parent process %d is gone: shutting down", parent_pid)
-    stop.set()
-    asyncio.get_running_loop().call_later(PARENT_GONE_EXIT_S, os._exit, 1)
 
 
 async def run(config: BrokerConfig, parent_pid: int | None = None, server_class=KafkaServer) -> None:

@@ -35,7 +35,7 @@ from typing import Any, Callable
 from .server.config import BrokerConfig
 from .server.kafka_server import KafkaServer
 
-log = logging.getLogger("kafkalab.broker")
+log = logging.getLogger(__name__)
 _OPEN: "weakref.WeakSet[MiniBroker]" = weakref.WeakSet()
 
 

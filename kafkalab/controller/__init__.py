@@ -1,8 +1,8 @@
-"""The KRaft controller of the mini cluster (Kafka's ``org.apache.kafka.controller``), issue #21.
+"""The KRaft controller of the mini cluster (Kafka's ``org.apache.kafka.controller``).
 
 On the mini Raft quorum (:mod:`kafkalab.raft`), each controller runs a :class:`QuorumController` that
 keeps the cluster's metadata as records of ``__cluster_metadata`` — what ZooKeeper's znodes and the
-ZooKeeper-mode controller (:mod:`kafkalab.broker.controller`) held. Modules, named as Kafka's classes:
+ZooKeeper-mode controller (:mod:`kafkalab.broker.zk_controller`) held. Modules, named as Kafka's classes:
 
 ================================  ==================================================================
 ``quorum_controller.py``          ``QuorumController``: replay of committed records, the active
@@ -11,19 +11,31 @@ ZooKeeper-mode controller (:mod:`kafkalab.broker.controller`) held. Modules, nam
                                   the bootstrap records
 ``cluster_control_manager.py``    ``ClusterControlManager``, ``BrokerHeartbeatManager``: brokers'
                                   registrations, fencing, controlled shutdown
-``replication_control_manager.py`` ``ReplicationControlManager``: topics, partitions, leaders, ISRs
+``replication_control_manager.py`` ``ReplicationControlManager``: topics, partitions, leaders, ISRs,
+                                  ElectLeaders
+``partition_change_builder.py``   ``PartitionChangeBuilder``: every leader / ISR / ELR change and election
+``create_partitions.py``          ``ReplicationControlManager.createPartitions``
+``striped_replica_placer.py``     ``StripedReplicaPlacer``: replicas of new topics and partitions
+``leader_balancer.py``            the auto leader rebalance (preferred-replica elections on a timer)
+``configuration_control_manager.py`` ``ConfigurationControlManager``: ConfigRecords (AlterConfigs,
+                                  IncrementalAlterConfigs)
+``envelope_utils.py``             ``EnvelopeUtils``: requests forwarded by brokers (Envelope)
 ``producer_id_control_manager.py`` ``ProducerIdControlManager``: producer id blocks
-``metadata_record.py``            ``ApiMessageAndVersion``; reading committed records from the log
 ``snapshot_generator.py``         ``SnapshotGenerator``, ``SnapshotEmitter``: snapshots of the replayed
                                   state, when and what; loading one
-``controller_apis.py``            CreateTopics, DeleteTopics, AlterPartition, BrokerRegistration,
-                                  BrokerHeartbeat, AllocateProducerIds on the listener
-``controller_messages.py``,       BrokerRegistration and BrokerHeartbeat codecs
+``controller_apis.py``            CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
+                                  IncrementalAlterConfigs, ElectLeaders, AlterPartition,
+                                  BrokerRegistration, BrokerHeartbeat, AllocateProducerIds, Envelope
+                                  on the listener
+``controller_messages.py``,       BrokerRegistration, BrokerHeartbeat, AllocateProducerIds and Envelope
+                                  codecs
 ``schemas/``
 ``controller_node.py``,           one controller process (``python -m kafkalab.controller``)
 ``__main__.py``
 ================================  ==================================================================
 
-The brokers that fetch these records as observers are :mod:`kafkalab.kraft`. Not yet: CreatePartitions,
-ElectLeaders, configs changes (IncrementalAlterConfigs). See docs/differences.md.
+The records themselves (schemas, encoding, ``ApiMessageAndVersion``) are :mod:`kafkalab.metadata`'s; the brokers
+that fetch them as observers are :mod:`kafkalab.kraft`. Not implemented: UnregisterBroker, UpdateFeatures, the
+RegisterControllerRecord (KIP-919), ACLs, quotas, SCRAM and delegation tokens; writes are one at a time, each
+waiting for its commit (docs/differences.md says what else is simplified).
 """

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..broker.common.errors import ErrorCode, KafkaError
-from .metadata_record import ApiMessageAndVersion, uuid_of
+from ..metadata.api_message_and_version import ApiMessageAndVersion, uuid_of
 
 #: RegisterBrokerRecord version for metadata.version 3.7-IV2 and later (log dirs in the record)
 REGISTER_BROKER_RECORD_VERSION = 3

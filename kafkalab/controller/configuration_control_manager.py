@@ -34,7 +34,7 @@ from ..broker.server.admin_manager import AlterConfigOp, ConfigResourceType
 from ..broker.server.config import TOPIC_CONFIGS, LogConfig, to_string
 from ..broker.server.metadata_cache import validate_topic_name
 from ..broker.server.share.share_partition_manager import GROUP_CONFIGS
-from .metadata_record import ApiMessageAndVersion
+from ..metadata.api_message_and_version import ApiMessageAndVersion
 
 TOPIC, BROKER, GROUP = int(ConfigResourceType.TOPIC), int(ConfigResourceType.BROKER), int(ConfigResourceType.GROUP)
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ..broker.common.errors import ErrorCode, KafkaError
-from .metadata_record import ApiMessageAndVersion
+from ..metadata.api_message_and_version import ApiMessageAndVersion
 
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state")
 

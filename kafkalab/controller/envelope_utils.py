@@ -31,7 +31,7 @@ from kafka.protocol.api_key import ApiKey
 from ..broker.apis.messages import build, null_violation
 from ..broker.common.errors import ErrorCode
 
-log = logging.getLogger("kafkalab.controller.envelope")
+log = logging.getLogger(__name__)
 _HEADER_PREFIX = struct.Struct(">hhi")
 #: the APIs a broker forwards and a controller accepts in an envelope (api key -> name)
 FORWARDABLE = {19: "CreateTopics", 20: "DeleteTopics", 33: "AlterConfigs", 37: "CreatePartitions",

@@ -14,7 +14,7 @@ BrokerRegistrationChangeRecord instead of FenceBrokerRecord / UnfenceBrokerRecor
 """
 from __future__ import annotations
 
-from .metadata_record import ApiMessageAndVersion
+from ..metadata.api_message_and_version import ApiMessageAndVersion
 
 METADATA_VERSION = "metadata.version"
 #: Kafka 4.4's ``kafka-storage format`` default bootstrap levels, in the order it writes them

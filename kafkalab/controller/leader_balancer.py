@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 
-log = logging.getLogger("kafkalab.controller")
+log = logging.getLogger(__name__)
 #: Kafka's small delay for a round rescheduled at once
 IMMEDIATE_S = 0.01
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from .metadata_record import ApiMessageAndVersion
+from ..metadata.api_message_and_version import ApiMessageAndVersion
 
 NO_LEADER = -1
 #: LeaderRecoveryState

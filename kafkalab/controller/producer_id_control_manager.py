@@ -7,7 +7,7 @@ ProducerIdsRecord whose ``nextProducerId`` is the first id not yet handed out. B
 """
 from __future__ import annotations
 
-from .metadata_record import ApiMessageAndVersion
+from ..metadata.api_message_and_version import ApiMessageAndVersion
 
 PRODUCER_ID_BLOCK_SIZE = 1000
 

@@ -38,12 +38,12 @@ from .cluster_control_manager import ClusterControlManager
 from .configuration_control_manager import ConfigurationControlManager
 from .feature_control_manager import FeatureControlManager
 from .leader_balancer import LeaderBalancer
-from .metadata_record import ApiMessageAndVersion, read_committed
+from ..metadata.api_message_and_version import ApiMessageAndVersion, read_committed
 from .producer_id_control_manager import ProducerIdControlManager
 from .replication_control_manager import ReplicationControlManager
 from .snapshot_generator import SnapshotGenerator
 
-log = logging.getLogger("kafkalab.controller")
+log = logging.getLogger(__name__)
 TIMER_S = 0.05
 
 

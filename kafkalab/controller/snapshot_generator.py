@@ -30,13 +30,13 @@ import time
 import uuid
 
 from ..broker.common.records import iter_batches
-from ..snapshot.snapshots import OffsetAndEpochId
-from .metadata_record import ApiMessageAndVersion
+from ..raft.snapshot.snapshots import OffsetAndEpochId
+from ..metadata.api_message_and_version import ApiMessageAndVersion
 from .replication_control_manager import PARTITION_RECORD_VERSION, TOPIC_RESOURCE
 from .cluster_control_manager import REGISTER_BROKER_RECORD_VERSION
 from .feature_control_manager import METADATA_VERSION
 
-log = logging.getLogger("kafkalab.controller.snapshot")
+log = logging.getLogger(__name__)
 
 #: Kafka's defaults: 20 MiB of committed batches, 1 hour; retention 100 MiB, 7 days (docs/cluster.md)
 MAX_BYTES_BETWEEN_SNAPSHOTS = 20 * 1024 * 1024

@@ -1,4 +1,4 @@
-"""Mini brokers in KRaft mode (``process.roles=broker``): issue #21, the brokers' slice.
+"""Mini brokers in KRaft mode (``process.roles=broker``).
 
 =================================  ===============================================================
 ``broker_server.py``               ``BrokerServer``: the ZooKeeper-mode ``KafkaServer`` with the

@@ -17,20 +17,7 @@ from __future__ import annotations
 import sys
 
 from ..broker.__main__ import main as broker_main
-from .broker_server import BrokerServer
-from .kafka_raft_server import COMBINED_ROLES, KafkaRaftServer, roles_of
-
-
-def kraft_server(config):
-    """The server ``process.roles`` asks for: a broker, or a combined node."""
-    return (KafkaRaftServer if roles_of(config) == COMBINED_ROLES else BrokerServer)(config)
-
-
-def _check_config(config) -> None:
-    (KafkaRaftServer if roles_of(config) == COMBINED_ROLES else BrokerServer).check_config(config)
-
-
-kraft_server.check_config = _check_config
+from .kafka_raft_server import kraft_server
 
 
 def main(argv=None) -> int:

@@ -24,7 +24,7 @@ from ..broker.apis.messages import build
 from ..controller.controller_messages import BrokerHeartbeatRequest, BrokerRegistrationRequest
 from ..controller.feature_control_manager import BOOTSTRAP_FEATURE_LEVELS, METADATA_VERSION, MINIMUM_BOOTSTRAP_LEVEL
 
-log = logging.getLogger("kafkalab.kraft.lifecycle")
+log = logging.getLogger(__name__)
 STALE_BROKER_EPOCH, BROKER_ID_NOT_REGISTERED = 77, 102
 REGISTRATION_VERSION, HEARTBEAT_VERSION = 4, 1
 RETRY_BACKOFF_S = 0.1

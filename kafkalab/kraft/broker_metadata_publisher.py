@@ -26,7 +26,7 @@ from ..broker.cluster.partition_state import LeaderAndIsrPartitionState
 from ..broker.server.metadata_cache import LEADER_DURING_DELETE, BrokerEndpoint
 from ..broker.server.replica_manager import EPOCH_DURING_DELETE
 
-log = logging.getLogger("kafkalab.kraft.publisher")
+log = logging.getLogger(__name__)
 GROUP_RESOURCE = 32
 
 

@@ -37,7 +37,7 @@ from ..broker.server.metadata_cache import MetadataCache
 from ..broker.server.alter_partition_manager import AlterPartitionManager
 from ..broker.apis.messages import build
 from ..broker.apis.zk_messages import ALTER_PARTITION_VERSION, AlterPartitionRequest
-from ..raft.__main__ import parse_voters
+from ..raft.raft_config import parse_voters
 from ..raft.kafka_raft_client import KafkaRaftClient, RaftConfig
 from .broker_lifecycle_manager import BrokerLifecycleManager
 from .broker_metadata_publisher import BrokerMetadataPublisher

@@ -14,7 +14,7 @@ import time
 
 from ..broker.network.network_client import NetworkClient
 
-log = logging.getLogger("kafkalab.kraft.channel")
+log = logging.getLogger(__name__)
 NOT_CONTROLLER = 41
 RETRY_BACKOFF_S = 0.05
 

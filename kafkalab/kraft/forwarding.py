@@ -25,7 +25,7 @@ from ..broker.server.admin_manager import AdminManager
 from ..broker.server.metadata_cache import NULL_UUID, TopicMetadata, validate_topic_name
 from ..controller.controller_messages import AllocateProducerIdsRequest
 
-log = logging.getLogger("kafkalab.kraft.forwarding")
+log = logging.getLogger(__name__)
 CREATE_TOPICS_VERSION = 7
 
 

@@ -42,7 +42,7 @@ from ..controller.controller_messages import EnvelopeRequest
 from ..controller.envelope_utils import FORWARDABLE
 from .config_admin_manager import ConfigAdminManager
 
-log = logging.getLogger("kafkalab.kraft.forwarding")
+log = logging.getLogger(__name__)
 #: how long the broker keeps looking for an active controller (Kafka's forwarding channel: retryTimeoutMs 60000)
 FORWARDING_TIMEOUT_MS = 60_000
 #: DefaultPrincipalData v0 (flexible): version int16, compact strings "User" and "ANONYMOUS", false, no tags

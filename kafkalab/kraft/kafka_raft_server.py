@@ -24,6 +24,10 @@ EndQuorumEpoch), then the shared Raft client. Between the two, a mini simplifica
 while other brokers are still in controlled shutdown (see :meth:`KafkaRaftServer._linger_as_voter`). A SIGKILL takes both roles at once: the quorum elects
 another leader and the new active controller fences the broker when its session times out.
 
+:func:`kraft_server` gives the server ``process.roles`` asks for (``broker``: a
+:class:`~kafkalab.kraft.broker_server.BrokerServer`; ``broker,controller``: a :class:`KafkaRaftServer`), what
+``python -m kafkalab.kraft`` runs.
+
 Simplified: the broker's and the controller's configs are one :class:`~kafkalab.broker.server.config.BrokerConfig`
 (Kafka's ``KafkaConfig`` is one too); the controller listener speaks PLAINTEXT only.
 """
@@ -35,11 +39,11 @@ import random
 
 from ..controller.controller_node import LEADERSHIP_CONFIGS, ControllerNode
 from ..controller.snapshot_generator import SNAPSHOT_CONFIGS
-from ..raft.__main__ import parse_voters
 from ..raft.kafka_raft_client import RaftConfig
+from ..raft.raft_config import parse_voters
 from .broker_server import BrokerServer
 
-log = logging.getLogger("kafkalab.kraft.server")
+log = logging.getLogger(__name__)
 COMBINED_ROLES = frozenset({"broker", "controller"})
 
 
@@ -141,3 +145,15 @@ class KafkaRaftServer:
                 await self._linger_as_voter()
         finally:
             await self.controller.stop(resign=controlled)
+
+
+def kraft_server(config):
+    """The server ``process.roles`` asks for: a broker, or a combined node."""
+    return (KafkaRaftServer if roles_of(config) == COMBINED_ROLES else BrokerServer)(config)
+
+
+def _check_config(config) -> None:
+    (KafkaRaftServer if roles_of(config) == COMBINED_ROLES else BrokerServer).check_config(config)
+
+
+kraft_server.check_config = _check_config

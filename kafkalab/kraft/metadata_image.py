@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from ..controller.cluster_control_manager import ClusterControlManager
 from ..controller.configuration_control_manager import ConfigurationControlManager
 from ..controller.feature_control_manager import FeatureControlManager
-from ..controller.metadata_record import read_committed, uuid_of
+from ..metadata.api_message_and_version import read_committed, uuid_of
 from ..controller.producer_id_control_manager import ProducerIdControlManager
 from ..controller.quorum_controller import replay_record
 from ..controller.replication_control_manager import ReplicationControlManager

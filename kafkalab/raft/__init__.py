@@ -1,4 +1,4 @@
-"""KRaft's Raft layer for the mini quorum (Kafka's ``org.apache.kafka.raft``, KIP-595): issue #21, first slice.
+"""KRaft's Raft layer for the mini quorum (Kafka's ``org.apache.kafka.raft``, KIP-595).
 
 In KRaft mode a few *controllers* keep the cluster's metadata in one replicated log,
 ``__cluster_metadata-0``, and agree on it with Raft: one leader per epoch, elected by a majority of
@@ -16,19 +16,21 @@ leader's *high watermark* says how far that is. Modules, named as Kafka's classe
                                ``UnifiedLog`` (Kafka's segment format, leader epochs, truncation)
 ``metadata_log_snapshots.py``  the log's snapshots: create, clean (``maybeClean``), check a fetch, install
 ``fetch_snapshot.py``          FetchSnapshot (KIP-630): the leader's answer, a follower's fetch and install
-``record_serde.py``            the records written: NoOpRecord, the LeaderChange control record
+``snapshot/``                  the snapshot files: writer, reader, names (``org.apache.kafka.snapshot``)
 ``kafka_raft_client.py``       ``KafkaRaftClient``: timers, pre-votes, elections, fetching, resigning
 ``raft_apis.py``               the requests answered: Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch,
                                DescribeQuorum, DescribeCluster (for ``kafka-metadata-quorum.sh``)
 ``raft_messages.py``, ``schemas/``  their codecs
 ``raft_server.py``             ``RaftServer``: the controller listener
+``raft_config.py``             ``controller.quorum.voters`` read (``QuorumConfig.parseVoterConnections``)
 ``raft_node.py``, ``__main__``  one controller (``python -m kafkalab.raft``)
 =============================  ===========================================================================
 
-The QuorumController that writes the cluster's metadata records through this layer is
-:mod:`kafkalab.controller` (``python -m kafkalab.controller``). Snapshot files are
-:mod:`kafkalab.snapshot`'s. Not yet (next slice): KIP-853. Done: KIP-996's pre-vote, and check-quorum (a
-leader without fetches from a majority for 1.5 × ``controller.quorum.fetch.timeout.ms`` resigns). Brokers fetch
-the log as observers
-(:mod:`kafkalab.kraft`).
+The records it writes (NoOpRecord, the LeaderChange control record) are encoded by
+:mod:`kafkalab.metadata.metadata_record_serde`. The QuorumController that writes the cluster's metadata records
+through this layer is :mod:`kafkalab.controller` (``python -m kafkalab.controller``). Snapshot files are
+:mod:`kafkalab.raft.snapshot`'s (Kafka's ``org.apache.kafka.snapshot``, in its raft module too). Implemented: KIP-996's pre-vote, and check-quorum (a leader without fetches from a
+majority for 1.5 × ``controller.quorum.fetch.timeout.ms`` resigns). Not implemented: KIP-853's dynamic quorum (the
+voters are fixed by ``controller.quorum.voters``; no AddRaftVoter / RemoveRaftVoter, no KRaftVersion or VotersRecord
+written, though the dump tool decodes them). Brokers fetch the log as observers (:mod:`kafkalab.kraft`).
 """

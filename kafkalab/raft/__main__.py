@@ -15,8 +15,9 @@ import logging
 import signal
 import sys
 
-from ..broker.__main__ import watch_parent
+from ..broker.utils.parent_watch import watch_parent
 from .kafka_raft_client import RaftConfig
+from .raft_config import parse_voters
 from .raft_node import RaftNode
 
 CONFIGS = {"controller.quorum.election.timeout.ms": "election_timeout_ms",
@@ -24,18 +25,6 @@ CONFIGS = {"controller.quorum.election.timeout.ms": "election_timeout_ms",
            "controller.quorum.election.backoff.max.ms": "election_backoff_max_ms",
            "controller.quorum.request.timeout.ms": "request_timeout_ms"}
 IDLE_INTERVAL = "metadata.max.idle.interval.ms"
-
-
-def parse_voters(text: str) -> dict[int, tuple[str, int]]:
-    """``controller.quorum.voters``: ``id@host:port,...``."""
-    voters = {}
-    for item in text.split(","):
-        node, _, address = item.strip().partition("@")
-        host, _, port = address.rpartition(":")
-        if not node.isdigit() or not host or not port.isdigit():
-            raise ValueError(f"controller.quorum.voters entry {item!r} is not id@host:port")
-        voters[int(node)] = (host, int(port))
-    return voters
 
 
 def parse_args(argv=None):

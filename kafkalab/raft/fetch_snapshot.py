@@ -28,11 +28,11 @@ import time
 from kafka.protocol.api_message import ApiMessage
 
 from ..broker.apis.messages import build
-from ..snapshot.snapshots import OffsetAndEpochId
+from .snapshot.snapshots import OffsetAndEpochId
 from . import schemas
 from .raft_messages import METADATA_PARTITION, METADATA_TOPIC
 
-log = logging.getLogger("kafkalab.raft.snapshot")
+log = logging.getLogger(__name__)
 FETCH_SNAPSHOT_VERSION = 0
 FETCH_SNAPSHOT_MAX_BYTES = 64 * 1024
 #: the most a leader sends in one answer (Kafka's ``KafkaRaftClient.MAX_FETCH_SIZE_BYTES``)

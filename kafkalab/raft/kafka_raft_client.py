@@ -25,7 +25,7 @@ sends its own, over the mini broker's :class:`~kafkalab.broker.network.network_c
   log start offset) is followed by FetchSnapshot requests until the snapshot is whole, then it is
   installed (:mod:`kafkalab.raft.fetch_snapshot`).
 
-Not here yet (later slices of issue #21): KIP-853's dynamic voters.
+Not implemented: KIP-853's dynamic voters (the voter set is ``controller.quorum.voters``, fixed).
 
 **Check-quorum** (as Kafka 3.7+): a leader that has had no Fetch from a majority of the voters for
 1.5 × ``controller.quorum.fetch.timeout.ms`` (:meth:`LeaderState.time_until_check_quorum_expires`) resigns
@@ -47,7 +47,7 @@ from ..broker.network.network_client import NetworkClient
 from ..broker.utils.async_util import cancel_and_wait
 from .epoch_state import CandidateState, FollowerState, ResignedState, UnattachedState, VotedState
 from .prospective_state import ProspectiveState
-from ..snapshot.snapshots import OffsetAndEpochId
+from .snapshot.snapshots import OffsetAndEpochId
 from .fetch_snapshot import fetch_snapshot
 from .file_quorum_state_store import FileQuorumStateStore
 from .kafka_metadata_log import KafkaMetadataLog, OffsetAndEpoch
@@ -56,9 +56,9 @@ from .quorum_state import QuorumState
 from .raft_messages import (BEGIN_QUORUM_EPOCH_VERSION, END_QUORUM_EPOCH_VERSION, FETCH_VERSION, METADATA_PARTITION,
                             METADATA_TOPIC, METADATA_TOPIC_ID, VOTE_VERSION, BeginQuorumEpochRequest,
                             EndQuorumEpochRequest, FetchRequest, VoteRequest, single_partition)
-from .record_serde import LEADER_CHANGE, control_key, encode_leader_change
+from ..metadata.metadata_record_serde import LEADER_CHANGE, control_key, encode_leader_change
 
-log = logging.getLogger("kafkalab.raft")
+log = logging.getLogger(__name__)
 POLL_S = 0.02
 RETRY_BACKOFF_S = 0.05
 FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER = 74, 75, 6

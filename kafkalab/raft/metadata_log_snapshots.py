@@ -1,7 +1,7 @@
 """The snapshot half of ``KafkaMetadataLog`` (Kafka's ``kafka.raft.KafkaMetadataLog`` snapshot methods, KIP-630).
 
 Mixed into :class:`~kafkalab.raft.kafka_metadata_log.KafkaMetadataLog`; its snapshots are the
-``<offset>-<epoch>.checkpoint`` files of the partition directory (:mod:`kafkalab.snapshot`).
+``<offset>-<epoch>.checkpoint`` files of the partition directory (:mod:`kafkalab.raft.snapshot`).
 
 * **opening**: ``.part`` files (a snapshot being written or fetched when the process died) and
   ``.deleted`` ones are removed, so are snapshots below the log start offset; then
@@ -28,11 +28,11 @@ import logging
 import os
 import time
 
-from ..snapshot.records_snapshot_reader import RecordsSnapshotReader
-from ..snapshot.records_snapshot_writer import RawSnapshotWriter, RecordsSnapshotWriter
-from ..snapshot.snapshots import OffsetAndEpochId, delete_snapshot, list_snapshots, parse, snapshot_path
+from .snapshot.records_snapshot_reader import RecordsSnapshotReader
+from .snapshot.records_snapshot_writer import RawSnapshotWriter, RecordsSnapshotWriter
+from .snapshot.snapshots import OffsetAndEpochId, delete_snapshot, list_snapshots, parse, snapshot_path
 
-log = logging.getLogger("kafkalab.raft.snapshots")
+log = logging.getLogger(__name__)
 VALID, DIVERGING, SNAPSHOT = "VALID", "DIVERGING", "SNAPSHOT"
 
 

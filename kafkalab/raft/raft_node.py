@@ -1,11 +1,12 @@
 """``RaftNode``: one KRaft controller of the mini quorum — the Raft client, its listener, and the idle writer.
 
-What a KRaft controller is in this slice of issue #21: a :class:`KafkaRaftClient` over the node's
+The Raft half of a KRaft controller: a :class:`KafkaRaftClient` over the node's
 ``__cluster_metadata-0``, answering the quorum's RPCs on its controller listener
 (:class:`RaftServer`). While it leads, it appends a NoOpRecord whenever the log has been idle for
 ``metadata.max.idle.interval.ms`` (default 500), as Kafka's ``QuorumController`` does, so the
-high watermark keeps moving and a stalled quorum shows. Kafka's QuorumController does much more
-(topics, brokers' registrations and heartbeats, ...): a later slice.
+high watermark keeps moving and a stalled quorum shows. The rest of Kafka's QuorumController (topics,
+brokers' registrations and heartbeats, ...) is :class:`~kafkalab.controller.controller_node.ControllerNode`, which
+runs one of these with a QuorumController beside it (``python -m kafkalab.controller``).
 
 Run one as a process with ``python -m kafkalab.raft`` (see ``__main__.py``), or several in one
 event loop for tests.
@@ -19,9 +20,9 @@ import random
 from .kafka_raft_client import KafkaRaftClient, NotLeaderError, RaftConfig
 from .leader_state import LeaderState
 from .raft_server import RaftServer
-from .record_serde import encode_metadata_record
+from ..metadata.metadata_record_serde import encode_metadata_record
 
-log = logging.getLogger("kafkalab.raft.node")
+log = logging.getLogger(__name__)
 
 
 class RaftNode:

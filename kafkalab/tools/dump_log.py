@@ -40,7 +40,7 @@ return the parsed structures. Files are only read, never modified.
 per aborted transaction; ``.snapshot`` (producer state): ``producerId: ... producerEpoch: ...`` per producer
 (:mod:`kafkalab.tools.dump_snapshot`). Control batches (transaction markers): ``endTxnMarker: COMMIT ...``.
 ``--transaction-log-decoder`` decodes the records of ``__transaction_state``, ``--cluster-metadata-decoder``
-those of KRaft's ``__cluster_metadata`` (segments and ``.checkpoint`` snapshots; see ``metadata_records``).
+those of KRaft's ``__cluster_metadata`` (segments and ``.checkpoint`` snapshots; see :mod:`kafkalab.metadata.metadata_records`).
 
 Not covered: message formats v0/v1 (magic 0 and 1, before Kafka 0.11; Kafka 4 no longer writes
 or reads them), and the special decoder for ``__consumer_offsets`` (``--offsets-decoder``);
@@ -63,8 +63,8 @@ from ..broker.log.log_cleaner import DELETE_HORIZON_MASK
 from ..broker.log.transaction_index import TXN_INDEX_SUFFIX
 from ..broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
 from ..broker.common.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, compute_crc, iter_batches, iter_records
-from .metadata_records import CHECKPOINT_SUFFIX, CONTROL_RECORD_TYPES, control_text, snapshot_header  # noqa: F401
-from .metadata_records import payload_text as cluster_metadata_payload
+from ..metadata.metadata_records import CHECKPOINT_SUFFIX, CONTROL_RECORD_TYPES, control_text, snapshot_header  # noqa: F401
+from ..metadata.metadata_records import payload_text as cluster_metadata_payload
 
 _OFFSET_ENTRY = OffsetIndex.entry      # relativeOffset, position
 _TIME_ENTRY = TimeIndex.entry          # timestamp, relativeOffset

@@ -17,7 +17,7 @@ import os
 import struct
 
 from .dump_log import iter_segment
-from .metadata_records import (
+from ..metadata.metadata_records import (
     CHECKPOINT_SUFFIX, CONTROL_RECORD_TYPES, CONTROL_SCHEMAS, MetadataParseError, decode_control_record, decode_metadata_record,
 )
 

@@ -20,7 +20,7 @@ from kafkalab.broker.apis.messages import build
 from kafkalab.broker.apis.zk_messages import (LeaderAndIsrRequest, LeaderAndIsrResponse, StopReplicaRequest,
                                               StopReplicaResponse, UpdateMetadataRequest, UpdateMetadataResponse)
 from kafkalab.broker.server.config import BrokerConfig
-from kafkalab.broker.controller import KafkaController
+from kafkalab.broker.zk_controller import KafkaController
 from kafkalab.broker.common.errors import ErrorCode
 from kafkalab.broker.zk import zk_data as zd
 from kafkalab.broker.zk.kafka_zk_client import KafkaZkClient

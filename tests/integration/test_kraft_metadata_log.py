@@ -110,7 +110,7 @@ def test_kafka_snapshots_load_in_kafkalab_snapshot_reader(files):
     from kafkalab.controller.quorum_controller import replay_record
     from kafkalab.controller.snapshot_generator import load_snapshot
     from kafkalab.kraft.metadata_image import MetadataImage
-    from kafkalab.snapshot import RecordsSnapshotReader
+    from kafkalab.raft.snapshot import RecordsSnapshotReader
     snapshots = [f for f in files if f.endswith(".checkpoint") and not f.endswith("00000000000000000000-0000000000.checkpoint")]
     for path in snapshots:
         reader = RecordsSnapshotReader(path)

@@ -1,4 +1,4 @@
-"""KRaft snapshots on the mini KRaft cluster (issue #21, snapshot slice): a controller and a broker that were down
+"""KRaft snapshots on the mini KRaft cluster: a controller and a broker that were down
 while the others snapshotted and cleaned their logs catch up through FetchSnapshot.
 
 Lab configs here (``metadata.log.segment.bytes`` 4 KiB, a snapshot every 4 KiB of committed batches,
@@ -32,8 +32,8 @@ from kafkalab.cluster.kafka_requests import metadata_answer, metadata_request
 from kafkalab.cluster.kraft_config import KRaftBackend
 from kafkalab.kraft.metadata_image import MetadataImage
 from kafkalab.raft.kafka_metadata_log import KafkaMetadataLog
-from kafkalab.snapshot import RecordsSnapshotReader
-from kafkalab.snapshot.snapshots import parse
+from kafkalab.raft.snapshot import RecordsSnapshotReader
+from kafkalab.raft.snapshot.snapshots import parse
 from kafkalab.tools import dump_log
 
 pytestmark = pytest.mark.cluster

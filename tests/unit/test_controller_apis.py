@@ -1,4 +1,4 @@
-"""The KRaft controller's admin paths without sockets (issue #21): StripedReplicaPlacer, CreatePartitions
+"""The KRaft controller's admin paths without sockets: StripedReplicaPlacer, CreatePartitions
 (ReplicationControlManager), ConfigurationControlManager (IncrementalAlterConfigs, AlterConfigs, replay) and the
 Envelope unwrapping (EnvelopeUtils). State is built as a controller builds it: records generated, encoded in
 Kafka's format, decoded and replayed (``replay_record``) into a metadata image.
@@ -25,7 +25,7 @@ from kafkalab.controller.envelope_utils import handle_envelope
 from kafkalab.controller.quorum_controller import replay_record
 from kafkalab.controller.striped_replica_placer import StripedReplicaPlacer, UsableBroker
 from kafkalab.kraft.metadata_image import MetadataImage
-from kafkalab.tools.metadata_records import decode_metadata_record
+from kafkalab.metadata.metadata_records import decode_metadata_record
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 

@@ -10,7 +10,7 @@ import pytest
 
 from kafkalab.broker.server.config import BrokerConfig
 from kafkalab.cluster.mini_kraft import MiniKRaftBackend
-from kafkalab.kraft.__main__ import kraft_server
+from kafkalab.kraft.kafka_raft_server import kraft_server
 from kafkalab.kraft.broker_server import BrokerServer
 from kafkalab.kraft.kafka_raft_server import KafkaRaftServer
 

@@ -1,4 +1,4 @@
-"""KRaft snapshots (issue #21, snapshot slice): kafkalab.snapshot's writer and reader, the metadata log's snapshot
+"""KRaft snapshots: kafkalab.raft.snapshot's writer and reader, the metadata log's snapshot
 half (create, clean, validate a fetch, install), the controller's snapshot of its replayed state, and FetchSnapshot
 between three controllers in one event loop over real sockets.
 
@@ -22,7 +22,7 @@ import uuid
 import pytest
 
 from kafkalab.controller.controller_node import ControllerNode
-from kafkalab.controller.metadata_record import ApiMessageAndVersion
+from kafkalab.metadata.api_message_and_version import ApiMessageAndVersion
 from kafkalab.controller.quorum_controller import replay_record
 from kafkalab.controller.snapshot_generator import SnapshotGenerator, snapshot_records
 from kafkalab.kraft.metadata_image import MetadataImage
@@ -30,9 +30,9 @@ from kafkalab.raft import fetch_snapshot as fetch_snapshot_module
 from kafkalab.raft.kafka_metadata_log import KafkaMetadataLog
 from kafkalab.raft.kafka_raft_client import RaftConfig
 from kafkalab.raft.metadata_log_snapshots import DIVERGING, SNAPSHOT, VALID
-from kafkalab.snapshot import RecordsSnapshotReader, RecordsSnapshotWriter, SnapshotFormatError
-from kafkalab.snapshot.snapshots import OffsetAndEpochId, parse
-from kafkalab.tools.metadata_records import decode_metadata_record
+from kafkalab.raft.snapshot import RecordsSnapshotReader, RecordsSnapshotWriter, SnapshotFormatError
+from kafkalab.raft.snapshot.snapshots import OffsetAndEpochId, parse
+from kafkalab.metadata.metadata_records import decode_metadata_record
 
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
 

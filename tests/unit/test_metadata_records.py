@@ -15,7 +15,7 @@ import pytest
 from kafka_spec import record, records_batch
 
 from kafkalab.tools import dump_log
-from kafkalab.tools.metadata_records import (
+from kafkalab.metadata.metadata_records import (
     MetadataParseError, control_text, decode_metadata_record, java_json, kafka_uuid, payload_text, type_name,
 )
 
@@ -169,7 +169,7 @@ def test_dump_of_a_metadata_segment_and_snapshot(tmp_path):
 
 
 def test_snapshot_file_names():
-    from kafkalab.tools.metadata_records import snapshot_header
+    from kafkalab.metadata.metadata_records import snapshot_header
     assert snapshot_header("/x/00000000000000000123-0000000004.checkpoint") == "Snapshot end offset: 123, epoch: 4"
     assert snapshot_header("/x/bootstrap.checkpoint") == "KRaft bootstrap snapshot"
     assert snapshot_header("/x/00000000000000000000.log") is None

@@ -1,4 +1,4 @@
-"""Partition leadership in KRaft (issue #21): PartitionChangeBuilder's ISR/ELR transitions and election outcomes, and
+"""Partition leadership in KRaft: PartitionChangeBuilder's ISR/ELR transitions and election outcomes, and
 the ReplicationControlManager paths that use it (fencing, unfencing, unclean restarts, ElectLeaders, the auto leader
 rebalance), replayed through Kafka's record format.
 
@@ -17,7 +17,7 @@ from kafkalab.controller.producer_id_control_manager import ProducerIdControlMan
 from kafkalab.controller.quorum_controller import replay_record
 from kafkalab.controller.replication_control_manager import (PREFERRED, UNCLEAN, PartitionRegistration,
                                                              ReplicationControlManager)
-from kafkalab.tools.metadata_records import decode_metadata_record
+from kafkalab.metadata.metadata_records import decode_metadata_record
 
 ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE, ELIGIBLE_LEADERS_NOT_AVAILABLE = 84, 80, 83
 UNKNOWN_TOPIC_OR_PARTITION = 3
@@ -249,7 +249,7 @@ def test_maybe_balance_partition_leaders_returns_leadership_to_the_preferred_rep
 
 
 def _isr_change(s, isr):
-    from kafkalab.controller.metadata_record import ApiMessageAndVersion
+    from kafkalab.metadata.api_message_and_version import ApiMessageAndVersion
     return ApiMessageAndVersion("PartitionChangeRecord", 2, {"partition_id": 0,
                                                              "topic_id": s.replication.topics_by_name["t"], "isr": isr})
 

@@ -1,4 +1,4 @@
-"""kafkalab.raft's KafkaRaftClient and its RPCs: Raft's safety cases, in one process (issue #21).
+"""kafkalab.raft's KafkaRaftClient and its RPCs: Raft's safety cases, in one process.
 
 The handlers are called directly where a single replica's answer is the point (a vote refused to an
 older log, a stale leader fenced), and over real sockets (RaftServer, NetworkClient) where replicas
@@ -23,7 +23,7 @@ from kafkalab.raft.raft_apis import (FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER
 from kafkalab.raft.raft_messages import (METADATA_TOPIC, METADATA_TOPIC_ID, BeginQuorumEpochRequest,
                                          DescribeQuorumRequest, EndQuorumEpochRequest, FetchRequest, VoteRequest)
 from kafkalab.raft.raft_node import RaftNode
-from kafkalab.tools.metadata_records import decode_control_record, decode_metadata_record
+from kafkalab.metadata.metadata_records import decode_control_record, decode_metadata_record
 
 
 def free_port() -> int:

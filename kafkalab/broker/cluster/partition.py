@@ -67,7 +67,7 @@ from .isr import (ISR_EXPANSION_RETRY_BACKOFF_MS, CommittedPartitionState, IsrMa
                   PendingShrinkIsr)
 from .replica import UNKNOWN_OFFSET, Replica
 
-log = logging.getLogger("kafkalab.broker.cluster.partition")
+log = logging.getLogger(__name__)
 
 __all__ = ["Partition", "FollowerReadResult", "Replica", "CommittedPartitionState", "PendingExpandIsr",
            "PendingShrinkIsr", "ISR_EXPANSION_RETRY_BACKOFF_MS", "UNKNOWN_OFFSET", "NO_LEADER", "now_ms"]

@@ -52,7 +52,7 @@ from . import retention
 from .segment import CLEANED_FILE_SUFFIX, DELETED_FILE_SUFFIX, SWAP_FILE_SUFFIX, LogSegment
 from .transaction_index import AbortedTxn
 
-log = logging.getLogger("kafkalab.broker.log")
+log = logging.getLogger(__name__)
 
 #: ListOffsets' special timestamps
 LATEST_TIMESTAMP, EARLIEST_TIMESTAMP, MAX_TIMESTAMP = -1, -2, -3

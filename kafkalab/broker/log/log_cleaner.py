@@ -66,7 +66,7 @@ from ..common.records import CONTROL_MASK, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MA
 from .offset_checkpoint import read_checkpoint, write_checkpoint
 from .segment import CLEANED_FILE_SUFFIX, MAX_RELATIVE_OFFSET, LogSegment
 
-log = logging.getLogger("kafkalab.broker.log.cleaner")
+log = logging.getLogger(__name__)
 
 CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 DELETE_HORIZON_MASK = 0x40  # batch attribute bit 6 (KIP-534): baseTimestamp holds the delete horizon

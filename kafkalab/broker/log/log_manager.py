@@ -57,7 +57,7 @@ from .log import UnifiedLog, parse_partition_dir
 from .log_cleaner import CleanerStats, LogCleaner
 from .offset_checkpoint import read_checkpoint, write_checkpoint
 
-log = logging.getLogger("kafkalab.broker.log")
+log = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 

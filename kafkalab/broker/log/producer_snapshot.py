@@ -33,7 +33,7 @@ import crc32c
 
 from ..common.records import coordinator_epoch_of, iter_records
 
-log = logging.getLogger("kafkalab.broker.log")
+log = logging.getLogger(__name__)
 
 PRODUCER_SNAPSHOT_SUFFIX = ".snapshot"
 PRODUCER_SNAPSHOT_VERSION = 1

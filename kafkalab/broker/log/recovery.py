@@ -47,7 +47,7 @@ from .segment import (CLEANED_FILE_SUFFIX, DELETED_FILE_SUFFIX, INDEX_SUFFIX, LO
 # ``ulog`` below is the UnifiedLog (log.py) being loaded. log.py imports this module, so this
 # module never imports log.py back: the annotations name the class as a string only.
 
-log = logging.getLogger("kafkalab.broker.log")
+log = logging.getLogger(__name__)
 
 
 def _base_offset_of(name: str) -> int | None:

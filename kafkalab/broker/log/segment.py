@@ -43,7 +43,7 @@ _RECOVER_CHUNK = 1024 * 1024
 #: the largest offset - base offset an index entry can hold (a 32-bit relative offset)
 MAX_RELATIVE_OFFSET = 2**31 - 1
 
-log = logging.getLogger("kafkalab.broker.log")
+log = logging.getLogger(__name__)
 
 
 def filename_prefix(base_offset: int) -> str:

@@ -398,7 +398,7 @@ class KafkaServer:
             self.config_change_listener.start()
 
     async def _start_controller(self) -> None:
-        from ..controller import KafkaController
+        from ..zk_controller import KafkaController
         self.kafka_controller = KafkaController(self)
         await self.kafka_controller.startup()
 

@@ -40,7 +40,7 @@ from .zk_data import TopicAssignment
 
 def _assign(n_partitions: int, replication_factor: int, broker_ids, fixed_start_index: int = -1,
             start_partition_id: int = -1) -> dict[int, list[int]]:
-    from ..controller.replica_assignment import assign_replicas_to_brokers
+    from ..zk_controller.replica_assignment import assign_replicas_to_brokers
     return assign_replicas_to_brokers(n_partitions, replication_factor, broker_ids,
                                       fixed_start_index=fixed_start_index, start_partition_id=start_partition_id)
 

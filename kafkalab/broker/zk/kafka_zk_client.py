@@ -39,7 +39,7 @@ from kazoo.protocol.states import EventType
 from . import zk_data as zd
 from .zk_data import BrokerInfo, LeaderIsrAndControllerEpoch, TopicAssignment
 
-log = logging.getLogger("kafkalab.zk")
+log = logging.getLogger(__name__)
 
 __all__ = ["KafkaZkClient", "ControllerMovedError", "BadVersionError", "NodeExistsError", "NoNodeError",
            "KazooState", "EventType"]

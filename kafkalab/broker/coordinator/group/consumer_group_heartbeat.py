@@ -50,7 +50,7 @@ from .consumer_group import (JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, 
                              ConsumerGroup, ConsumerGroupMember, ConsumerGroupState, MemberState)
 from .consumer_group_records import replay
 
-log = logging.getLogger("kafkalab.broker.coordinator")
+log = logging.getLogger(__name__)
 
 
 def _err(code: ErrorCode, message: str) -> KafkaError:

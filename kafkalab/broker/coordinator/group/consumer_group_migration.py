@@ -49,7 +49,7 @@ from .consumer_group import ClassicMemberMetadata, ConsumerGroup, ConsumerGroupM
 from .group_metadata import GroupMetadata, GroupState, MemberMetadata
 from .join_sync import join_result, sync_result
 
-log = logging.getLogger("kafkalab.broker.coordinator")
+log = logging.getLogger(__name__)
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 

@@ -40,7 +40,7 @@ from kafka.protocol.schemas.fields.codecs import UnsignedVarInt32
 from . import schemas
 from .consumer_group import ClassicMemberMetadata, ConsumerGroup, ConsumerGroupMember, MemberState
 
-log = logging.getLogger("kafkalab.broker.coordinator")
+log = logging.getLogger(__name__)
 
 
 class ConsumerGroupMetadataKey(ApiData, load_json=schemas): pass

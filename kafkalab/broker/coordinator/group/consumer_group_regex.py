@@ -32,7 +32,7 @@ import re
 
 from .consumer_group import ConsumerGroup
 
-log = logging.getLogger("kafkalab.broker.coordinator")
+log = logging.getLogger(__name__)
 
 #: Kafka 4.4: a group's regexes are resolved at most once every 10 s, whatever triggers it
 REGEX_MIN_REFRESH_INTERVAL_MS = 10_000

@@ -103,7 +103,7 @@ from .rebalance import Rebalancing
 from .share_group import ShareGroup
 from .share_group_heartbeat import ShareGroupHeartbeats
 
-log = logging.getLogger("kafkalab.broker.coordinator")
+log = logging.getLogger(__name__)
 
 
 class GroupCoordinator(JoinSyncHandlers, Rebalancing, MemberSessions, GroupOffsets, ConsumerGroupHeartbeats,

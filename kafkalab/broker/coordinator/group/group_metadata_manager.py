@@ -38,7 +38,7 @@ from .offsets_topic import (OFFSETS_TOPIC, GroupMetadataKey, GroupMetadataValue,
                             OffsetCommitKey, decode_key, decode_value, group_metadata_key, group_metadata_value,
                             offset_commit_key, offset_commit_value, partition_for)
 
-log = logging.getLogger("kafkalab.broker.coordinator")
+log = logging.getLogger(__name__)
 
 #: offsets.topic.segment.bytes: Kafka keeps the offsets topic's segments small so compaction runs often
 OFFSETS_TOPIC_SEGMENT_BYTES = 104_857_600

@@ -40,7 +40,7 @@ from .group_metadata import GroupMetadata, now_ms
 from .join_sync import COMPLETING, DEAD, EMPTY, UNKNOWN_MEMBER_ID
 from .offsets_topic import OffsetAndMetadata
 
-log = logging.getLogger("kafkalab.broker.coordinator")
+log = logging.getLogger(__name__)
 
 
 class GroupOffsets:

@@ -38,7 +38,7 @@ from ...common.errors import ErrorCode
 from .group_metadata import GroupMetadata, MemberMetadata
 from .join_sync import DEAD, EMPTY, PREPARING
 
-log = logging.getLogger("kafkalab.broker.coordinator")
+log = logging.getLogger(__name__)
 
 
 class MemberSessions:

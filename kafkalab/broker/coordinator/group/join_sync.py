@@ -55,7 +55,7 @@ import uuid
 from ...common.errors import ErrorCode, KafkaError
 from .group_metadata import GroupMetadata, GroupState, MemberMetadata
 
-log = logging.getLogger("kafkalab.broker.coordinator")
+log = logging.getLogger(__name__)
 
 # the group states, by the short names every part of the coordinator uses
 EMPTY, PREPARING, COMPLETING, STABLE, DEAD = (GroupState.EMPTY, GroupState.PREPARING_REBALANCE,

@@ -42,7 +42,7 @@ from ...common.errors import ErrorCode, KafkaError
 from .group_metadata import GroupMetadata, MemberMetadata
 from .join_sync import COMPLETING, EMPTY, PREPARING, STABLE, join_result, sync_result
 
-log = logging.getLogger("kafkalab.broker.coordinator")
+log = logging.getLogger(__name__)
 
 
 class Rebalancing:

@@ -36,7 +36,7 @@ from ...common.errors import ErrorCode, KafkaError
 from .share_group import (JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, ShareGroup, ShareGroupMember,
                           ShareGroupState, simple)
 
-log = logging.getLogger("kafkalab.broker.coordinator")
+log = logging.getLogger(__name__)
 
 ASSIGNOR = "simple"
 

@@ -43,7 +43,7 @@ from ...common.errors import ErrorCode, KafkaError
 from ...common.records import Record, build_batch
 from ..group.offsets_topic import _Reader, java_string_hash
 
-log = logging.getLogger("kafkalab.broker.coordinator.share")
+log = logging.getLogger(__name__)
 
 SHARE_STATE_TOPIC = "__share_group_state"
 SHARE_SNAPSHOT, SHARE_UPDATE = 0, 1     # Kafka's CoordinatorRecordType ids of the share coordinator

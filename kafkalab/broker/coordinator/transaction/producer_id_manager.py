@@ -24,7 +24,7 @@ import logging
 import os
 import time
 
-log = logging.getLogger("kafkalab.broker.coordinator")
+log = logging.getLogger(__name__)
 
 
 class ProducerIdManager:

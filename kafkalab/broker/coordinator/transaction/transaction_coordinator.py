@@ -48,7 +48,7 @@ from .transaction_metadata import (MAX_PRODUCER_EPOCH, NO_PRODUCER_EPOCH, NO_PRO
 from .transaction_log import TRANSACTION_STATE_TOPIC
 from .transaction_state_manager import TransactionStateManager
 
-log = logging.getLogger("kafkalab.broker.coordinator")
+log = logging.getLogger(__name__)
 
 
 class TransactionCoordinator:

@@ -24,7 +24,7 @@ from ...common.errors import ErrorCode, KafkaError
 from ...common.records import ABORT, COMMIT, build_end_txn_marker
 from .transaction_metadata import now_ms
 
-log = logging.getLogger("kafkalab.broker.coordinator")
+log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
 #: wait before a marker is sent again (Kafka's channel retries on its next poll, ~``retry.backoff.ms``)

@@ -35,7 +35,7 @@ from .transaction_log import (STATUS_IDS, TRANSACTION_STATE_TOPIC, TransactionLo
                               partitions_by_topic, read_key, read_value, value_to_bytes)
 from .transaction_metadata import TransactionMetadata, TransactionState, TxnTransitMetadata, now_ms
 
-log = logging.getLogger("kafkalab.broker.coordinator")
+log = logging.getLogger(__name__)
 
 S = TransactionState
 #: states whose transactional id may expire (Kafka's ``shouldExpire``)

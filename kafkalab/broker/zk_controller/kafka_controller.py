@@ -70,7 +70,7 @@ from .partition_state_machine import PartitionStateMachine
 from .replica_state_machine import ReplicaStateMachine
 from .topic_deletion_manager import TopicDeletionManager
 
-log = logging.getLogger("kafkalab.controller")
+log = logging.getLogger(__name__)
 
 __all__ = ["KafkaController", "PREFERRED", "UNCLEAN", "AUTO_REBALANCE_FIRST_DELAY_S"]
 

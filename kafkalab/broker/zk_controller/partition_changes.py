@@ -45,7 +45,8 @@ from . import partition_state_machine as psm
 from .controller_event_manager import NotControllerError
 from .partition_state_machine import StateChangeFailed
 
-log = logging.getLogger("kafkalab.controller")
+log = logging.getLogger(__name__)
+#: Kafka's state-change logger (``state.change.logger``): one name across modules, not the module's
 state_change_log = logging.getLogger("kafkalab.state.change")
 
 PREFERRED, UNCLEAN = 0, 1       # ElectionType

@@ -39,7 +39,7 @@ from ..zk.kafka_zk_client import ControllerMovedError, EventType
 from .controller_channel_manager import ControllerBrokerRequestBatch, ControllerChannelManager
 from .partition_changes import PREFERRED
 
-log = logging.getLogger("kafkalab.controller")
+log = logging.getLogger(__name__)
 
 
 class ControllerFailover:

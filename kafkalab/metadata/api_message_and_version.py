@@ -3,7 +3,7 @@
 A control manager *generates* records (:class:`ApiMessageAndVersion`: a record type, its version
 and its fields) and *replays* them once they are committed; the same replay runs on every
 controller, so a standby's state equals the active one's. Values are written and read with the
-schemas that ``kafkalab dump-log --cluster-metadata-decoder`` uses (:mod:`kafkalab.tools.metadata_records`),
+schemas that ``kafkalab dump-log --cluster-metadata-decoder`` uses (:mod:`kafkalab.metadata.metadata_records`),
 so a record is in Kafka's format by construction. Read back, a record's fields are Kafka's JSON names
 (``topicId``, ``isr``, ...), tagged fields present only when not their default, uuids as Kafka prints them.
 """
@@ -14,8 +14,8 @@ import uuid
 from dataclasses import dataclass, field
 
 from ..broker.common.records import iter_batches, iter_records
-from ..raft.record_serde import encode_metadata_record
-from ..tools.metadata_records import MetadataParseError, MetadataRecord, decode_metadata_record
+from .metadata_record_serde import encode_metadata_record
+from .metadata_records import MetadataParseError, MetadataRecord, decode_metadata_record
 
 
 @dataclass

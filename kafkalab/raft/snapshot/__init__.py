@@ -1,4 +1,5 @@
-"""KRaft snapshots of ``__cluster_metadata`` (Kafka's ``org.apache.kafka.snapshot``, KIP-630).
+"""KRaft snapshots of ``__cluster_metadata`` (Kafka's ``org.apache.kafka.snapshot``, KIP-630, which
+lives in Kafka's raft module as this package lives in :mod:`kafkalab.raft`).
 
 A snapshot is the metadata state at an offset, written as records: ``<end offset>-<epoch>.checkpoint``
 in the partition directory (:mod:`.snapshots`), record batches that open with a SnapshotHeader control

@@ -20,8 +20,8 @@ import os
 import struct
 import time
 
-from ..broker.common.records import CONTROL_MASK, Record, build_batch
-from ..tools.metadata_records import message_class
+from ...broker.common.records import CONTROL_MASK, Record, build_batch
+from ...metadata.metadata_records import message_class
 from .snapshots import OffsetAndEpochId, fsync_dir, partial_path, snapshot_path
 
 SNAPSHOT_HEADER, SNAPSHOT_FOOTER = 3, 4

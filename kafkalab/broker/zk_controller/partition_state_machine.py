@@ -40,7 +40,8 @@ from ..zk.zk_data import LeaderIsrAndControllerEpoch
 from . import election
 from .controller_context import ControllerComponent
 
-log = logging.getLogger("kafkalab.controller")
+log = logging.getLogger(__name__)
+#: Kafka's state-change logger (``state.change.logger``): one name across modules, not the module's
 state_change_log = logging.getLogger("kafkalab.state.change")
 
 # PartitionLeaderElectionStrategy

@@ -28,7 +28,7 @@ import logging
 
 from .controller_context import ControllerComponent
 
-log = logging.getLogger("kafkalab.controller")
+log = logging.getLogger(__name__)
 
 STOP_REPLICA_RETRY_BACKOFF_S = 0.1
 

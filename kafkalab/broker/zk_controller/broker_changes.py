@@ -30,7 +30,7 @@ from ..zk import zk_data as zd
 from . import partition_state_machine as psm
 from .controller_event_manager import NotControllerError
 
-log = logging.getLogger("kafkalab.controller")
+log = logging.getLogger(__name__)
 
 
 class BrokerChanges:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import struct
 
-from ..broker.common.errors import KafkaError
-from ..broker.common.records import iter_batches, iter_records, validate_batch
-from ..tools.metadata_records import MetadataParseError, MetadataRecord, decode_metadata_record, message_class
+from ...broker.common.errors import KafkaError
+from ...broker.common.records import iter_batches, iter_records, validate_batch
+from ...metadata.metadata_records import MetadataParseError, MetadataRecord, decode_metadata_record, message_class
 from .snapshots import OffsetAndEpochId, parse
 
 SNAPSHOT_HEADER, SNAPSHOT_FOOTER = 3, 4

@@ -1,7 +1,7 @@
 """Writing the metadata log's records in Kafka's format (``MetadataRecordSerde``, ``ControlRecordUtils``).
 
 The schemas are kafkalab's own, the ones ``kafkalab dump-log --cluster-metadata-decoder`` reads
-with (:mod:`kafkalab.tools.metadata_records`), so whatever the quorum writes, the dump tool — and
+with (:mod:`kafkalab.metadata.metadata_records`), so whatever the quorum writes, the dump tool — and
 Kafka's ``kafka-dump-log.sh`` — read back:
 
 * a metadata record: key null, value ``frame version 1 | type | version | fields`` (unsigned varints,
@@ -17,7 +17,7 @@ import struct
 
 from kafka.protocol.schemas.fields.codecs import UnsignedVarInt32
 
-from ..tools.metadata_records import FRAME_VERSION, METADATA_RECORD_TYPES, message_class
+from .metadata_records import FRAME_VERSION, METADATA_RECORD_TYPES, message_class
 
 LEADER_CHANGE = 2
 _CONTROL_KEY = struct.Struct(">hh")

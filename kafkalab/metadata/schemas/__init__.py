@@ -7,6 +7,6 @@ Kafka's message definitions (the format kafka-python's ``ApiData`` reads, as in
 is the record's type id) and the values of KRaft's control records
 (``LeaderChangeMessage``, ``SnapshotHeaderRecord``, ``SnapshotFooterRecord``,
 ``KRaftVersionRecord``, ``VotersRecord``). Every record is a flexible version:
-compact strings and arrays, tagged fields. :mod:`kafkalab.tools.metadata_records`
+compact strings and arrays, tagged fields. :mod:`kafkalab.metadata.metadata_records`
 decodes with them.
 """

@@ -34,7 +34,7 @@ from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, SessionExpir
 
 from ..zk.kafka_zk_client import ControllerMovedError
 
-log = logging.getLogger("kafkalab.controller")
+log = logging.getLogger(__name__)
 
 
 class NotControllerError(Exception):

@@ -31,7 +31,7 @@ import logging
 from . import election
 from .controller_context import ControllerComponent
 
-log = logging.getLogger("kafkalab.controller")
+log = logging.getLogger(__name__)
 
 MAX_STATE_WRITE_ATTEMPTS = 3
 

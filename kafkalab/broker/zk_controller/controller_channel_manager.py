@@ -27,7 +27,7 @@ from ..network.network_client import NetworkClient
 from ..zk.zk_data import BrokerInfo
 from .controller_context import ControllerContext
 
-log = logging.getLogger("kafkalab.controller")
+log = logging.getLogger(__name__)
 
 RETRY_BACKOFF_S = 0.1
 LEADER_DURING_DELETE = -2      # Kafka's LeaderAndIsr.LeaderDuringDelete: "this topic is being deleted"

@@ -12,7 +12,7 @@ same format. A record's key is null; its value is
     | record version (unsigned varint) | the record's fields, flexible format
 
 (Kafka's ``MetadataRecordSerde``). The record types and their fields are in
-``kafkalab/tools/metadata_schemas/*.json``, decoded with kafka-python's codec
+``kafkalab/metadata/schemas/*.json``, decoded with kafka-python's codec
 (compact strings and arrays, tagged fields). Kafka's tool prints each record as
 JSON::
 
@@ -46,7 +46,7 @@ from decimal import Decimal
 
 from kafka.protocol.api_data import ApiData
 
-from . import metadata_schemas
+from . import schemas
 
 #: Kafka's ControlRecordType ids (the key of a record in a control batch)
 CONTROL_RECORD_TYPES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER",
@@ -78,8 +78,8 @@ def type_name(record_name: str) -> str:
 
 
 def _message_class(name: str):
-    """A kafka-python ApiData class for the schema ``metadata_schemas/<name>.json``."""
-    return types.new_class(name, (ApiData,), {"load_json": metadata_schemas})
+    """A kafka-python ApiData class for the schema ``schemas/<name>.json``."""
+    return types.new_class(name, (ApiData,), {"load_json": schemas})
 
 
 _CLASSES: dict[str, type] = {}

@@ -1,4 +1,5 @@
-"""Kafka's ZooKeeper-mode controller (``kafka.controller``), in small modules.
+"""Kafka's ZooKeeper-mode controller (``kafka.controller``), in small modules; named ``zk_controller`` so that it
+cannot be taken for the KRaft controller, :mod:`kafkalab.controller` (``org.apache.kafka.controller``).
 
 * :mod:`.kafka_controller`            ``KafkaController``: entry points, ZooKeeper watches -> events, responses
 * :mod:`.controller_failover`         its election through ``/controller``, failover and resignation
