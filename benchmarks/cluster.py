@@ -2,9 +2,9 @@
 
 Usage (from the repository root)::
 
-    python benchmarks/cluster.py --json benchmarks/results/cluster.json        # everything
-    python benchmarks/cluster.py --only startup failover                       # some parts
-    python benchmarks/cluster.py --only throughput --records 1000000 --repeat 3
+    python -m benchmarks.cluster --json benchmarks/results/cluster.json        # everything
+    python -m benchmarks.cluster --only startup failover                       # some parts
+    python -m benchmarks.cluster --only throughput --records 1000000 --repeat 3
 
 Five measurements, each repeated and reported as every run plus the median
 (the machine is shared: the load average is recorded with every run):
@@ -75,18 +75,14 @@ import threading
 import time
 import uuid
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.append(os.path.join(REPO, "tests"))   # cluster_helpers
 
 import psutil  # noqa: E402
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-import cluster_helpers  # noqa: E402  (tests/cluster_helpers.py: wait_until)
+from tests.helpers import cluster_helpers  # noqa: E402  (tests/cluster_helpers.py: wait_until)
 import kafkalab  # noqa: E402
-import throughput  # noqa: E402  (benchmarks/throughput.py: its producer, offsets check, parse_kv)
+from benchmarks import throughput  # noqa: E402  (benchmarks/throughput.py: its producer, offsets check, parse_kv)
 
 PARTS = ("startup", "throughput", "memory", "latency", "failover")
 

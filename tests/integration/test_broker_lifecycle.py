@@ -20,7 +20,7 @@ import psutil
 import pytest
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 
-import kafka_wire as wire
+from tests.helpers import kafka_wire as wire
 import kafkalab
 from conftest import ROOT
 from kafkalab.broker.server.kafka_server import KafkaServer, StartupError

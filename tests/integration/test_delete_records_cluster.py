@@ -16,9 +16,9 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from kafka.protocol.admin.topics import DeleteRecordsRequest, DeleteRecordsResponse
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
 
-import kafka_wire as wire
+from tests.helpers import kafka_wire as wire
 import kafkalab
-from cluster_helpers import broker_states, partition_row, wait_until
+from tests.helpers.cluster_helpers import broker_states, partition_row, wait_until
 from kafkalab.broker.common.errors import ErrorCode
 from kafkalab.cluster import KafkaBackend
 from kafkalab.cluster.distribution import fetch_kafka

@@ -39,9 +39,9 @@ from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
 
-import kafka_wire as wire
+from tests.helpers import kafka_wire as wire
 import kafkalab
-from cluster_helpers import wait_until
+from tests.helpers.cluster_helpers import wait_until
 from kafkalab.broker.apis.messages import build
 from kafkalab.broker.common.errors import ErrorCode
 from kafkalab.broker.common.records import Record, build_batch

@@ -21,9 +21,9 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-import cluster_helpers
+from tests.helpers import cluster_helpers
 import kafkalab
-from cluster_helpers import broker_states, leader_of, partition_row, restore_brokers
+from tests.helpers.cluster_helpers import broker_states, leader_of, partition_row, restore_brokers
 from kafkalab.cluster import Cluster, KafkaBackend
 from kafkalab.cluster.distribution import fetch_kafka
 

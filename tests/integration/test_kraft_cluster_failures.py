@@ -13,7 +13,7 @@ import uuid
 import pytest
 
 import kafkalab
-from cluster_helpers import broker_states, wait_until
+from tests.helpers.cluster_helpers import broker_states, wait_until
 # the scenarios themselves: collected here a second time, with this module's ``cluster`` fixture
 from test_cluster_failures import (  # noqa: F401
     consume_all,

@@ -26,7 +26,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import kafkalab
-from cluster_helpers import wait_until
+from tests.helpers.cluster_helpers import wait_until
 from kafkalab.cluster.kafka_requests import kafka_request, metadata_answer, metadata_request
 from kafkalab.cluster.quorum import QuorumUnavailableError
 from kafkalab.cli import format_status

@@ -19,7 +19,7 @@ from kafka.partitioner.default import murmur2
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 
-import kafka_wire as wire
+from tests.helpers import kafka_wire as wire
 import kafkalab
 from kafkalab.broker.apis import REGISTRY
 from kafkalab.broker.common.errors import ErrorCode

@@ -31,8 +31,8 @@ from confluent_kafka import Producer, ShareConsumer
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic,
                                    ResourceType)
 
-import kafka_wire as wire
-from cluster_helpers import wait_until
+from tests.helpers import kafka_wire as wire
+from tests.helpers.cluster_helpers import wait_until
 from kafka.protocol.admin.groups import ListGroupsRequest, ListGroupsResponse
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 import kafkalab

@@ -14,7 +14,7 @@ import os
 import struct
 
 import pytest
-from kafka_spec import index_entry, record, records_batch, time_index_entry
+from tests.helpers.kafka_spec import index_entry, record, records_batch, time_index_entry
 
 from kafkalab.tools import dump_log, dump_log_df, read_offset_index, read_segment, read_time_index
 

@@ -94,7 +94,7 @@ def test_the_broker_reads_no_request_before_it_is_unfenced(tmp_path):
     caught up with the metadata, published it and been unfenced. A client that connects meanwhile waits."""
     import struct
 
-    import kafka_wire as wire
+    from tests.helpers import kafka_wire as wire
     from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 
     async def scenario():

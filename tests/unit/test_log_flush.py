@@ -5,7 +5,7 @@ import asyncio
 import os
 import threading
 
-from kafka_spec import batch
+from tests.helpers.kafka_spec import batch
 
 from kafkalab.broker.server.config import BrokerConfig, LogConfig
 from kafkalab.broker.log import log_manager as log_manager_module

@@ -5,7 +5,7 @@ import logging
 import os
 
 import pytest
-from kafka_spec import batch, index_entry
+from tests.helpers.kafka_spec import batch, index_entry
 
 from kafkalab.broker.server.config import BrokerConfig, LogConfig
 from kafkalab.broker.log.log_manager import LogManager

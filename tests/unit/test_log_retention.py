@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from kafka_spec import batch
+from tests.helpers.kafka_spec import batch
 
 from kafkalab.broker.server.config import BrokerConfig, LogConfig
 from kafkalab.broker.common.errors import ErrorCode, KafkaError

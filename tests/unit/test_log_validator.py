@@ -5,7 +5,6 @@ import os
 import random
 import resource
 import struct
-import sys
 import time
 
 import cramjam
@@ -17,7 +16,6 @@ from kafkalab.broker.log import log_validator as V
 from kafkalab.broker.log.log_manager import LogManager
 from kafkalab.broker.common.records import HEADER_SIZE, MAX_INFLATION, BatchHeader, Record, build_batch, compute_crc, decompress, iter_records
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "integration"))
 
 MB = 1024 * 1024
 CFG = LogConfig(BrokerConfig({}))
@@ -99,7 +97,7 @@ def test_compacted_topic_needs_keys_and_timestamps_are_bounded():
 
 
 def _zstd_bomb(inflated: int) -> bytes:
-    from test_hardening import zstd_bomb
+    from tests.integration.test_hardening import zstd_bomb
     return zstd_bomb(inflated)
 
 

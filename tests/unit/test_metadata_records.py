@@ -12,7 +12,7 @@ import io
 import struct
 
 import pytest
-from kafka_spec import record, records_batch
+from tests.helpers.kafka_spec import record, records_batch
 
 from kafkalab.tools import dump_log
 from kafkalab.tools.metadata_records import (

@@ -7,7 +7,7 @@ import os
 import shutil
 
 import pytest
-from kafka_spec import batch
+from tests.helpers.kafka_spec import batch
 
 from kafkalab.broker.common.records import ABORT, COMMIT, TRANSACTIONAL_MASK, build_end_txn_marker
 from kafkalab.broker.log.log import UnifiedLog

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from kafka_spec import batch, index_entry, time_index_entry
+from tests.helpers.kafka_spec import batch, index_entry, time_index_entry
 
 from kafkalab.broker.server.config import BrokerConfig, LogConfig
 from kafkalab.broker.log.log import UnifiedLog

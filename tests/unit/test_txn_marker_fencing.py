@@ -6,7 +6,7 @@ cannot end the producer's next transaction on that partition."""
 from __future__ import annotations
 
 import pytest
-from kafka_spec import batch
+from tests.helpers.kafka_spec import batch
 
 from kafkalab.broker.common.errors import ErrorCode, KafkaError
 from kafkalab.broker.common.records import COMMIT, TRANSACTIONAL_MASK, build_end_txn_marker

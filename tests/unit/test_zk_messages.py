@@ -130,7 +130,7 @@ def test_request_type_default_is_not_written():
 # -- the controller-side APIs on a broker whose controller is not active ---------------------
 
 def test_controller_apis_answer_not_controller_on_a_standalone_broker(broker):
-    import kafka_wire as wire
+    from tests.helpers import kafka_wire as wire
     from kafka.protocol.admin.topics import ElectLeadersRequest, ElectLeadersResponse
     from kafkalab.broker.common.errors import ErrorCode
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 import crc32c
 import psutil
 
-import fuzz_corpus
-import kafka_wire as wire
+from tests.helpers import fuzz_corpus
+from tests.helpers import kafka_wire as wire
 
 HEADER_SIZE = 61
 

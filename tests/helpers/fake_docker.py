@@ -24,7 +24,7 @@ compose JupyterLab container does: through Kafka's APIs, ZooKeeper, and the Dock
 API (or, without the socket, printed ``docker compose`` commands that
 :class:`Instructor` carries out).
 
-Imported like ``kafka_wire``: ``from fake_docker import ...`` (pytest puts tests/ on ``sys.path``).
+Imported like ``kafka_wire``: ``from tests.helpers.fake_docker import ...`` (see tests/helpers/__init__.py).
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ import urllib.parse
 
 from kafkalab.cluster.docker_api import BROKER_ID_LABEL, PROJECT_LABEL, SERVICE_LABEL
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COMPOSE_FILE = os.path.join(ROOT, "docker-compose.yml")
 API_VERSION = "1.45"
 #: what real Kafka prints, and then exits with 1, when it starts while its old registration is still there

@@ -1,7 +1,7 @@
 """A consume-transform-produce copier run as its own process, as Kafka's system test
 ``transactions_test.py`` runs its ``TransactionalMessageCopier`` instances:
 
-    python tests/txn_copier.py BOOTSTRAP SRC DST GROUP TRANSACTIONAL_ID
+    python tests/helpers/txn_copier.py BOOTSTRAP SRC DST GROUP TRANSACTIONAL_ID
 
 A ``read_committed`` consumer in GROUP reads SRC; each batch is produced to the same partition of DST
 in a transaction of TRANSACTIONAL_ID together with the consumer's positions

@@ -1,6 +1,6 @@
 """The fuzz corpus: request frames that real clients sent to a mini broker.
 
-``python tests/fuzz_corpus.py`` starts a ``kafkalab.mini()`` broker in this process, records every
+``python -m tests.helpers.fuzz_corpus`` (from the repository root) starts a ``kafkalab.mini()`` broker in this process, records every
 request frame its ``SocketServer`` receives while confluent-kafka and kafka-python clients do
 ordinary work (produce with each compression, an idempotent producer, consume in a group with
 commits, admin: create/alter/describe/delete), and writes ``tests/data/fuzz_corpus.bin``:
@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # tests/
 CORPUS = os.path.join(HERE, "data", "fuzz_corpus.bin")
 PER_API_VERSION = 3        # frames kept per (api key, version[, compression of a Produce])
 MAX_FRAME = 32 * 1024      # larger frames are left out (the corpus stays small)

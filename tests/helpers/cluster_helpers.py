@@ -1,7 +1,7 @@
 """Helpers shared by the tests that run a real cluster (``kafkalab.cluster``) and by benchmarks/cluster.py.
 
-Imported like ``kafka_wire``: ``from cluster_helpers import ...`` (pytest puts tests/ on ``sys.path``
-because of tests/conftest.py; benchmarks/cluster.py adds tests/ to its path itself).
+Imported like ``kafka_wire``: ``from tests.helpers.cluster_helpers import ...`` (the repository root is on
+``sys.path``: pytest's ``pythonpath = ["."]``, or ``python -m benchmarks.cluster`` run from the root).
 
 Each test module keeps its own timeouts: bind them once with ``functools.partial``, e.g.
 ``wait_until = functools.partial(cluster_helpers.wait_until, timeout=45, interval=0.2)``.
