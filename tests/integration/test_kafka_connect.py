@@ -292,7 +292,7 @@ def test_fetch_connect_command(connect_home):
                      "kafka-clients", "slf4j-reload4j"):
         assert any(j.startswith(artifact + "-") for j in jars), artifact
     assert "connect-runtime-3.9.2.jar" in jars and "kafka-clients-3.9.2.jar" in jars
-    # a failed fetch (one line, nothing left in the cache): tests/unit/test_kafka_connect_config.py
+    # a failed fetch (one line, nothing left in the cache): tests/unit/kafka_connect/test_kafka_connect_config.py
 
 
 OWNER = textwrap.dedent("""

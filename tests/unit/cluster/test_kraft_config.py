@@ -114,7 +114,7 @@ def test_kraft_needs_kafka_4_and_says_so(tmp_path, monkeypatch):
 
 
 def test_an_unknown_mode_fails_at_once():
-    # mini combined nodes (combined=True on the mini backend): tests/unit/test_kafka_raft_server.py and
+    # mini combined nodes (combined=True on the mini backend): tests/unit/kraft/test_kafka_raft_server.py and
     # tests/integration/test_mini_kraft_combined.py
     with pytest.raises(ValueError, match="'zookeeper' or 'kraft'"):
         kafkalab.cluster(brokers=3, mode="raft")

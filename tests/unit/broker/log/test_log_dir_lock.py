@@ -13,7 +13,7 @@ from kafkalab.broker.server.config import BrokerConfig
 from kafkalab.broker.server.kafka_server import StartupError
 from kafkalab.broker.log.log_manager import CLEAN_SHUTDOWN_FILE, LogDirLock, LogDirLockedError, LogManager
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 KAFKA_WORDING = ("Failed to acquire lock on file .lock in {dir}. "
                  "A Kafka instance in another process or thread is using this directory.")
 

@@ -11,7 +11,7 @@ import pytest
 from kafkalab.cluster.maven import FetchError
 from kafkalab.spark import connector
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_the_coordinate_is_the_installed_pyspark_and_its_scala():

@@ -16,7 +16,7 @@ from kafkalab.cluster import distribution as d
 from kafkalab.cluster import maven
 from kafkalab.cluster.distribution import FetchError, fetch_kafka, parse_version
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 @pytest.mark.parametrize("spec, parsed, maven", [
