@@ -168,7 +168,7 @@ def delete_topic(c, topic: str) -> None:
     try:
         admin = AdminClient({"bootstrap.servers": c.bootstrap_servers})
         admin.delete_topics([topic], operation_timeout=30)[topic].result(60)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001
         print(f"  (could not delete {topic}: {exc})", flush=True)
 
 

@@ -155,7 +155,7 @@ def create_topic(bootstrap: str, topic: str, partitions: int, topic_configs: dic
         fut = admin.create_topics([NewTopic(topic, partitions, 1, config=topic_configs)],
                                   request_timeout=10)[topic]
         fut.result(timeout=15)
-    except Exception as exc:  # e.g. a broker without CreateTopics: auto-create on metadata
+    except Exception as exc:  # e.g. a broker without CreateTopics: auto-create on metadata  # noqa: BLE001
         how = f"auto-created ({str(exc).splitlines()[0][:80]})"
         p = Producer({"bootstrap.servers": bootstrap})
         p.list_topics(topic, timeout=10)

@@ -252,7 +252,7 @@ class ComposeLikeCluster:
     :class:`FakeDocker` (``docker=True``) whose containers are those brokers. ``close()`` stops everything,
     including the restarts still running in the background."""
 
-    def __init__(self, dir: str, docker: bool = True, project: str = "kafkalab", backend=None, **overrides):
+    def __init__(self, dir: str, docker: bool = True, project: str = "kafkalab", backend=None, **overrides):  # noqa: A002
         """``backend``: mini brokers (the default), or a :class:`~kafkalab.cluster.KafkaBackend` for Apache
         Kafka's own, which then get every config the compose file gives its brokers (transactions too) and
         its heap: the workshop's cluster, but for the containers."""

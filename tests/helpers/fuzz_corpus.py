@@ -70,7 +70,7 @@ def _codec(frame: bytes, version: int) -> int:
         request = ProduceRequest.decode(frame, version=version, header=True)
         records = request.topic_data[0].partition_data[0].records
         return struct.unpack_from(">h", records, 21)[0] & 0x07
-    except Exception:
+    except Exception:  # noqa: BLE001
         return -1
 
 

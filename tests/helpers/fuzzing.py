@@ -37,7 +37,7 @@ def _find_batch(frame: bytes) -> int:
         version = struct.unpack_from(">h", frame, 2)[0]
         request = ProduceRequest.decode(frame, version=version, header=True)
         records = bytes(request.topic_data[0].partition_data[0].records)
-    except Exception:
+    except Exception:  # noqa: BLE001
         return -1
     return frame.rfind(records) if len(records) >= HEADER_SIZE else -1
 

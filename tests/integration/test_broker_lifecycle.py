@@ -57,7 +57,7 @@ def long_poll(bootstrap, topic, result):
                                partition_max_bytes=2**20)])], forgotten_topics_data=[], rack_id="")
     try:
         result.append(wire.call(bootstrap, req, FetchResponse, 12))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001
         result.append(exc)
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import binascii
 import os
-import socket
 import struct
 import sys
 import time
@@ -50,7 +49,7 @@ def warm_up(proc) -> None:
     try:
         c.list_topics(timeout=10)
         c.committed([], timeout=10)
-    except Exception:
+    except Exception:  # noqa: BLE001
         pass
     deadline = time.time() + 20
     req = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="__consumer_offsets")],

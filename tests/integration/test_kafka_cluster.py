@@ -129,7 +129,7 @@ def test_kill_the_leader_another_takes_over_and_restart_rejoins_the_isr(kc, rest
     kc.kill(leader)
     assert gone(pid) and rows(kc)[leader]["alive"] == "killed"
     # the controller notices when the dead broker's ZooKeeper session expires, and elects a new leader
-    new = wait_until(lambda: (lambda l: l if l not in (-1, leader) else None)(leader_of(kc, topic, 0)),
+    new = wait_until(lambda: (lambda ld: ld if ld not in (-1, leader) else None)(leader_of(kc, topic, 0)),
                      "a new leader")
     wait_until(lambda: leader not in partition_row(kc, topic, 0)["isr"], "the killed broker to leave the ISR")
     produce(kc, topic, [f"after-{i}" for i in range(50)])        # acks=all with ISR 2 >= min.insync.replicas

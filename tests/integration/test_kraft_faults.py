@@ -123,7 +123,7 @@ def create_one(bootstrap: str, name: str, partitions: int = 2, timeout_s: float 
     try:
         admin.create_topics([NewTopic(name, partitions, 3)], request_timeout=timeout_s)[name].result(timeout_s + 10)
         return None
-    except Exception as exc:   # confluent_kafka.KafkaException(KafkaError)
+    except Exception as exc:   # confluent_kafka.KafkaException(KafkaError)  # noqa: BLE001
         return exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else exc
 
 

@@ -333,7 +333,7 @@ class ParkedFetch:
             start = time.monotonic()
             try:
                 self.result = _fetch(broker, topic, offsets, **kwargs)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001
                 self.result = exc
             self.elapsed = time.monotonic() - start
 

@@ -283,8 +283,6 @@ def test_a_restart_keeps_the_start_offset_and_the_delivery_counts(tmp_path):
     """Mini broker only (a restart of Kafka is not needed to know Kafka keeps them: KIP-932's share coordinator
     exists for it). Records 0-4 accepted and 5-9 released before the restart: after it the group goes on at 5,
     and 5-9 come with delivery count 2."""
-    from kafkalab.broker.coordinator.share.share_coordinator import (SHARE_STATE_TOPIC, decode_key,
-                                                                     decode_snapshot_value)
     with kafkalab.mini(log_dir=str(tmp_path), **CONFIGS) as b:
         topic, group = setup_topic(b.bootstrap_servers, 10)
         c = consumer(b.bootstrap_servers, group, topic)

@@ -177,7 +177,7 @@ def test_coordinator_sigkilled_while_its_markers_are_on_their_way(cluster):
         try:
             p.commit_transaction(WAIT_S)
             outcome["result"] = "committed"
-        except Exception as exc:   # reported below, with what the consumer saw
+        except Exception as exc:   # reported below, with what the consumer saw  # noqa: BLE001
             outcome["result"] = exc
     committer = threading.Thread(target=commit)
     committer.start()

@@ -15,7 +15,6 @@ import time
 
 from kafkalab.broker.apis.messages import build
 from kafkalab.raft.epoch_state import FollowerState, ResignedState, UnattachedState, VotedState
-from kafkalab.raft.kafka_metadata_log import OffsetAndEpoch
 from kafkalab.raft.kafka_raft_client import KafkaRaftClient, RaftConfig
 from kafkalab.raft.leader_state import LeaderState
 from kafkalab.raft.raft_apis import (FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER, handle_begin_quorum_epoch,

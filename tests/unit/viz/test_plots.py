@@ -123,17 +123,17 @@ def test_failover_timeline_leader_isr_and_offsets_share_the_time_axis():
     names = legend_texts(ax_offsets)
     assert names == ["high watermark", "LEO of broker 1 (dots: answered)", "LEO of broker 2", "LEO of broker 3"]
     # broker 1 went quiet for 5 s: its last LEO held (dotted), then the jump when it answered again
-    dotted = [l for l in ax_offsets.get_lines() if l.get_linestyle() == ":" and l.get_color() == plots.broker_colour(1)]
+    dotted = [ln for ln in ax_offsets.get_lines() if ln.get_linestyle() == ":" and ln.get_color() == plots.broker_colour(1)]
     assert len(dotted) == 1 and list(dotted[0].get_xdata()) == [0.0, 5.0]
     assert [t.get_text() for t in ax_offsets.texts] == ["kill 1", "restart 1"]
-    assert sum(1 for l in ax_leader.get_lines() if list(l.get_xdata()) == [5.0, 5.0]) == 1   # the event line
+    assert sum(1 for ln in ax_leader.get_lines() if list(ln.get_xdata()) == [5.0, 5.0]) == 1   # the event line
     assert len(ax_leader.patches) == 1                                                      # the shaded span
 
 
 def test_failover_timeline_takes_isr_size_and_colours_brokers_alike():
     frame = failover_frame().drop(columns=["isr"]).assign(isr_size=3)
     ax_offsets = failover_timeline(frame).axes[2]
-    by_label = {l.get_label(): l for l in ax_offsets.get_lines()}
+    by_label = {ln.get_label(): ln for ln in ax_offsets.get_lines()}
     assert by_label["LEO of broker 2"].get_color() == plots.broker_colour(2)
 
 
@@ -229,8 +229,8 @@ def test_lag_over_time_rejects_frames_without_lag():
 # -- throughput_latency -----------------------------------------------------------------------------
 
 def test_throughput_latency_one_line_per_label():
-    sweep = pd.DataFrame([{"batch.size": b, "linger.ms": l, "records/s": b / 10 + l, "p50 latency ms": 1 + l}
-                          for b in (1_000, 16_384) for l in (0, 5, 50)])
+    sweep = pd.DataFrame([{"batch.size": b, "linger.ms": ms, "records/s": b / 10 + ms, "p50 latency ms": 1 + ms}
+                          for b in (1_000, 16_384) for ms in (0, 5, 50)])
     ax, = throughput_latency(sweep, "p50 latency ms", "records/s", "batch.size", annotate="linger.ms").axes
     assert ax.get_xlabel() == "p50 latency ms" and ax.get_ylabel() == "records/s"
     assert legend_texts(ax) == ["batch.size=1,000", "batch.size=16,384"]
