@@ -80,7 +80,7 @@ import psutil  # noqa: E402
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from tests.helpers import cluster_helpers  # noqa: E402  (tests/cluster_helpers.py: wait_until)
+from tests.helpers import cluster_helpers  # noqa: E402  (tests/helpers/cluster_helpers.py: wait_until)
 import kafkalab  # noqa: E402
 from benchmarks import throughput  # noqa: E402  (benchmarks/throughput.py: its producer, offsets check, parse_kv)
 
@@ -135,7 +135,7 @@ def broker_cpu(c) -> dict[int, float]:
     return out
 
 
-# tests/cluster_helpers.py; it raises WaitTimedOut, a TimeoutError
+# tests/helpers/cluster_helpers.py; it raises WaitTimedOut, a TimeoutError
 wait_until = functools.partial(cluster_helpers.wait_until, timeout=60.0, interval=0.05)
 
 

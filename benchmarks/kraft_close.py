@@ -28,7 +28,7 @@ ASSIGNMENT = [[1, 2, 3], [2, 3, 1], [3, 1, 2]]
 WAIT_FENCED = False
 
 
-# tests/cluster_helpers.py's wait: any exception is "not yet"; WaitTimedOut, a TimeoutError, when time runs out
+# tests/helpers/cluster_helpers.py's wait: any exception is "not yet"; WaitTimedOut, a TimeoutError, when time runs out
 _wait = functools.partial(cluster_helpers.wait_until, timeout=90.0, interval=0.2)
 
 

@@ -1,7 +1,7 @@
 """A mutation fuzzer for the mini broker (issue 8), used by ``tests/integration/test_fuzz.py`` (a short
 seeded run) and ``benchmarks/fuzz.py`` (a long one).
 
-Frames from the captured corpus (``tests/fuzz_corpus.py``) are mutated with a fixed seed and sent
+Frames from the captured corpus (``tests/helpers/fuzz_corpus.py``) are mutated with a fixed seed and sent
 over many connections at once, while a well-behaved idempotent ``acks=all`` producer and a
 consumer work on their own topic. Mutations: bit flips, truncation, length prefixes that lie,
 array counts that lie, nulls (-1 lengths), record areas overwritten with and without a CRC that

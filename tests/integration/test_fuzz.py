@@ -1,6 +1,6 @@
 """Mutation fuzzing (issue 8): mutated client frames over many connections, good clients alongside.
 
-A short seeded run of ``tests/fuzzing.py`` against one broker process: frames captured from
+A short seeded run of ``tests/helpers/fuzzing.py`` against one broker process: frames captured from
 confluent-kafka and kafka-python (``tests/data/fuzz_corpus.bin``), mutated (bit flips, truncation,
 length and count lies, nulls, record areas with and without a matching CRC, codec swaps, zstd
 bombs, huge partition counts), sent on 8 threads while an idempotent ``acks=all`` producer and a
