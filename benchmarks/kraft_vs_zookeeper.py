@@ -56,8 +56,8 @@ GOAL_S = 2.0
 ASSIGNMENT = [[1, 2, 3], [2, 3, 1], [3, 1, 2]]
 
 
-# tests/helpers/cluster_helpers.py's wait (benchmarks/cluster.py put tests/ on the path): any exception is "not yet" (a node
-# down for a moment); WaitTimedOut, a TimeoutError, when time runs out
+# tests/helpers/cluster_helpers.py's wait: any exception is "not yet" (a node down for a moment); WaitTimedOut,
+# a TimeoutError, when time runs out
 _wait = functools.partial(cluster_helpers.wait_until, timeout=90.0, interval=0.2)
 
 

@@ -1,7 +1,7 @@
 """The fuzz corpus: request frames that real clients sent to a mini broker.
 
-``python -m tests.helpers.fuzz_corpus`` (from the repository root) starts a ``kafkalab.mini()`` broker in this process, records every
-request frame its ``SocketServer`` receives while confluent-kafka and kafka-python clients do
+``python -m tests.helpers.fuzz_corpus`` (from the repository root) starts a ``kafkalab.mini()`` broker in
+this process, records every request frame its ``SocketServer`` receives while confluent-kafka and kafka-python clients do
 ordinary work (produce with each compression, an idempotent producer, consume in a group with
 commits, admin: create/alter/describe/delete), and writes ``tests/data/fuzz_corpus.bin``:
 a few frames per (API, version), each as a 4-byte length and the frame without its size prefix.

@@ -571,7 +571,8 @@ def test_simple_assignor_spreads_partitions(bootstrap, members, partitions):
     """The ``simple`` assignor as ShareGroupDescribe shows it: with fewer members than partitions each partition
     goes to one member (counts differ by at most one); with more members, every member gets one partition and
     the partitions are shared. (Both shapes were compared with Kafka 4.4; to keep this file's time, the test
-    runs the shared one: the other is in tests/unit/broker/coordinator/group/test_share_group_assignor.py and the mini cluster test.)"""
+    runs the shared one: the other is in tests/unit/broker/coordinator/group/test_share_group_assignor.py and the
+    mini cluster test.)"""
     _, bs = bootstrap
     topic, group = setup_topic(bs, 0, partitions=partitions)
     consumers = {f"c{i}": consumer(bs, group, topic) for i in range(members)}

@@ -123,7 +123,8 @@ def test_failover_timeline_leader_isr_and_offsets_share_the_time_axis():
     names = legend_texts(ax_offsets)
     assert names == ["high watermark", "LEO of broker 1 (dots: answered)", "LEO of broker 2", "LEO of broker 3"]
     # broker 1 went quiet for 5 s: its last LEO held (dotted), then the jump when it answered again
-    dotted = [ln for ln in ax_offsets.get_lines() if ln.get_linestyle() == ":" and ln.get_color() == plots.broker_colour(1)]
+    dotted = [ln for ln in ax_offsets.get_lines()
+              if ln.get_linestyle() == ":" and ln.get_color() == plots.broker_colour(1)]
     assert len(dotted) == 1 and list(dotted[0].get_xdata()) == [0.0, 5.0]
     assert [t.get_text() for t in ax_offsets.texts] == ["kill 1", "restart 1"]
     assert sum(1 for ln in ax_leader.get_lines() if list(ln.get_xdata()) == [5.0, 5.0]) == 1   # the event line

@@ -19,7 +19,8 @@ from kafkalab.tools.dump_log import dump_files
 
 #: a partition directory a Kafka 3.9.2 broker wrote (segment.bytes 600) and left at a clean shutdown: an
 #: idempotent producer (0), a committed (1) and an aborted (2) transaction, one left open (3) at offset 18
-KAFKA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))), "data", "kafka-3.9.2-snap-0")
+TESTS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+KAFKA_DIR = os.path.join(TESTS, "data", "kafka-3.9.2-snap-0")
 T0 = 1_700_000_000_000
 IDEMPOTENT, TXN, OPEN = 1000, 2000, 3000
 
