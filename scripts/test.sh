@@ -7,8 +7,9 @@
 #
 # ./scripts/test.sh --fast [pytest args]: the quick loop, a minute or two: ruff (pyproject's [tool.ruff]), mypy
 # ([tool.mypy]'s files) and tests/unit only, with no Kafka, Connect or anything else fetched (./.venv is still
-# created or updated through _env.sh). --fast must come first; the other arguments go to pytest, e.g.
-# ./scripts/test.sh --fast -k segment, or ./scripts/test.sh --fast tests/unit/broker/log to run one directory.
+# created or updated through _env.sh), stopping at the first of the three that fails. --fast must come first;
+# the other arguments go to pytest, e.g. ./scripts/test.sh --fast -k segment, or
+# ./scripts/test.sh --fast tests/unit/broker/log to run one directory instead of tests/unit.
 # Without --fast the script runs everything, as above (README's test command and .ci/run call it so).
 FAST=0
 if [ "${1:-}" = "--fast" ]; then
@@ -28,7 +29,7 @@ if [ "$FAST" = 1 ]; then
         case "$arg" in tests/*) paths=(); break ;; esac
     done
     echo "==> pytest ${paths[*]} $*"
-    exec python -m pytest "${paths[@]}" -p no:cacheprovider -q -n 2 "$@"
+    exec python -m pytest ${paths[@]+"${paths[@]}"} -p no:cacheprovider -q -n 2 "$@"
 fi
 # Real Apache Kafka (tests/integration/test_kafka_cluster.py, the lessons checked against it): fetched once
 # into ~/.kafkalab/dist (or $KAFKALAB_DIST), then reused without the network.
