@@ -2,9 +2,9 @@
 
 Usage (from the repository root)::
 
-    python benchmarks/cluster.py --json benchmarks/results/cluster.json        # everything
-    python benchmarks/cluster.py --only startup failover                       # some parts
-    python benchmarks/cluster.py --only throughput --records 1000000 --repeat 3
+    python -m benchmarks.cluster --json benchmarks/results/cluster.json        # everything
+    python -m benchmarks.cluster --only startup failover                       # some parts
+    python -m benchmarks.cluster --only throughput --records 1000000 --repeat 3
 
 Five measurements, each repeated and reported as every run plus the median
 (the machine is shared: the load average is recorded with every run):
@@ -75,18 +75,14 @@ import threading
 import time
 import uuid
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.append(os.path.join(REPO, "tests"))   # cluster_helpers
 
 import psutil  # noqa: E402
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-import cluster_helpers  # noqa: E402  (tests/cluster_helpers.py: wait_until)
+from tests.helpers import cluster_helpers  # noqa: E402  (tests/helpers/cluster_helpers.py: wait_until)
 import kafkalab  # noqa: E402
-import throughput  # noqa: E402  (benchmarks/throughput.py: its producer, offsets check, parse_kv)
+from benchmarks import throughput  # noqa: E402  (benchmarks/throughput.py: its producer, offsets check, parse_kv)
 
 PARTS = ("startup", "throughput", "memory", "latency", "failover")
 
@@ -139,7 +135,7 @@ def broker_cpu(c) -> dict[int, float]:
     return out
 
 
-# tests/cluster_helpers.py; it raises WaitTimedOut, a TimeoutError
+# tests/helpers/cluster_helpers.py; it raises WaitTimedOut, a TimeoutError
 wait_until = functools.partial(cluster_helpers.wait_until, timeout=60.0, interval=0.05)
 
 
@@ -172,7 +168,7 @@ def delete_topic(c, topic: str) -> None:
     try:
         admin = AdminClient({"bootstrap.servers": c.bootstrap_servers})
         admin.delete_topics([topic], operation_timeout=30)[topic].result(60)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001
         print(f"  (could not delete {topic}: {exc})", flush=True)
 
 

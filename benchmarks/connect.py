@@ -2,7 +2,7 @@
 
 Usage (from the repository root)::
 
-    python benchmarks/connect.py --repeat 3 --json benchmarks/results/connect.json
+    python -m benchmarks.connect --repeat 3 --json benchmarks/results/connect.json
 
 Each run starts a mini broker as a lesson gets it (``kafkalab.mini()`` with the broker's defaults, so
 ``group.initial.rebalance.delay.ms`` is 3000 as in Kafka) and on it ``kafkalab.connect_cluster(workers=2)``
@@ -26,7 +26,6 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import psutil  # noqa: E402
 

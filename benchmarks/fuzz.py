@@ -1,8 +1,8 @@
-"""The long run of the mutation fuzzer (issue 8): ``tests/fuzzing.py`` against a broker process.
+"""The long run of the mutation fuzzer (issue 8): ``tests/helpers/fuzzing.py`` against a broker process.
 
 Usage (from the repository root)::
 
-    python benchmarks/fuzz.py --frames 50000 --seeds 1 2 3 --json benchmarks/results/fuzz.json
+    python -m benchmarks.fuzz --frames 50000 --seeds 1 2 3 --json benchmarks/results/fuzz.json
 
 Per seed: a fresh mini broker process (``max.broker.partitions`` 400, so that fuzzed CreateTopics
 stay within the open-file limit), the corpus topics and ``fuzz-good`` created, then ``--frames``
@@ -17,19 +17,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
-import sys
 import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "tests"))
-sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 
-import fuzz_corpus  # noqa: E402
-import fuzzing  # noqa: E402
-from conftest import BrokerProcess  # noqa: E402
-from test_fuzz import BROKER_PARTITIONS, create_topics  # noqa: E402
+from tests.helpers import fuzz_corpus  # noqa: E402
+from tests.helpers import fuzzing  # noqa: E402
+from tests.conftest import BrokerProcess  # noqa: E402
+from tests.integration.test_fuzz import BROKER_PARTITIONS, create_topics  # noqa: E402
 
 MB = 1024 * 1024
 

@@ -2,7 +2,7 @@
 
 Usage (from the repository root)::
 
-    python benchmarks/hotpath.py [--batch-records 8000] [--value-size 100] [--requests 300]
+    python -m benchmarks.hotpath [--batch-records 8000] [--value-size 100] [--requests 300]
 
 ``throughput.py`` measures what a client sees, which on a shared 2-core
 machine is noisy and often limited by the client itself. This script calls
@@ -25,7 +25,6 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from kafka.protocol.consumer.fetch import FetchRequest  # noqa: E402
 from kafka.protocol.producer.produce import ProduceRequest  # noqa: E402

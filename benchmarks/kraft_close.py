@@ -2,7 +2,7 @@
 
 Usage (from the repository root)::
 
-    python benchmarks/kraft_close.py --repeat 10 [--json out.json]
+    python -m benchmarks.kraft_close --repeat 10 [--json out.json]
 
 Each round: ``kafkalab.cluster(brokers=3, mode="kraft")``, a topic of 3 partitions (replicas 3), SIGKILL the
 active controller and restart it, SIGKILL a broker and restart it, then ``close()``. Reported per round: the
@@ -17,22 +17,18 @@ import json
 import os
 import re
 import statistics
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))   # cluster_helpers
 
-import cluster_helpers  # noqa: E402
+from tests.helpers import cluster_helpers  # noqa: E402
 import kafkalab  # noqa: E402
-from kafkalab.cluster import kraft as kraft_module  # noqa: E402
 
 ASSIGNMENT = [[1, 2, 3], [2, 3, 1], [3, 1, 2]]
 WAIT_FENCED = False
 
 
-# tests/cluster_helpers.py's wait: any exception is "not yet"; WaitTimedOut, a TimeoutError, when time runs out
+# tests/helpers/cluster_helpers.py's wait: any exception is "not yet"; WaitTimedOut, a TimeoutError, when time runs out
 _wait = functools.partial(cluster_helpers.wait_until, timeout=90.0, interval=0.2)
 
 

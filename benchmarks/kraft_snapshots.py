@@ -5,7 +5,7 @@ TopicRecord, a ConfigRecord and P PartitionRecords, RF 3, one topic per batch as
 (a) replayed whole into a metadata image, (b) written as a snapshot (``SnapshotGenerator.emit``: size, time),
 (c) loaded from that snapshot (``RecordsSnapshotReader`` + replay). Median of ``--repeat`` runs.
 
-    python benchmarks/kraft_snapshots.py --topics 1000 5000 --partitions 3 [--churn 4] --repeat 3 [--json out.json]
+    python -m benchmarks.kraft_snapshots --topics 1000 5000 --partitions 3 [--churn 4] --repeat 3 [--json out.json]
 
 ``--churn K``: after its creation each topic's partitions change leader K times (PartitionChangeRecords), each
 change followed by a NoOpRecord, as a long-running cluster's log fills with changes the snapshot folds away.
@@ -14,14 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import sys
 import tempfile
 import time
 import uuid
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from kafkalab.metadata.api_message_and_version import ApiMessageAndVersion  # noqa: E402
 from kafkalab.controller.quorum_controller import replay_record  # noqa: E402
 from kafkalab.controller.snapshot_generator import SnapshotGenerator  # noqa: E402

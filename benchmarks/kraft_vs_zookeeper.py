@@ -2,9 +2,9 @@
 
 Usage (from the repository root; Kafka from ``kafkalab fetch-kafka 3.9`` and ``kafkalab fetch-kafka 4``)::
 
-    python benchmarks/kraft_vs_zookeeper.py --json benchmarks/results/kraft-vs-zookeeper.json
-    python benchmarks/kraft_vs_zookeeper.py --clusters mini,mini-kraft --repeat 3
-    python benchmarks/kraft_vs_zookeeper.py --clusters mini-kraft-combined,mini-kraft --repeat 3
+    python -m benchmarks.kraft_vs_zookeeper --json benchmarks/results/kraft-vs-zookeeper.json
+    python -m benchmarks.kraft_vs_zookeeper --clusters mini,mini-kraft --repeat 3
+    python -m benchmarks.kraft_vs_zookeeper --clusters mini-kraft-combined,mini-kraft --repeat 3
 
 The clusters, one after the other: ``mini`` (ZooKeeper + 3 mini brokers, the lab's default), ``mini-kraft``
 (3 mini controllers, ``python -m kafkalab.controller``, + 3 mini brokers in KRaft mode, no ZooKeeper),
@@ -43,14 +43,10 @@ import platform
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-sys.path.append(os.path.join(os.path.dirname(HERE), "tests"))   # cluster_helpers
 
-import cluster_helpers  # noqa: E402
-from cluster import cluster_rss, load  # noqa: E402  (benchmarks/cluster.py)
-from real_kafka import kraft_rss, start  # noqa: E402
+from tests.helpers import cluster_helpers  # noqa: E402
+from benchmarks.cluster import cluster_rss, load  # noqa: E402  (benchmarks/cluster.py)
+from benchmarks.real_kafka import kraft_rss, start  # noqa: E402
 
 from kafkalab.cluster.distribution import fetch_kafka  # noqa: E402
 from kafkalab.cluster.failover_probe import kill_and_watch, preferred_leader  # noqa: E402
@@ -60,8 +56,8 @@ GOAL_S = 2.0
 ASSIGNMENT = [[1, 2, 3], [2, 3, 1], [3, 1, 2]]
 
 
-# tests/cluster_helpers.py's wait (benchmarks/cluster.py put tests/ on the path): any exception is "not yet" (a node
-# down for a moment); WaitTimedOut, a TimeoutError, when time runs out
+# tests/helpers/cluster_helpers.py's wait: any exception is "not yet" (a node down for a moment); WaitTimedOut,
+# a TimeoutError, when time runs out
 _wait = functools.partial(cluster_helpers.wait_until, timeout=90.0, interval=0.2)
 
 

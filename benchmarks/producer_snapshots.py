@@ -3,7 +3,7 @@ closed cleanly, loaded again (a) with its snapshots and (b) with them deleted, s
 replayed; and (c) after a crash with the recovery point in the last segment. Prints the batches read
 for producer state and the load times (median of ``--repeat`` loads), and writes ``--json``.
 
-    python benchmarks/producer_snapshots.py --batches 100000 --repeat 3
+    python -m benchmarks.producer_snapshots --batches 100000 --repeat 3
 """
 from __future__ import annotations
 
@@ -12,12 +12,10 @@ import json
 import os
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "unit"))
-from kafka_spec import batch  # noqa: E402
+from tests.helpers.kafka_spec import batch  # noqa: E402
 
 from kafkalab.broker.log.log_manager import LogManager  # noqa: E402
 from kafkalab.broker.log.producer_snapshot import list_snapshots  # noqa: E402

@@ -13,7 +13,7 @@ then measures
 
 The stopped node is restarted before the next trial. Run from the repository root::
 
-    python benchmarks/raft_failover.py --trials 10 --json benchmarks/results/raft-failover.json
+    python -m benchmarks.raft_failover --trials 10 --json benchmarks/results/raft-failover.json
 """
 from __future__ import annotations
 
@@ -25,7 +25,6 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from kafkalab.broker.common.records import iter_batches  # noqa: E402
 from kafkalab.cluster.raft_quorum import RaftQuorum  # noqa: E402

@@ -2,8 +2,8 @@
 
 Usage (from the repository root; Kafka from ``kafkalab fetch-kafka 3.9``)::
 
-    python benchmarks/real_kafka.py --json benchmarks/results/real-kafka.json
-    python benchmarks/real_kafka.py --runs 5 --records 200000
+    python -m benchmarks.real_kafka --json benchmarks/results/real-kafka.json
+    python -m benchmarks.real_kafka --runs 5 --records 200000
 
 For each run, alternating the clusters (mini, kafka, kraft, kraft-combined, mini, ...) so that all see the
 same load. ``mini``: ZooKeeper + 3 mini brokers; ``kafka``: ZooKeeper + 3 Kafka 3.9 brokers; ``kraft``: Kafka
@@ -40,16 +40,13 @@ import sys
 import time
 import uuid
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
-sys.path.insert(0, HERE)
 
 import kafkalab  # noqa: E402
-from cluster import cluster_rss, fmt, load, summary  # noqa: E402  (benchmarks/cluster.py)
+from benchmarks.cluster import cluster_rss, fmt, load, summary  # noqa: E402  (benchmarks/cluster.py)
 from kafkalab.cluster import KafkaBackend  # noqa: E402
 from kafkalab.cluster.distribution import fetch_kafka  # noqa: E402
 from kafkalab.cluster.kraft_config import KRaftBackend  # noqa: E402
-from cluster import rss_mb  # noqa: E402
+from benchmarks.cluster import rss_mb  # noqa: E402
 
 
 def write_and_read(c, records: int) -> float:

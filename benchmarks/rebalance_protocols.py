@@ -3,8 +3,8 @@ KIP-848's consumer protocol, measured in one run.
 
 Usage (from the repository root)::
 
-    python benchmarks/rebalance_protocols.py --json benchmarks/results/rebalance_protocols.json
-    python benchmarks/rebalance_protocols.py --kafka 4      # also on Apache Kafka 4.x (KRaft, one broker)
+    python -m benchmarks.rebalance_protocols --json benchmarks/results/rebalance_protocols.json
+    python -m benchmarks.rebalance_protocols --kafka 4      # also on Apache Kafka 4.x (KRaft, one broker)
 
 The scenario is :mod:`kafkalab.tools.rebalance_scenario`'s (lesson 05 runs it too): three members ``a``,
 ``b``, ``k`` join a group on a 6-partition topic one by one, ``b`` leaves (``close()``), ``k`` (a process
@@ -33,11 +33,9 @@ import json
 import os
 import platform
 import statistics
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 

@@ -1,6 +1,6 @@
 """kafkalab's schema registry: start and restart time, the cost of a registration and of a lookup by id.
 
-    python benchmarks/schema_registry.py [--versions 200] [--lookups 2000] [--bootstrap-servers H:P] [--json F]
+    python -m benchmarks.schema_registry [--versions 200] [--lookups 2000] [--bootstrap-servers H:P] [--json F]
 
 Against a mini broker it starts in this process (or any Kafka with --bootstrap-servers, on a fresh topic):
 * ``start``: ``kafkalab.schema_registry()`` until it serves (topic created, transactional producer initialised,
@@ -14,17 +14,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import sys
 import tempfile
 import time
 import uuid
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import kafkalab  # noqa: E402
-from tests.registry_helpers import Rest, record  # noqa: E402
+from tests.helpers.registry_helpers import Rest, record  # noqa: E402
 
 
 def percentile(values: list[float], q: float) -> float:

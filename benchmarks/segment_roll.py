@@ -2,8 +2,8 @@
 
 Usage (from the repository root)::
 
-    python benchmarks/segment_roll.py                      # starts a mini broker process
-    python benchmarks/segment_roll.py --bootstrap-servers localhost:9092
+    python -m benchmarks.segment_roll                      # starts a mini broker process
+    python -m benchmarks.segment_roll --bootstrap-servers localhost:9092
 
 Both topics live on the same broker and the runs alternate (default, 1 MB,
 default, 1 MB, ...), so machine noise hits both alike. Each topic is created
@@ -23,8 +23,7 @@ import statistics
 import sys
 import uuid
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import throughput  # noqa: E402  (the sibling script)
+from benchmarks import throughput  # noqa: E402  (the sibling script)
 
 DEFAULT_SEGMENT_BYTES = 1_073_741_824
 

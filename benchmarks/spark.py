@@ -1,7 +1,7 @@
 """kafkalab's Kafka data source for Spark: batch read throughput and the streaming word count.
 
-    python benchmarks/spark.py                      # 1,000,000-record batch read + word count
-    python benchmarks/spark.py --records 200000 --lines 20000 --json benchmarks/results/spark.json
+    python -m benchmarks.spark                      # 1,000,000-record batch read + word count
+    python -m benchmarks.spark --records 200000 --lines 20000 --json benchmarks/results/spark.json
 
 1. **Batch read**: ``--records`` records (100-byte values, ``--partitions``
    partitions) are produced to a mini broker (in this process); then
@@ -26,11 +26,9 @@ import json
 import os
 import random
 import statistics
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402

@@ -1,9 +1,9 @@
 """Spark's own Kafka source (``spark-sql-kafka-0-10``, format ``kafka``) vs kafkalab's Python data source
 (``kafkalab-kafka``): batch read throughput of the same records, in the same Spark session.
 
-    python benchmarks/spark_connector.py                                   # 500,000 records, 2 partitions
-    python benchmarks/spark_connector.py --records 500000 --json benchmarks/results/spark-connector.json
-    python benchmarks/spark_connector.py --broker kafka      # the same against one Apache Kafka 3.9 broker
+    python -m benchmarks.spark_connector                                   # 500,000 records, 2 partitions
+    python -m benchmarks.spark_connector --records 500000 --json benchmarks/results/spark-connector.json
+    python -m benchmarks.spark_connector --broker kafka      # the same against one Apache Kafka 3.9 broker
 
 ``--records`` records (``--value-size``-byte values, no key, ``--partitions``
 partitions) are produced with confluent-kafka to a mini broker in this process
@@ -34,10 +34,8 @@ import json
 import os
 import platform
 import statistics
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import psutil  # noqa: E402
 from confluent_kafka import Producer  # noqa: E402

@@ -3,16 +3,16 @@
 Usage (from the repository root)::
 
     # start a mini broker as a separate process (the headline numbers)
-    python benchmarks/throughput.py --records 1000000
+    python -m benchmarks.throughput --records 1000000
 
     # the mini broker inside this Python process (kafkalab.mini())
-    python benchmarks/throughput.py --broker inprocess
+    python -m benchmarks.throughput --broker inprocess
 
     # any running Kafka-compatible broker (Apache Kafka, Redpanda, another mini broker...)
-    python benchmarks/throughput.py --bootstrap-servers localhost:9092
+    python -m benchmarks.throughput --bootstrap-servers localhost:9092
 
     # what rolling a segment every 1 MB costs (topic config segment.bytes)
-    python benchmarks/throughput.py --topic-config segment.bytes=1048576
+    python -m benchmarks.throughput --topic-config segment.bytes=1048576
 
 The producer sends ``--records`` records of ``--value-size`` random bytes
 (no key) to a fresh topic and waits for ``flush()``; then a consumer
@@ -134,7 +134,6 @@ def broker_process(broker_configs: dict[str, str], log_dir: str | None = None):
 
 @contextmanager
 def broker_inprocess(broker_configs: dict[str, str]):
-    sys.path.insert(0, REPO)
     import kafkalab
 
     with kafkalab.mini(**broker_configs) as broker:
@@ -156,7 +155,7 @@ def create_topic(bootstrap: str, topic: str, partitions: int, topic_configs: dic
         fut = admin.create_topics([NewTopic(topic, partitions, 1, config=topic_configs)],
                                   request_timeout=10)[topic]
         fut.result(timeout=15)
-    except Exception as exc:  # e.g. a broker without CreateTopics: auto-create on metadata
+    except Exception as exc:  # e.g. a broker without CreateTopics: auto-create on metadata  # noqa: BLE001
         how = f"auto-created ({str(exc).splitlines()[0][:80]})"
         p = Producer({"bootstrap.servers": bootstrap})
         p.list_topics(topic, timeout=10)

@@ -2,8 +2,8 @@
 
 Usage (from the repository root)::
 
-    python benchmarks/transactions.py --json benchmarks/results/transactions.json
-    python benchmarks/transactions.py --bootstrap-servers localhost:9092     # any broker, e.g. Apache Kafka
+    python -m benchmarks.transactions --json benchmarks/results/transactions.json
+    python -m benchmarks.transactions --bootstrap-servers localhost:9092     # any broker, e.g. Apache Kafka
 
 A mini broker is started as a separate process (as ``throughput.py`` does) unless ``--bootstrap-servers``
 names one. For each transaction size in ``--sizes`` (records per transaction), and for the idempotent
@@ -38,11 +38,9 @@ import sys
 import time
 import uuid
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
-from throughput import broker_process, create_topic, external  # noqa: E402  (benchmarks/throughput.py)
+from benchmarks.throughput import broker_process, create_topic, external  # noqa: E402  (benchmarks/throughput.py)
 
 
 def run_once(bootstrap: str, size: int | None, records: int, value: bytes) -> dict:

@@ -4,8 +4,33 @@
 # they fail by design (tests/test_labs.py checks that they do).
 # Creates/updates ./.venv first (see scripts/_env.sh) and fetches Apache Kafka 3.9 and 4 for the real-Kafka tests
 # (kafkalab fetch-kafka: Maven, cached) and Kafka Connect 3.9 (kafkalab fetch-connect). Extra arguments go to pytest, e.g. -x or -k.
+#
+# ./scripts/test.sh --fast [pytest args]: the quick loop, a minute or two: ruff (pyproject's [tool.ruff]), mypy
+# ([tool.mypy]'s files) and tests/unit only, with no Kafka, Connect or anything else fetched (./.venv is still
+# created or updated through _env.sh), stopping at the first of the three that fails. --fast must come first;
+# the other arguments go to pytest, e.g. ./scripts/test.sh --fast -k segment, or
+# ./scripts/test.sh --fast tests/unit/broker/log to run one directory instead of tests/unit.
+# Without --fast the script runs everything, as above (README's test command and .ci/run call it so).
+FAST=0
+if [ "${1:-}" = "--fast" ]; then
+    FAST=1
+    shift
+fi
 source "$(dirname "${BASH_SOURCE[0]}")/_env.sh"
 cd "$ROOT"
+if [ "$FAST" = 1 ]; then
+    echo "==> ruff check kafkalab tests benchmarks"
+    python -m ruff check kafkalab tests benchmarks
+    echo "==> mypy (the files of [tool.mypy] in pyproject.toml)"
+    python -m mypy
+    # tests/unit by default; paths given after --fast replace it
+    paths=(tests/unit)
+    for arg in "$@"; do
+        case "$arg" in tests/*) paths=(); break ;; esac
+    done
+    echo "==> pytest ${paths[*]} $*"
+    exec python -m pytest ${paths[@]+"${paths[@]}"} -p no:cacheprovider -q -n 2 "$@"
+fi
 # Real Apache Kafka (tests/integration/test_kafka_cluster.py, the lessons checked against it): fetched once
 # into ~/.kafkalab/dist (or $KAFKALAB_DIST), then reused without the network.
 echo "==> Apache Kafka 3.9 for the tests that run real Kafka: kafkalab fetch-kafka 3.9"

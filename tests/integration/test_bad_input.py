@@ -24,7 +24,7 @@ from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersions
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 
-import kafka_wire as wire
+from tests.helpers import kafka_wire as wire
 from kafkalab.broker.common.errors import ErrorCode
 from kafkalab.broker.common.records import Record, build_batch
 

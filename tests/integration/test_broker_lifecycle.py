@@ -20,7 +20,7 @@ import psutil
 import pytest
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 
-import kafka_wire as wire
+from tests.helpers import kafka_wire as wire
 import kafkalab
 from conftest import ROOT
 from kafkalab.broker.server.kafka_server import KafkaServer, StartupError
@@ -57,7 +57,7 @@ def long_poll(bootstrap, topic, result):
                                partition_max_bytes=2**20)])], forgotten_topics_data=[], rack_id="")
     try:
         result.append(wire.call(bootstrap, req, FetchResponse, 12))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001
         result.append(exc)
 
 

@@ -130,7 +130,7 @@ def test_a_consumer_fetch_is_capped_and_a_throttled_one_answered_empty(quota_bro
     # windows (getMaxValueInQuotaWindow); one that would put it over its quota is answered empty, with the
     # throttle time, and its bytes are not counted (unrecordQuotaSensor)
     from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
-    import kafka_wire as wire
+    from tests.helpers import kafka_wire as wire
     broker = quota_broker
     topic = f"qf-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})

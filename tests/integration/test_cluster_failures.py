@@ -18,9 +18,9 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-import cluster_helpers
+from tests.helpers import cluster_helpers
 import kafkalab
-from cluster_helpers import broker_states, duplicates_report, leader_of, partition_row, restore_brokers
+from tests.helpers.cluster_helpers import broker_states, duplicates_report, leader_of, partition_row, restore_brokers
 
 pytestmark = pytest.mark.cluster
 

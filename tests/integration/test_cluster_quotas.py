@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-import cluster_helpers
+from tests.helpers import cluster_helpers
 import kafkalab
 from kafkalab.tools.client_quotas import alter_client_quotas, describe_client_quotas
 

@@ -32,9 +32,9 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-import cluster_helpers
+from tests.helpers import cluster_helpers
 import kafkalab
-from cluster_helpers import leader_of, partition_row
+from tests.helpers.cluster_helpers import leader_of, partition_row
 
 pytestmark = pytest.mark.cluster
 

@@ -13,7 +13,7 @@ import time
 import uuid
 
 import pytest
-from cluster_helpers import broker_states, leader_of, wait_until
+from tests.helpers.cluster_helpers import broker_states, leader_of, wait_until
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
 from test_consumer_group_protocol import heartbeat, raw

@@ -309,7 +309,7 @@ def test_heartbeat_epochs_errors_and_revoke_before_assign(bootstrap):
     assert revoked_at is not None and ea > revoked_at
     assert epochs_a == sorted(epochs_a) and epochs_b == sorted(epochs_b)
     keep = owned_a
-    ea2, ea3 = revoked_at, ea
+    ea3 = ea
     # a commit with a newer epoch than the member's is refused, with its epoch accepted
     def commit_errors(epoch, partitions, version=9):
         topic_field = {"topic_id": tid} if version >= 10 else {"name": topic}

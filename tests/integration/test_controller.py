@@ -8,13 +8,11 @@ as it does inside a broker.
 from __future__ import annotations
 
 import asyncio
-import io
 import struct
 import uuid
 
 import pytest
 
-from kafka.protocol.api_header import RequestHeader
 
 from kafkalab.broker.apis.messages import build
 from kafkalab.broker.apis.zk_messages import (LeaderAndIsrRequest, LeaderAndIsrResponse, StopReplicaRequest,

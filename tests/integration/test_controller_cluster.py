@@ -23,9 +23,9 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-import cluster_helpers
+from tests.helpers import cluster_helpers
 import kafkalab
-from cluster_helpers import broker_states, restore_brokers
+from tests.helpers.cluster_helpers import broker_states, restore_brokers
 from kafkalab.broker.zk import zk_data
 
 pytestmark = pytest.mark.cluster

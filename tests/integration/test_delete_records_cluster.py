@@ -5,7 +5,7 @@ each partition's leader). On a replicated topic Kafka answers only once every fo
 has moved its log start offset too (``DelayedDeleteRecords``, ``Partition.lowWatermarkIfLeader``), refuses
 a broker that does not lead the partition (NOT_LEADER_OR_FOLLOWER, nothing deleted), times out
 (REQUEST_TIMED_OUT) while a live follower does not fetch, and stops counting a follower whose broker has
-left the cluster. Raw requests (``tests/kafka_wire.py``), so each broker is asked exactly what we mean.
+left the cluster. Raw requests (``tests/helpers/kafka_wire.py``), so each broker is asked exactly what we mean.
 """
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from kafka.protocol.admin.topics import DeleteRecordsRequest, DeleteRecordsResponse
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
 
-import kafka_wire as wire
+from tests.helpers import kafka_wire as wire
 import kafkalab
-from cluster_helpers import broker_states, partition_row, wait_until
+from tests.helpers.cluster_helpers import broker_states, partition_row, wait_until
 from kafkalab.broker.common.errors import ErrorCode
 from kafkalab.cluster import KafkaBackend
 from kafkalab.cluster.distribution import fetch_kafka

@@ -3,7 +3,7 @@
 Two one-broker clusters start once for the whole module, with the same broker configs: a mini
 broker (``kafkalab.cluster(brokers=1)``) and a real Kafka 3.9 broker (``backend=KafkaBackend``),
 each on its own real ZooKeeper. Each case below is a function that sends a fixed sequence of raw
-requests (``tests/kafka_wire.py``) to one broker and returns what came back, normalised by
+requests (``tests/helpers/kafka_wire.py``) to one broker and returns what came back, normalised by
 :func:`normal`; the test runs it on both and compares the two results field by field.
 
 Where they differ, Kafka is right: the mini broker was fixed, or the difference is intended and
@@ -39,9 +39,9 @@ from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
 
-import kafka_wire as wire
+from tests.helpers import kafka_wire as wire
 import kafkalab
-from cluster_helpers import wait_until
+from tests.helpers.cluster_helpers import wait_until
 from kafkalab.broker.apis.messages import build
 from kafkalab.broker.common.errors import ErrorCode
 from kafkalab.broker.common.records import Record, build_batch

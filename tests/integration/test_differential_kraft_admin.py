@@ -17,7 +17,7 @@ import pytest
 import kafkalab
 from kafkalab.cluster.distribution import fetch_kafka
 from kafkalab.cluster.kraft_config import KRaftBackend
-from kraft_ctrl_cases import cases, topic_configs
+from tests.helpers.kraft_ctrl_cases import cases, topic_configs
 
 pytestmark = pytest.mark.cluster
 CONFIGS = ["min.insync.replicas", "cleanup.policy", "retention.ms", "max.message.bytes", "segment.ms"]

@@ -33,7 +33,7 @@ from kafkalab.cluster.docker_api import (BROKER_ID_LABEL, PROJECT_LABEL, DockerE
 from kafkalab.cluster.external import ExternalCluster
 from kafkalab.lab import ENV_VAR
 
-from fake_docker import FakeDocker, Instructor, broker_containers  # noqa: E402  (tests/fake_docker.py)
+from tests.helpers.fake_docker import FakeDocker, Instructor, broker_containers  # noqa: E402  (tests/helpers/fake_docker.py)
 
 pytestmark = pytest.mark.cluster
 

@@ -34,7 +34,7 @@ import kafkalab
 from kafkalab.cluster.docker_api import DockerEngine, container_state
 from kafkalab.cluster.external import ExternalCluster
 
-from fake_docker import (LESSON_03_ACTIONS, NODE_EXISTS, ROOT, ComposeLikeCluster, Instructor,  # noqa: E402
+from tests.helpers.fake_docker import (LESSON_03_ACTIONS, NODE_EXISTS, ROOT, ComposeLikeCluster, Instructor,  # noqa: E402
                          assert_whole, compose_broker_configs, lesson_03_done_as_expected, run_nbval)
 
 pytestmark = pytest.mark.cluster

@@ -8,7 +8,7 @@ import json
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-import cluster_helpers
+from tests.helpers import cluster_helpers
 import kafkalab
 from kafkalab.cluster.failover_probe import kill_and_watch, preferred_leader
 

@@ -9,7 +9,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-import cluster_helpers
+from tests.helpers import cluster_helpers
 import kafkalab
 
 pytestmark = pytest.mark.cluster

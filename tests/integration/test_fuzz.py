@@ -1,12 +1,12 @@
 """Mutation fuzzing (issue 8): mutated client frames over many connections, good clients alongside.
 
-A short seeded run of ``tests/fuzzing.py`` against one broker process: frames captured from
+A short seeded run of ``tests/helpers/fuzzing.py`` against one broker process: frames captured from
 confluent-kafka and kafka-python (``tests/data/fuzz_corpus.bin``), mutated (bit flips, truncation,
 length and count lies, nulls, record areas with and without a matching CRC, codec swaps, zstd
 bombs, huge partition counts), sent on 8 threads while an idempotent ``acks=all`` producer and a
 consumer work on topic ``fuzz-good``. The broker must answer a ping throughout, keep its memory
 and descriptors bounded, log no traceback, and every acknowledged good record must be consumed
-exactly once. ``python benchmarks/fuzz.py`` runs the same for longer.
+exactly once. ``python -m benchmarks.fuzz`` runs the same for longer.
 """
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ import pytest
 from kafka.protocol.admin import CreateTopicsRequest, CreateTopicsResponse
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import fuzz_corpus  # noqa: E402
-import fuzzing  # noqa: E402
-import kafka_wire as wire  # noqa: E402
+from tests.helpers import fuzz_corpus  # noqa: E402
+from tests.helpers import fuzzing  # noqa: E402
+from tests.helpers import kafka_wire as wire  # noqa: E402
 from conftest import BrokerProcess  # noqa: E402
 
 SEED = 8

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import binascii
 import os
-import socket
 import struct
 import sys
 import time
@@ -22,7 +21,7 @@ from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersions
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest
 
-import kafka_wire as wire
+from tests.helpers import kafka_wire as wire
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from conftest import BrokerProcess  # noqa: E402
@@ -50,7 +49,7 @@ def warm_up(proc) -> None:
     try:
         c.list_topics(timeout=10)
         c.committed([], timeout=10)
-    except Exception:
+    except Exception:  # noqa: BLE001
         pass
     deadline = time.time() + 20
     req = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="__consumer_offsets")],

@@ -14,7 +14,7 @@ from kafka import KafkaProducer
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
 
-import kafka_wire as wire
+from tests.helpers import kafka_wire as wire
 import kafkalab
 from kafkalab.broker.apis import REGISTRY
 from kafkalab.broker.common.errors import ErrorCode

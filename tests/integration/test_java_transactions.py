@@ -18,8 +18,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import kafkalab
-from cluster_helpers import wait_until
-from txn_helpers import read_committed
+from tests.helpers.cluster_helpers import wait_until
+from tests.helpers.txn_helpers import read_committed
 
 SOURCE = Path(__file__).resolve().parent.parent / "java" / "TxnClient.java"
 N = 300

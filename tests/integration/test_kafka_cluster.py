@@ -21,9 +21,9 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-import cluster_helpers
+from tests.helpers import cluster_helpers
 import kafkalab
-from cluster_helpers import broker_states, leader_of, partition_row, restore_brokers
+from tests.helpers.cluster_helpers import broker_states, leader_of, partition_row, restore_brokers
 from kafkalab.cluster import Cluster, KafkaBackend
 from kafkalab.cluster.distribution import fetch_kafka
 
@@ -129,7 +129,7 @@ def test_kill_the_leader_another_takes_over_and_restart_rejoins_the_isr(kc, rest
     kc.kill(leader)
     assert gone(pid) and rows(kc)[leader]["alive"] == "killed"
     # the controller notices when the dead broker's ZooKeeper session expires, and elects a new leader
-    new = wait_until(lambda: (lambda l: l if l not in (-1, leader) else None)(leader_of(kc, topic, 0)),
+    new = wait_until(lambda: (lambda ld: ld if ld not in (-1, leader) else None)(leader_of(kc, topic, 0)),
                      "a new leader")
     wait_until(lambda: leader not in partition_row(kc, topic, 0)["isr"], "the killed broker to leave the ISR")
     produce(kc, topic, [f"after-{i}" for i in range(50)])        # acks=all with ISR 2 >= min.insync.replicas

@@ -26,10 +26,10 @@ import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource
 from kafka.protocol.admin.groups import DescribeGroupsRequest, DescribeGroupsResponse
 
-import kafka_wire
-from txn_helpers import read_committed
+from tests.helpers import kafka_wire
+from tests.helpers.txn_helpers import read_committed
 import kafkalab
-from cluster_helpers import wait_until
+from tests.helpers.cluster_helpers import wait_until
 from kafkalab.checks import read_partition
 from kafkalab.cluster import KafkaBackend
 from kafkalab.cluster.distribution import fetch_kafka
@@ -292,7 +292,7 @@ def test_fetch_connect_command(connect_home):
                      "kafka-clients", "slf4j-reload4j"):
         assert any(j.startswith(artifact + "-") for j in jars), artifact
     assert "connect-runtime-3.9.2.jar" in jars and "kafka-clients-3.9.2.jar" in jars
-    # a failed fetch (one line, nothing left in the cache): tests/unit/test_kafka_connect_config.py
+    # a failed fetch (one line, nothing left in the cache): tests/unit/kafka_connect/test_kafka_connect_config.py
 
 
 OWNER = textwrap.dedent("""
@@ -351,7 +351,7 @@ def test_on_three_mini_brokers_the_pipeline_survives_a_killed_leader(shared_clus
     """On the lab's 3-broker cluster (ZooKeeper and three mini broker processes): the internal topics are
     replicated 3 times, the pipeline runs, and with the leader of its topic SIGKILLed the lines written
     meanwhile still reach the sink (the workers' producers and consumers follow the new leader)."""
-    from cluster_helpers import leader_of, restore_brokers
+    from tests.helpers.cluster_helpers import leader_of, restore_brokers
     c = shared_cluster
     try:
         with kafkalab.connect_cluster(c, workers=1, work_dir=str(tmp_path / "connect"),

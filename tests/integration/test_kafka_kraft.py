@@ -23,7 +23,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-import cluster_helpers
+from tests.helpers import cluster_helpers
 import kafkalab
 from kafkalab.cluster import Cluster
 from kafkalab.cluster.distribution import fetch_kafka

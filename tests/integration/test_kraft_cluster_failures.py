@@ -13,7 +13,7 @@ import uuid
 import pytest
 
 import kafkalab
-from cluster_helpers import broker_states, wait_until
+from tests.helpers.cluster_helpers import broker_states, wait_until
 # the scenarios themselves: collected here a second time, with this module's ``cluster`` fixture
 from test_cluster_failures import (  # noqa: F401
     consume_all,
@@ -47,7 +47,7 @@ def all_brokers_up(cluster):
                "every broker unfenced again", timeout=WAIT_S)
 
 
-def test_java_producer_acks_all_and_java_consumer_read_it_back(cluster, group_client):
+def test_java_producer_acks_all_and_java_consumer_read_it_back(cluster, group_client):  # noqa: F811  (the fixture imported above)
     """Kafka's own Java client (kafka-clients 4.4, tests/java/GroupClient.java) on the KRaft cluster: an idempotent
     acks=all KafkaProducer writes N records, a KafkaConsumer in a KIP-848 group (group.protocol=consumer) reads
     them all back and commits; every value is in the log exactly once."""

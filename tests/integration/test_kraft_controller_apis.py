@@ -21,7 +21,7 @@ from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, 
 
 from kafka.protocol.admin import CreatePartitionsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest
 
-import cluster_helpers
+from tests.helpers import cluster_helpers
 import kafkalab
 from kafkalab.cluster.kafka_requests import kafka_request, metadata_answer, metadata_request
 from kafkalab.tools import dump_log

@@ -26,7 +26,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import kafkalab
-from cluster_helpers import wait_until
+from tests.helpers.cluster_helpers import wait_until
 from kafkalab.cluster.kafka_requests import kafka_request, metadata_answer, metadata_request
 from kafkalab.cluster.quorum import QuorumUnavailableError
 from kafkalab.cli import format_status
@@ -123,7 +123,7 @@ def create_one(bootstrap: str, name: str, partitions: int = 2, timeout_s: float 
     try:
         admin.create_topics([NewTopic(name, partitions, 3)], request_timeout=timeout_s)[name].result(timeout_s + 10)
         return None
-    except Exception as exc:   # confluent_kafka.KafkaException(KafkaError)
+    except Exception as exc:   # confluent_kafka.KafkaException(KafkaError)  # noqa: BLE001
         return exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else exc
 
 

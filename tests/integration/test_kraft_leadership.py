@@ -21,7 +21,7 @@ from confluent_kafka import ElectionType, KafkaException
 from confluent_kafka import TopicPartition as CTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-import cluster_helpers
+from tests.helpers import cluster_helpers
 import kafkalab
 from kafkalab.cluster.distribution import fetch_kafka
 from kafkalab.tools.metadata_log import metadata_log_df

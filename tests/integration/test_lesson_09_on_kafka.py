@@ -16,7 +16,7 @@ import os
 import pytest
 
 import kafkalab
-from fake_docker import ROOT, run_nbval
+from tests.helpers.fake_docker import ROOT, run_nbval
 
 pytestmark = pytest.mark.cluster
 

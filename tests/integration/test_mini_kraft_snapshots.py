@@ -25,7 +25,7 @@ import time
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-import cluster_helpers
+from tests.helpers import cluster_helpers
 import kafkalab
 from kafkalab.cluster.distribution import fetch_kafka
 from kafkalab.cluster.kafka_requests import metadata_answer, metadata_request

@@ -19,7 +19,7 @@ from kafka.partitioner.default import murmur2
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 
-import kafka_wire as wire
+from tests.helpers import kafka_wire as wire
 import kafkalab
 from kafkalab.broker.apis import REGISTRY
 from kafkalab.broker.common.errors import ErrorCode
@@ -333,7 +333,7 @@ class ParkedFetch:
             start = time.monotonic()
             try:
                 self.result = _fetch(broker, topic, offsets, **kwargs)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001
                 self.result = exc
             self.elapsed = time.monotonic() - start
 

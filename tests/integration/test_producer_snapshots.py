@@ -16,7 +16,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, TopicPartition
 
 from conftest import NO_RETENTION_CHECK
-from kafkalab.broker.common.records import ABORT, COMMIT, iter_batches, iter_records
+from kafkalab.broker.common.records import ABORT, iter_batches, iter_records
 from kafkalab.broker.log.producer_snapshot import list_snapshots, read_snapshot
 
 WAIT_S = 20

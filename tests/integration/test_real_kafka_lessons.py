@@ -40,8 +40,8 @@ import re
 import nbformat
 import pytest
 
-from cluster_helpers import restore_brokers
-from fake_docker import ROOT, ComposeLikeCluster, assert_whole, lesson_03_done_as_expected, run_nbval
+from tests.helpers.cluster_helpers import restore_brokers
+from tests.helpers.fake_docker import ROOT, ComposeLikeCluster, assert_whole, lesson_03_done_as_expected, run_nbval
 from kafkalab.cluster import KafkaBackend
 from kafkalab.cluster.distribution import fetch_kafka
 

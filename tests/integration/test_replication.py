@@ -13,7 +13,7 @@ import time
 import pytest
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 
-import kafka_wire as wire
+from tests.helpers import kafka_wire as wire
 import kafkalab
 from kafkalab.broker.server.alter_partition_manager import AlterPartitionManager
 from kafkalab.broker.common.errors import ErrorCode

@@ -18,7 +18,7 @@ import pytest
 import kafkalab
 from kafkalab.registry import schema_registry
 from conftest import NO_RETENTION_CHECK, ROOT
-from registry_helpers import Rest, avro, record
+from tests.helpers.registry_helpers import Rest, avro, record
 
 pytestmark = pytest.mark.timeout(120)
 

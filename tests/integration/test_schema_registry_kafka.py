@@ -15,7 +15,7 @@ import kafkalab
 from kafkalab.cluster import KafkaBackend
 from kafkalab.cluster.distribution import fetch_kafka
 from conftest import NO_RETENTION_CHECK
-from registry_helpers import Rest, record
+from tests.helpers.registry_helpers import Rest, record
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -31,8 +31,8 @@ from confluent_kafka import Producer, ShareConsumer
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic,
                                    ResourceType)
 
-import kafka_wire as wire
-from cluster_helpers import wait_until
+from tests.helpers import kafka_wire as wire
+from tests.helpers.cluster_helpers import wait_until
 from kafka.protocol.admin.groups import ListGroupsRequest, ListGroupsResponse
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 import kafkalab
@@ -283,8 +283,6 @@ def test_a_restart_keeps_the_start_offset_and_the_delivery_counts(tmp_path):
     """Mini broker only (a restart of Kafka is not needed to know Kafka keeps them: KIP-932's share coordinator
     exists for it). Records 0-4 accepted and 5-9 released before the restart: after it the group goes on at 5,
     and 5-9 come with delivery count 2."""
-    from kafkalab.broker.coordinator.share.share_coordinator import (SHARE_STATE_TOPIC, decode_key,
-                                                                     decode_snapshot_value)
     with kafkalab.mini(log_dir=str(tmp_path), **CONFIGS) as b:
         topic, group = setup_topic(b.bootstrap_servers, 10)
         c = consumer(b.bootstrap_servers, group, topic)
@@ -573,7 +571,8 @@ def test_simple_assignor_spreads_partitions(bootstrap, members, partitions):
     """The ``simple`` assignor as ShareGroupDescribe shows it: with fewer members than partitions each partition
     goes to one member (counts differ by at most one); with more members, every member gets one partition and
     the partitions are shared. (Both shapes were compared with Kafka 4.4; to keep this file's time, the test
-    runs the shared one: the other is in tests/unit/test_share_group_assignor.py and the mini cluster test.)"""
+    runs the shared one: the other is in tests/unit/broker/coordinator/group/test_share_group_assignor.py and the
+    mini cluster test.)"""
     _, bs = bootstrap
     topic, group = setup_topic(bs, 0, partitions=partitions)
     consumers = {f"c{i}": consumer(bs, group, topic) for i in range(members)}

@@ -28,7 +28,7 @@ import kafkalab
 from kafkalab.partitioner import crc32_partition, murmur2_partition
 from kafkalab.spark import BUILTIN_PROVIDER, NAME, has_builtin_kafka, kafka_format, log_path, session, stop
 from kafkalab.spark import connector
-from txn_helpers import wait_stable
+from tests.helpers.txn_helpers import wait_stable
 
 T0 = 1735722000000
 PARTITIONS = 3

@@ -23,10 +23,10 @@ from confluent_kafka import Consumer, Producer, TopicPartition as CTopicPartitio
 from kafka import KafkaConsumer, TopicPartition
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
 
-import kafka_wire as wire
+from tests.helpers import kafka_wire as wire
 import kafkalab
 from conftest import NO_RETENTION_CHECK
-from txn_helpers import read_committed, wait_stable
+from tests.helpers.txn_helpers import read_committed, wait_stable
 from kafkalab.broker.common.records import ABORT, COMMIT, iter_batches, iter_records
 from kafkalab.broker.coordinator.transaction.transaction_log import (STATUS_IDS, TRANSACTION_STATE_TOPIC,
                                                                      TransactionLogValue, key_to_bytes,

@@ -245,7 +245,7 @@ def test_produce_to_a_partition_not_in_the_transaction(broker):
     from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
     from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
 
-    import kafka_wire as wire
+    from tests.helpers import kafka_wire as wire
     from kafkalab.broker.common.records import Record, build_batch
     topic = "txn-unadded"
     create_topic(broker, topic, partitions=1)
@@ -270,7 +270,7 @@ def test_reinit_while_ongoing_answers_concurrent_transactions_then_the_bumped_ep
     from kafka.protocol.producer.transaction import (AddPartitionsToTxnRequest, AddPartitionsToTxnResponse,
                                                      InitProducerIdRequest, InitProducerIdResponse)
 
-    import kafka_wire as wire
+    from tests.helpers import kafka_wire as wire
     topic = "txn-concurrent"
     create_topic(broker, topic, partitions=1)
 
@@ -305,7 +305,7 @@ def test_describe_and_list_transactions(broker):
     from kafka.errors import TransactionalIdNotFoundError
     from kafka.protocol.admin.transactions import ListTransactionsRequest, ListTransactionsResponse
 
-    import kafka_wire as wire
+    from tests.helpers import kafka_wire as wire
     topic = "txn-describe"
     create_topic(broker, topic, partitions=2)
     done = txn_producer(broker, "tx-done")

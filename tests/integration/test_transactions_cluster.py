@@ -24,13 +24,13 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
 
-import cluster_helpers
-import kafka_wire as wire
+from tests.helpers import cluster_helpers
+from tests.helpers import kafka_wire as wire
 import kafkalab
-from cluster_helpers import leader_of, partition_row, restore_brokers
+from tests.helpers.cluster_helpers import leader_of, partition_row, restore_brokers
 from kafkalab.broker.coordinator.group.offsets_topic import partition_for
 from kafkalab.cluster.processes import pdeathsig_preexec
-from txn_helpers import read_committed
+from tests.helpers.txn_helpers import read_committed
 
 pytestmark = pytest.mark.cluster
 
@@ -177,7 +177,7 @@ def test_coordinator_sigkilled_while_its_markers_are_on_their_way(cluster):
         try:
             p.commit_transaction(WAIT_S)
             outcome["result"] = "committed"
-        except Exception as exc:   # reported below, with what the consumer saw
+        except Exception as exc:   # reported below, with what the consumer saw  # noqa: BLE001
             outcome["result"] = exc
     committer = threading.Thread(target=commit)
     committer.start()
@@ -200,12 +200,12 @@ def test_coordinator_sigkilled_while_its_markers_are_on_their_way(cluster):
 
 
 class CopierProcess:
-    """The owner's side of ``tests/txn_copier.py``: one copier process at a time for a transactional id,
+    """The owner's side of ``tests/helpers/txn_copier.py``: one copier process at a time for a transactional id,
     its ``copied N`` lines summed, and a liveness watchdog: a copier that commits nothing for ``stall_s``
     while input is left is SIGKILLed and replaced by a new process with the same transactional id
     (whose ``init_transactions`` fences the old one), as an operator or a liveness probe would."""
 
-    SCRIPT = str(Path(__file__).resolve().parent.parent / "txn_copier.py")
+    SCRIPT = str(Path(__file__).resolve().parent.parent / "helpers" / "txn_copier.py")
 
     def __init__(self, args: list[str], stall_s: float = 20.0):
         self.args, self.stall_s = args, stall_s
@@ -284,7 +284,7 @@ def test_copier_exactly_once_while_brokers_are_sigkilled(cluster):
     record exactly once.
 
     As in Kafka's system test (whose ``TransactionalMessageCopier`` processes it also SIGKILLs on
-    purpose), the copier is a separate process (``tests/txn_copier.py``); here it is watched for
+    purpose), the copier is a separate process (``tests/helpers/txn_copier.py``); here it is watched for
     progress: one that commits nothing for 20 s is SIGKILLed and replaced by a new process with the same
     transactional id. That is needed for librdkafka (2.16), not for the broker: after the group
     coordinator's broker is SIGKILLed, librdkafka may keep the dead broker as the group coordinator and

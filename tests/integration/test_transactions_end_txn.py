@@ -64,7 +64,7 @@ def test_end_txn_answered_before_the_markers_then_concurrent_transactions(broker
                                                      EndTxnRequest, EndTxnResponse, InitProducerIdRequest,
                                                      InitProducerIdResponse)
 
-    import kafka_wire as wire
+    from tests.helpers import kafka_wire as wire
     topic, txn_id = "txn-endtxn-order", "tx-endtxn-order"
     create_topic(broker, topic, partitions=1)
     coordinator = broker.server.transaction_coordinator
@@ -116,7 +116,7 @@ def test_end_txn_answered_before_the_markers_then_concurrent_transactions(broker
                 p.produce(topic, b"second", partition=0)
                 p.commit_transaction(WAIT_S)
                 second["ok"] = True
-            except Exception as exc:   # reported by the assert below
+            except Exception as exc:   # reported by the assert below  # noqa: BLE001
                 second["error"] = exc
         worker = threading.Thread(target=next_transaction, daemon=True)
         worker.start()

@@ -29,7 +29,7 @@ from kazoo.client import KazooClient
 from kafkalab.broker.common.errors import ErrorCode
 from kafkalab.cluster.zookeeper import ZooKeeperServer
 
-import kafka_wire as wire
+from tests.helpers import kafka_wire as wire
 from conftest import ROOT, BrokerProcess
 
 SESSION_MS = 4000

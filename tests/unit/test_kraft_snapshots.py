@@ -267,7 +267,7 @@ def test_a_stopped_controller_catches_up_through_fetch_snapshot_and_loads_it_on_
             for n in nodes.values():
                 try:
                     await n.stop(resign=False)
-                except Exception:
+                except Exception:  # noqa: BLE001
                     pass
 
     asyncio.run(scenario())

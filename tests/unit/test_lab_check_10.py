@@ -12,7 +12,7 @@ import os
 import struct
 
 import pytest
-from kafka_spec import record, records_batch
+from tests.helpers.kafka_spec import record, records_batch
 
 from kafkalab.checks import LabCheckFailed
 

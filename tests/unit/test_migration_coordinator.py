@@ -151,7 +151,7 @@ def test_a_static_classic_member_restarts_without_a_rebalance(gb):
     first = static_join()
     assert first["error_code"] == E.NONE and first["member_id"].startswith("s1-")
     while True:   # let the two members settle (the consumer-protocol one releases what the static one gets)
-        h = consumer_heartbeat(gb, "g", n, gb.call(lambda: coord(gb).consumer_groups["g"].members[n].member_epoch),
+        consumer_heartbeat(gb, "g", n, gb.call(lambda: coord(gb).consumer_groups["g"].members[n].member_epoch),
                                owned=[])
         if gb.call(coord(gb).heartbeat, "g", first["member_id"], "s1", first["generation_id"]) == E.NONE:
             break
@@ -212,7 +212,7 @@ def test_a_classic_static_member_replacing_the_last_consumer_member_downgrades(t
             h = static_heartbeat(epoch, owned=[types.SimpleNamespace(topic_id=t, partitions=sorted(p)) for t, p in
                                               b.call(lambda: coord(b).consumer_groups["g"].members[n]
                                                      .assigned_partitions.items())])
-            j = classic_join(b, "g", a)
+            classic_join(b, "g", a)
             if b.call(lambda: str(coord(b).consumer_groups["g"].state)) == "Stable":
                 break
         held = b.call(lambda: {t: set(p) for t, p in coord(b).consumer_groups["g"].members[n]

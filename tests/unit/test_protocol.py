@@ -13,7 +13,7 @@ from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
 
-import kafka_wire as wire
+from tests.helpers import kafka_wire as wire
 from kafkalab.broker.apis import REGISTRY, load_all
 from kafkalab.broker.common.errors import ErrorCode
 from kafkalab.broker.common.records import Record, build_batch, iter_batches, iter_records
