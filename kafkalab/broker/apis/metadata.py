@@ -33,7 +33,8 @@ clients ask again.
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
 from ..common.errors import ErrorCode, KafkaError
-from ..server.metadata_cache import NULL_UUID, validate_topic_name
+from ..common.topic import validate_topic_name
+from ..server.metadata_cache import NULL_UUID
 from ..network.socket_server import InvalidRequest
 from . import api
 

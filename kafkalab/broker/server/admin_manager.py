@@ -47,7 +47,8 @@ from typing import Any, Iterable
 from ..utils.async_util import wait_done
 from .config import TOPIC_CONFIGS, LogConfig, to_string
 from ..common.errors import ErrorCode, KafkaError
-from .metadata_cache import NULL_UUID, TopicMetadata, validate_topic_name
+from ..common.topic import validate_topic_name
+from .metadata_cache import NULL_UUID, TopicMetadata
 
 log = logging.getLogger("kafkalab.broker.admin")
 

@@ -17,50 +17,27 @@ brokers may briefly disagree until the controller's update reaches both.
 Topic config overrides come from ``/config/topics/<t>`` and are refreshed
 when a change notification appears under ``/config/changes``.
 
-Topic names follow Kafka's rules (``org.apache.kafka.common.internals.Topic``).
+Topic names follow Kafka's rules (``org.apache.kafka.common.internals.Topic``: :mod:`kafkalab.broker.common.topic`).
 """
 from __future__ import annotations
 
 import json
 import logging
 import os
-import re
 import time
 import uuid
 from dataclasses import dataclass, field
 
 from ..common.errors import ErrorCode, KafkaError
+from ..common.topic import INTERNAL_TOPICS, unify_collision_chars
 from ..cluster.partition_state import LeaderAndIsrPartitionState
 
 log = logging.getLogger("kafkalab.broker.server.metadata_cache")
 
 NULL_UUID = uuid.UUID(int=0)  # Kafka's Uuid.ZERO_UUID: "no topic id"
-MAX_NAME_LENGTH = 249
-_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")  # used with fullmatch: "$" would let a trailing newline through
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 METADATA_FILE = "kafkalab-topics.json"
 #: UpdateMetadata's leader of a partition whose topic is being deleted (Kafka's LeaderAndIsr.LeaderDuringDelete)
 LEADER_DURING_DELETE = -2
-
-
-def validate_topic_name(name: str | None) -> None:
-    """Raise INVALID_TOPIC_EXCEPTION with Kafka's reason if ``name`` is not a legal topic name."""
-    if not name:
-        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is illegal, it can't be empty")
-    if name in (".", ".."):
-        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name cannot be \".\" or \"..\"")
-    if len(name) > MAX_NAME_LENGTH:
-        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
-                         f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters")
-    if not _LEGAL.fullmatch(name):
-        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
-                         f"Topic name \"{name}\" is illegal, it contains a character other than "
-                         "ASCII alphanumerics, '.', '_' and '-'")
-
-
-def unify_collision_chars(name: str) -> str:
-    """Kafka treats '.' and '_' alike in metric names, so 'a.b' and 'a_b' collide."""
-    return name.replace(".", "_")
 
 
 @dataclass

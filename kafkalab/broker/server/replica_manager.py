@@ -51,7 +51,7 @@ from .delayed_produce import DelayedProduce
 from ..common.errors import ErrorCode, KafkaError
 from ..log.offset_checkpoint import read_checkpoint, write_checkpoint
 from ..cluster.partition import Partition
-from .metadata_cache import INTERNAL_TOPICS
+from ..common.topic import INTERNAL_TOPICS
 
 log = logging.getLogger("kafkalab.broker.server.replica_manager")
 
