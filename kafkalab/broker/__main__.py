@@ -25,7 +25,7 @@ import signal
 import sys
 
 from .server.config import BrokerConfig
-from .server.kafka_server import KafkaServer, StartupError
+from .kafka_server import KafkaServer, StartupError
 
 
 def parse_args(argv=None):

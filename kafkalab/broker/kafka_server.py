@@ -1,20 +1,13 @@
-"""``KafkaServer``: one broker — its configs, logs, partitions, coordinators and socket server.
+"""``KafkaServer``: a broker in ZooKeeper mode, or the standalone notebook broker.
 
-Named after Kafka's ``kafka.server.KafkaServer`` (the ZooKeeper-mode broker),
-it wires the parts together and owns the asyncio loop they run on:
+Named after Kafka's ``kafka.server.KafkaServer`` (the ZooKeeper-mode broker). The parts every broker
+shares (logs, partitions, coordinators, socket server, the start/stop skeleton) are wired by
+:class:`kafkalab.broker.base_broker.BaseBroker`, which the KRaft
+:class:`kafkalab.kraft.broker_server.BrokerServer` extends too; this class adds what ZooKeeper mode does.
 
-* ``LogManager``        the partition logs under ``log.dirs``
-* ``MetadataCache``     the topics, their ids and config overrides
-* ``ReplicaManager``    the hosted partitions; produce and fetch go through it
-* ``AdminManager``      topic creation/deletion and config changes
-* ``GroupCoordinator``  consumer groups and their committed offsets
-* ``SocketServer``      the wire protocol
-
-``start()``/``stop()`` run in the broker's own event loop; :mod:`kafkalab.broker.mini`
-runs that loop in a thread for notebooks, ``python -m kafkalab.broker`` in a process.
-
-**Cluster mode** (``zookeeper.connect`` set; ``self.zk_mode``) follows the order of
-Kafka's ``KafkaServer.startup``:
+Without ``zookeeper.connect`` it is a **standalone** broker (``MetadataMode.STANDALONE``, kafkalab's own:
+it keeps its topics itself); with it, **ZooKeeper mode** (``MetadataMode.ZOOKEEPER``), which follows
+the order of Kafka's ``KafkaServer.startup``:
 
 1. connect to ZooKeeper (``zookeeper.session.timeout.ms``, ``zookeeper.connection.timeout.ms``)
    and create the top-level paths;
@@ -43,265 +36,63 @@ of failing at once as Kafka does.
 from __future__ import annotations
 
 import asyncio
-import base64
-import errno
-import hashlib
 import logging
 import os
-import tempfile
 import time
 import uuid
 
-from .admin_manager import AdminManager
-from ..utils.async_util import cancel_and_wait
-from .config import BrokerConfig, LogConfig
-from ..log.log_manager import LogDirLockedError, LogManager
-from ..common.errors import ErrorCode, KafkaError
-from .metadata_cache import BrokerEndpoint, MetadataCache, TopicMetadata
-from ..cluster.partition import Partition
-from .replica_manager import ReplicaManager
-from ..network.socket_server import SocketServer
+from kazoo.exceptions import NodeExistsError
+
+from .apis.messages import build
+from .apis.zk_messages import CONTROLLED_SHUTDOWN_VERSION, ControlledShutdownRequest
+from .base_broker import BaseBroker, StartupError, kafka_uuid_string
+from .controller.kafka_controller import KafkaController
+from .common.errors import ErrorCode
+from .coordinator.transaction.producer_id_manager import ProducerIdManager, ZkProducerIdManager
+from .log.log import parse_partition_dir
+from .network.network_client import NetworkClient
+from .server.config import BrokerConfig
+from .server.kafka_broker import MetadataMode
+from .server.metadata_cache import ConfigChangeListener
+from .zk import zk_data
+from .zk.kafka_zk_client import KafkaZkClient
+
+__all__ = ["KafkaServer", "StartupError", "kafka_uuid_string"]
 
 log = logging.getLogger("kafkalab.broker")
 
 
-def _listener_host_port(listeners: str) -> tuple[str, int]:
-    first = listeners.split(",")[0].strip()
-    _, _, hostport = first.rpartition("://")
-    host, _, port = hostport.rpartition(":")
-    return host or "127.0.0.1", int(port or 0)
-
-
-def kafka_uuid_string(raw: bytes) -> str:
-    """A 16-byte id the way Kafka prints its Uuids: URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-class StartupError(RuntimeError):
-    """The broker cannot start: its log directory or its port cannot be used.
-
-    Kafka logs "Fatal error during KafkaServer startup" with the cause and exits;
-    ``python -m kafkalab.broker`` prints the message and exits with status 1.
-    """
-
-
-class KafkaServer:
+class KafkaServer(BaseBroker):
     def __init__(self, config: BrokerConfig):
-        self.config = config
-        self.broker_id: int = config["broker.id"]
-        self.log_dir: str = config["log.dirs"]
-        if not self.log_dir:
-            raise ValueError("log.dirs must be set")
-        self.host, port = _listener_host_port(config["listeners"])
-        #: cluster mode: ZooKeeper holds the metadata, a controller drives the brokers
-        self.zk_mode: bool = bool(config["zookeeper.connect"])
-        self.log_manager = None
-        try:  # Kafka's LogManager.createAndValidateLogDirs: the directory must exist (or be creatable) and be writable
-            self.log_manager = LogManager(self.log_dir, config, lock_dir=True)  # .lock: one broker per directory
-            self.metadata_cache = MetadataCache(self.log_dir, zk_mode=self.zk_mode)
-            with tempfile.TemporaryFile(dir=self.log_dir):
-                pass
-        except LogDirLockedError as exc:  # Kafka's wording: "Failed to acquire lock on file .lock in <dir>. ..."
-            raise StartupError(str(exc)) from exc
-        except OSError as exc:
-            if self.log_manager is not None:
-                self.log_manager.release_lock()
-            raise StartupError(f"Failed to create or validate data directory log.dirs={self.log_dir}: {exc}") from exc
-        self.replica_manager = ReplicaManager(self.broker_id, self)
-        self.admin_manager = AdminManager(self)
-        self.topic_configs: dict[str, LogConfig] = {}
-        self.cluster_id = config["cluster.id"] or self._derive_cluster_id()
-        self.socket_server = SocketServer(self, self.host, port, config["socket.request.max.bytes"])
-        self.group_coordinator = None   # set in start() once the loop runs
-        self.producer_id_manager = None
-        self.transaction_coordinator = None   # set in start(), as the group coordinator
-        self.share_partition_manager = None   # KIP-932 share-partitions and share sessions, set in start()
-        self.share_coordinator = None         # KIP-932 share coordinator (__share_group_state), set in start()
-        self._background: list[asyncio.Task] = []
-        # -- cluster mode ----------------------------------------------------------
-        self.zk_client = None           # KafkaZkClient, connected in start()
-        self.kafka_controller = None    # KafkaController, active on one broker of the cluster
-        self.broker_epoch: int = -1     # czxid of /brokers/ids/<id>
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self.config_change_listener = None
+        super().__init__(config, MetadataMode.ZOOKEEPER if config["zookeeper.connect"] else MetadataMode.STANDALONE)
+        self.config_change_listener: ConfigChangeListener | None = None
         self._session_lost = False
-        self._registered = False
-        self._stopping = False
 
-    def _derive_cluster_id(self) -> str:
-        return kafka_uuid_string(hashlib.sha1(os.path.abspath(self.log_dir).encode()).digest()[:16])
+    def make_producer_id_manager(self) -> ProducerIdManager | ZkProducerIdManager:
+        """ZooKeeper mode: blocks of ids from ``/latest_producer_id_block``; standalone: a file in log.dirs."""
+        if self.in_cluster:
+            return ZkProducerIdManager(self)
+        return ProducerIdManager(self.log_dir)
 
-    # -- lifecycle ------------------------------------------------------------
+    # -- the hooks of BaseBroker: ZooKeeper ----------------------------------------------------------
 
-    async def start(self) -> None:
-        """Load the logs, start the background jobs and the coordinators, then listen.
+    async def _start_metadata_source(self) -> None:
+        await self._start_zookeeper()
 
-        If a step fails, what was started is stopped again before the error is
-        raised (no task or open file is left). As in Kafka, the clean-shutdown
-        marker is written back only if every log was loaded, so a start that
-        failed half-way through loading still recovers the logs next time.
-        """
-        from ..coordinator import make_coordinators, make_share_partition_manager, make_transaction_coordinator
-        self.loop = asyncio.get_running_loop()
-        logs_loaded = False
-        try:
-            if self.zk_mode:
-                await self._start_zookeeper()
-                await asyncio.to_thread(self._load_logs_on_disk)
-            else:
-                for topic in self.metadata_cache.topics.values():
-                    for index in range(topic.num_partitions):
-                        self.make_partition(topic, index)
-            logs_loaded = True
-            self.group_coordinator, self.producer_id_manager = make_coordinators(self)
-            self.transaction_coordinator = make_transaction_coordinator(self)
-            self.share_partition_manager = make_share_partition_manager(self)
-            self.log_manager.start(self)  # retention, cleaner, flusher, checkpoints
-            await self.group_coordinator.start()  # replays __consumer_offsets before the first request
-            if self.transaction_coordinator is not None:
-                await self.transaction_coordinator.start()   # loads __transaction_state, aborts timed-out ones
-            await self._listen()
-            if self.zk_mode:
-                await self._register_broker()
-                await self._start_controller()
-        except BaseException:
-            try:
-                if logs_loaded:
-                    await self.stop(controlled=False)
-                else:
-                    for log_ in self.log_manager.logs.values():
-                        log_.close()
-                    self.log_manager.release_lock()
-                    self._close_zookeeper()
-            except Exception:
-                log.exception("broker %d: error while undoing a failed start", self.broker_id)
-            raise
-        log.info("broker %d listening on %s:%d, log.dirs=%s", self.broker_id, self.host, self.port, self.log_dir)
+    async def _register(self) -> None:
+        await self._register_broker()
 
-    #: serve requests as soon as the listener is bound (a KRaft broker: only once it is unfenced, as Kafka's)
-    REQUESTS_AT_BIND = True
-
-    async def _listen(self) -> None:
-        try:
-            await self.socket_server.start(enable_request_processing=self.REQUESTS_AT_BIND)
-        except OSError as exc:
-            reason = exc.strerror or str(exc)
-            if exc.errno == errno.EADDRINUSE:
-                reason = "the port is in use (is another broker running?); choose another port, or 0 for a free one"
-            raise StartupError(f"Socket server failed to bind to {self.host}:{self.socket_server.port}: "
-                               f"{reason}") from exc
-
-    def _clean_shutdown_broker_epoch(self) -> int:
-        """What the clean-shutdown marker records: nothing in ZooKeeper mode (a KRaft broker: its epoch)."""
-        return -1
-
-    async def stop(self, controlled: bool = True) -> None:
-        """Kafka's shutdown order: (cluster mode: controlled shutdown,) stop taking requests, stop the
-        jobs, then close the logs cleanly (cluster mode: then the controller and the ZooKeeper session)."""
-        self._stopping = True
-        if self.zk_mode and controlled and self._registered and self.config["controlled.shutdown.enable"]:
-            try:
-                await self.controlled_shutdown()
-            except Exception:
-                log.exception("broker %d: controlled shutdown failed; shutting down anyway", self.broker_id)
-        for task in self._background:  # at once, so that no job starts while the connections close
-            task.cancel()
-        await self.socket_server.stop()
-        await self._requests_stopped()
-        await cancel_and_wait(self._background)
-        self._background.clear()
-        if self.config_change_listener is not None:
-            self.config_change_listener.stop()
-        if self.share_partition_manager is not None:
-            await self.share_partition_manager.stop()
-        if self.group_coordinator is not None:
-            await self.group_coordinator.stop()
-        if self.transaction_coordinator is not None:
-            await self.transaction_coordinator.stop()
-        shutdown = getattr(self.replica_manager, "shutdown", None)
-        if shutdown is not None:  # cluster mode: the replica fetchers stop
-            result = shutdown()
-            if asyncio.iscoroutine(result):
-                await result
-        self.log_manager.close(self._clean_shutdown_broker_epoch())
-        if self.kafka_controller is not None:
-            try:
-                await self.kafka_controller.shutdown()
-            except Exception:
-                log.exception("broker %d: error while stopping the controller", self.broker_id)
+    def _stop_metadata_source(self) -> None:
         self._close_zookeeper()
 
-    async def _requests_stopped(self) -> None:
-        """Stopping: no request is served any more (a KRaft broker stops applying metadata here)."""
-
-    def spawn(self, coro) -> asyncio.Task:
-        """Run a background job on the broker's loop; it is cancelled at stop()."""
-        task = asyncio.get_running_loop().create_task(coro)
-        self._background.append(task)
-        return task
-
-    # -- what the APIs need ----------------------------------------------------
-
-    @property
-    def port(self) -> int:
-        return self.socket_server.port
-
-    @property
-    def advertised_host(self) -> str:
-        adv = self.config["advertised.listeners"]
-        return _listener_host_port(adv)[0] if adv else self.host
-
-    @property
-    def advertised_port(self) -> int:
-        """The port of ``advertised.listeners`` (what clients are told to connect to), else the bound port."""
-        adv = self.config["advertised.listeners"]
-        return (_listener_host_port(adv)[1] if adv else 0) or self.port
-
-    @property
-    def live_brokers(self) -> list[tuple[int, str, int]]:
-        """(id, host, port) of every live broker; a standalone broker knows only itself, a broker in
-        cluster mode what the controller's last UpdateMetadata said."""
-        if self.zk_mode:
-            return [(b.id, b.host, b.port) for b in self.live_broker_nodes]
-        return [(self.broker_id, self.advertised_host, self.advertised_port)]
-
-    @property
-    def live_broker_nodes(self) -> list[BrokerEndpoint]:
-        """The live brokers with their racks (Metadata and DescribeCluster show racks)."""
-        if self.zk_mode:
-            return sorted(self.metadata_cache.alive_brokers.values(), key=lambda b: b.id)
-        return [BrokerEndpoint(self.broker_id, self.advertised_host, self.advertised_port, self.config["broker.rack"])]
-
-    @property
-    def live_broker_count(self) -> int:
-        return len(self.live_brokers)
-
-    @property
-    def controller_id(self) -> int:
-        if self.zk_mode:
-            cid = self.metadata_cache.controller_id
-            return -1 if cid is None else cid
-        return self.broker_id
-
-    def log_config_for(self, topic: TopicMetadata) -> LogConfig:
-        cfg = self.topic_configs.get(topic.name)
-        if cfg is None:
-            cfg = self.topic_configs[topic.name] = LogConfig(self.config, topic.configs)
-        return cfg
-
-    def make_partition(self, topic: TopicMetadata, index: int) -> Partition:
-        log_ = self.log_manager.get_or_create_log(topic.name, index, self.log_config_for(topic))
-        _write_partition_metadata(log_.dir, topic.topic_id)
-        partition = Partition(topic.name, index, log_, self.broker_id)
-        self.replica_manager.add_partition(partition)
-        return partition
-
+    async def _jobs_stopped(self) -> None:
+        if self.config_change_listener is not None:
+            self.config_change_listener.stop()
 
     # -- cluster mode: ZooKeeper --------------------------------------------------
 
     async def _start_zookeeper(self) -> None:
         """Connect (Kafka's ``initZkClient``), create the top-level paths, get or create the cluster id."""
-        from ..zk.kafka_zk_client import KafkaZkClient
         cfg = self.config
         session_ms = cfg["zookeeper.session.timeout.ms"]
         connect_ms = cfg["zookeeper.connection.timeout.ms"] or session_ms
@@ -337,7 +128,6 @@ class KafkaServer:
         """Kafka's ``LogManager.loadLogs`` in cluster mode: open (and, after a crash, recover) every
         partition directory, with its topic's configs from ``/config/topics/<t>``. The partitions
         themselves (leader or follower) come later, from the controller's LeaderAndIsr."""
-        from ..log.log import parse_partition_dir
         configs: dict[str, dict[str, str]] = {}
         for name in sorted(os.listdir(self.log_dir)):
             parsed = parse_partition_dir(name)
@@ -348,20 +138,7 @@ class KafkaServer:
                 configs[topic] = self.zk_client.get_topic_config(topic)
             self.log_manager.get_or_create_log(topic, index, self._topic_log_config(topic, configs[topic]))
 
-    def _topic_log_config(self, topic: str, overrides: dict[str, str]) -> LogConfig:
-        """The topic's one live LogConfig, (re)set to ``overrides``; a config this broker does not know
-        is skipped with a warning rather than keeping the log closed."""
-        cfg = self.topic_configs.get(topic)
-        if cfg is None:
-            cfg = self.topic_configs[topic] = LogConfig(self.config)
-        try:
-            cfg.replace(overrides)
-        except ValueError as exc:
-            log.warning("broker %d: topic %s: ignoring configs from ZooKeeper: %s", self.broker_id, topic, exc)
-        return cfg
-
-    def _broker_info(self):
-        from ..zk import zk_data
+    def _broker_info(self) -> zk_data.BrokerInfo:
         return zk_data.BrokerInfo(self.broker_id, self.advertised_host, self.advertised_port,
                                   self.config["broker.rack"])
 
@@ -371,7 +148,6 @@ class KafkaServer:
         A registration left by this broker's previous process (killed, restarted before its session
         expired) is waited for, up to the session timeout; another live broker with the same id is
         a StartupError."""
-        from kazoo.exceptions import NodeExistsError
         deadline = time.monotonic() + self.config["zookeeper.session.timeout.ms"] / 1000 + 2
         waited = False
         while True:
@@ -393,14 +169,13 @@ class KafkaServer:
         log.info("broker %d: registered at /brokers/ids/%d as %s:%d, broker epoch %d", self.broker_id,
                  self.broker_id, self.advertised_host, self.advertised_port, self.broker_epoch)
         if self.config_change_listener is None:
-            from .metadata_cache import ConfigChangeListener
             self.config_change_listener = ConfigChangeListener(self)
             self.config_change_listener.start()
 
     async def _start_controller(self) -> None:
-        from ..controller import KafkaController
-        self.kafka_controller = KafkaController(self)
-        await self.kafka_controller.startup()
+        controller = KafkaController(self)
+        self.kafka_controller = controller
+        await controller.startup()
 
     def _on_zk_state(self, state: str) -> None:
         """kazoo's connection listener (on kazoo's thread): hand the state change to the loop."""
@@ -450,9 +225,6 @@ class KafkaServer:
         Sends ControlledShutdown v3 to the controller; retries ``controlled.shutdown.max.retries`` times,
         ``controlled.shutdown.retry.backoff.ms`` apart, while the controller is unknown, unreachable, or
         answers with partitions remaining. Returns whether it succeeded."""
-        from ..apis.messages import build
-        from ..apis.zk_messages import CONTROLLED_SHUTDOWN_VERSION, ControlledShutdownRequest
-        from ..network.network_client import NetworkClient
         cfg = self.config
         retries = cfg["controlled.shutdown.max.retries"]
         backoff_s = cfg["controlled.shutdown.retry.backoff.ms"] / 1000
@@ -499,78 +271,3 @@ class KafkaServer:
         log.warning("broker %d: proceeding to do an unclean shutdown as all the controlled shutdown attempts "
                     "failed", self.broker_id)
         return False
-
-    # -- cluster mode: what the controller tells this broker ---------------------------
-
-    def get_or_create_partition(self, topic: str, index: int, topic_id: uuid.UUID) -> Partition:
-        """The local replica of a partition the controller assigned to this broker (LeaderAndIsr),
-        with its log created if it is new. Called by ``ReplicaManager.become_leader_or_follower``.
-
-        The topic's configs come from ``/config/topics/<t>``; the metadata cache gets an entry for the
-        topic if UpdateMetadata has not brought one yet. A partition directory holding another topic id
-        (the topic was deleted and re-created while this broker was away) is INCONSISTENT_TOPIC_ID."""
-        existing = self.replica_manager.partitions.get((topic, index))
-        if existing is not None:
-            return existing
-        meta = self.metadata_cache.get(topic)
-        if meta is None or meta.topic_id != topic_id:
-            configs = self.zk_client.get_topic_config(topic) if self.zk_client is not None else {}
-            meta = self.metadata_cache.ensure_topic(topic, topic_id, index + 1, configs)
-            self._topic_log_config(topic, configs)
-        else:
-            meta.num_partitions = max(meta.num_partitions, index + 1)
-        on_disk = _read_partition_metadata(os.path.join(self.log_dir, f"{topic}-{index}"))
-        if on_disk is not None and on_disk != topic_id:
-            raise KafkaError(ErrorCode.INCONSISTENT_TOPIC_ID,
-                             f"{topic}-{index}: the log on disk belongs to topic id {on_disk}, not {topic_id}")
-        return self.make_partition(meta, index)
-
-    async def apply_update_metadata(self, controller_id: int, topic_states, live_brokers) -> None:
-        """UpdateMetadata: update the cache; read the configs of topics new to it; forget the committed
-        offsets of deleted topics; wake CreateTopics/DeleteTopics waiting for the metadata."""
-        new_topics, deleted = self.metadata_cache.update_metadata(controller_id, topic_states, live_brokers)
-        for name in new_topics:
-            meta = self.metadata_cache.get(name)
-            configs = await asyncio.to_thread(self.zk_client.get_topic_config, name) if self.zk_client else {}
-            if meta is not None:
-                meta.configs = configs
-                if name in self.topic_configs:
-                    self._topic_log_config(name, configs)
-        gone_topics = {t for t, _ in deleted if self.metadata_cache.get(t) is None}
-        for name in gone_topics:
-            self.topic_configs.pop(name, None)
-            if self.group_coordinator is not None:
-                self.group_coordinator.delete_offsets_of_topic(name)
-        self.admin_manager.metadata_updated()
-
-    def apply_topic_config_change(self, topic: str, configs: dict[str, str]) -> None:
-        """A config change notification for ``topic``: its new overrides reach the live LogConfig
-        (in place, as ``AdminManager._apply_topic_overrides`` does) and the metadata cache."""
-        meta = self.metadata_cache.get(topic)
-        if meta is not None:
-            meta.configs = dict(configs)
-        if topic in self.topic_configs:
-            self._topic_log_config(topic, configs)
-        log.info("broker %d: topic %s configs changed: %s", self.broker_id, topic, configs)
-
-
-def _read_partition_metadata(directory: str) -> uuid.UUID | None:
-    path = os.path.join(directory, "partition.metadata")
-    try:
-        with open(path) as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key.strip() == "topic_id":
-                    from ..zk.zk_data import parse_kafka_uuid
-                    return parse_kafka_uuid(value.strip())
-    except (OSError, ValueError):
-        return None
-    return None
-
-
-def _write_partition_metadata(directory: str, topic_id: uuid.UUID) -> None:
-    """KIP-516's ``partition.metadata`` file: the topic id, base64 as Kafka prints Uuids."""
-    path = os.path.join(directory, "partition.metadata")
-    if not os.path.exists(path):
-        with open(path, "w") as f:
-            f.write(f"version: 0\ntopic_id: {kafka_uuid_string(topic_id.bytes)}\n")

@@ -71,7 +71,7 @@ def _coordinator_for(broker, key: str | None, key_type: int) -> dict:
         out.update(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, error_message=exc.message)
         return out
     partition = coordinator.manager.partition_for(key)
-    if getattr(broker, "zk_mode", False):
+    if broker.in_cluster:
         node = broker.metadata_cache.leader_endpoint("__consumer_offsets", partition)
         if node is None:
             out.update(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
@@ -124,7 +124,7 @@ def _leader_of(broker, topic: str, partition: int, out: dict) -> dict:
     """``out`` naming the coordinator that leads ``topic``'s ``partition`` (transaction and share
     coordinators): in cluster mode the live leader from the metadata cache, COORDINATOR_NOT_AVAILABLE while
     it has none; a standalone broker leads every partition, so it names itself once it is registered."""
-    if getattr(broker, "zk_mode", False):
+    if broker.in_cluster:
         node = broker.metadata_cache.leader_endpoint(topic, partition)
         if node is None:
             out.update(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,

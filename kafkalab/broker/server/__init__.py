@@ -1,6 +1,8 @@
 """The broker itself, as Kafka's ``kafka.server``.
 
-``kafka_server``             KafkaServer: wires the parts together and owns the asyncio loop
+``kafka_broker``             KafkaBroker: what the broker's parts may use of the broker object (the
+                             brokers themselves, which import the layers above, are one level up:
+                             kafkalab.broker.base_broker, kafka_server; kafkalab.kraft.broker_server)
 ``config``                   KafkaConfig and LogConfig under Kafka's names and defaults
 ``replica_manager``          ReplicaManager: appends and reads, the fetch purgatory
 ``delayed_operation``        DelayedOperation, DelayedOperationPurgatory: requests waiting on partitions

@@ -146,12 +146,13 @@ class ClientQuotaManager:
         self.sensors: dict[tuple[str, str, str], Rate] = {}
         #: (quota key, user tag, client tag) -> [(time.time(), throttle ms)], the last ones (notebooks, tests)
         self.throttles: dict[tuple[str, str, str], list] = {}
-        if log_dir is not None and not self.zk_mode:
+        if log_dir is not None and not self.in_cluster:
             self._load_file()
 
     @property
-    def zk_mode(self) -> bool:
-        return bool(getattr(self.broker, "zk_mode", False))
+    def in_cluster(self) -> bool:
+        """The quotas live in ZooKeeper (or come with the KRaft metadata), not in a file of this broker's."""
+        return self.broker is not None and self.broker.in_cluster
 
     @property
     def enabled(self) -> bool:
@@ -275,11 +276,11 @@ class ClientQuotaManager:
                 values.pop(key, None)
             else:
                 values[key] = float(value)
-        if self.zk_mode:
+        if self.in_cluster:
             import asyncio
             await asyncio.to_thread(self._write_zk, entity, values)
         self._set(entity, values)
-        if not self.zk_mode:
+        if not self.in_cluster:
             self._save_file()
 
     def _set(self, entity: Entity, values: dict[str, float]) -> None:

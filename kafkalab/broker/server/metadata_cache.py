@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from ..common.errors import ErrorCode, KafkaError
 from ..common.topic import INTERNAL_TOPICS, unify_collision_chars
 from ..cluster.partition_state import LeaderAndIsrPartitionState
+from .metadata_mode import MetadataMode
 
 log = logging.getLogger("kafkalab.broker.server.metadata_cache")
 
@@ -63,9 +64,10 @@ class BrokerEndpoint:
 
 
 class MetadataCache:
-    def __init__(self, log_dir: str, zk_mode: bool = False):
+    def __init__(self, log_dir: str, mode: MetadataMode = MetadataMode.STANDALONE):
         self.path = os.path.join(log_dir, METADATA_FILE)
-        self.zk_mode = zk_mode
+        #: STANDALONE: this cache is the source of truth, kept in ``METADATA_FILE``; else a controller's copy
+        self.mode = mode
         self.topics: dict[str, TopicMetadata] = {}
         self._by_id: dict[uuid.UUID, TopicMetadata] = {}
         # -- cluster mode: what the controller's UpdateMetadata said --------------
@@ -73,7 +75,7 @@ class MetadataCache:
         self.partition_states: dict[str, dict[int, LeaderAndIsrPartitionState]] = {}
         self.alive_brokers: dict[int, BrokerEndpoint] = {}
         self.controller_id: int | None = None
-        if not zk_mode and os.path.exists(self.path):
+        if mode is MetadataMode.STANDALONE and os.path.exists(self.path):
             with open(self.path) as f:
                 for t in json.load(f)["topics"]:
                     self._put(TopicMetadata(t["name"], uuid.UUID(t["topic_id"]), t["num_partitions"],
@@ -84,8 +86,8 @@ class MetadataCache:
         self._by_id[t.topic_id] = t
 
     def save(self) -> None:
-        if self.zk_mode:
-            return  # ZooKeeper is the source of truth; nothing to keep on disk
+        if self.mode is not MetadataMode.STANDALONE:
+            return  # ZooKeeper (or the KRaft metadata log) is the source of truth; nothing to keep on disk
         data = {"version": 1, "topics": [
             {"name": t.name, "topic_id": str(t.topic_id), "num_partitions": t.num_partitions,
              "replication_factor": t.replication_factor, "configs": t.configs}
@@ -190,7 +192,7 @@ class ConfigChangeListener:
     ``/config/changes/config_change_<seq>`` saying ``{"entity_path": "topics/<t>"}``. Every broker
     watches the children of ``/config/changes``; for each notification newer than the last it handled,
     it reads ``/config/topics/<t>`` again and swaps the overrides into the topic's live ``LogConfig``
-    (``KafkaServer.apply_topic_config_change``). At start it handles the notifications already there,
+    (``KafkaBroker.apply_topic_config_change``). At start it handles the notifications already there,
     which only re-reads configs. Notifications older than 15 minutes are deleted (Kafka's
     ``changeExpirationMs``), so the list does not grow forever.
     """
@@ -240,7 +242,7 @@ class ConfigChangeListener:
                 elif entity and entity.startswith(("clients/", "users/")):   # client quotas: reload them
                     quotas_changed = True
                 elif entity and entity.startswith("groups/"):   # KIP-932 group configs (share.auto.offset.reset)
-                    shares = getattr(self.broker, "share_partition_manager", None)
+                    shares = self.broker.share_partition_manager
                     if shares is not None:
                         shares.load_zk_group_configs(entity[len("groups/"):])
                 self.last_executed = name

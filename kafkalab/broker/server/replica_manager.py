@@ -63,7 +63,7 @@ EPOCH_DURING_DELETE, NO_EPOCH = -2, -1
 class ReplicaManager:
     def __init__(self, broker_id: int, broker=None):
         self.broker_id = broker_id
-        #: the KafkaServer (its config, log manager, live brokers and controller id)
+        #: the broker (its config, log manager, live brokers and controller id); None in some unit tests
         self.broker = broker
         self.partitions: dict[tuple[str, int], Partition] = {}
         #: the fetch purgatory: (topic, partition) -> futures of the Fetches watching it
@@ -110,9 +110,9 @@ class ReplicaManager:
     def get_partition(self, topic: str, index: int) -> Partition:
         p = self.partitions.get((topic, index))
         if p is None:
-            cache = getattr(self.broker, "metadata_cache", None)
-            meta = cache.get(topic) if cache is not None else None
-            if meta is not None and 0 <= index < meta.num_partitions and getattr(self.broker, "zk_mode", False):
+            broker = self.broker
+            meta = broker.metadata_cache.get(topic) if broker is not None else None
+            if meta is not None and 0 <= index < meta.num_partitions and broker.in_cluster:
                 # Kafka's getPartitionOrError: a partition of a known topic that is not here is led elsewhere
                 raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
                                  f"broker {self.broker_id} does not host {topic}-{index}")
@@ -159,10 +159,9 @@ class ReplicaManager:
 
     def _is_broker_alive(self, broker_id: int) -> bool:
         """Kafka's ``metadataCache.hasAliveBroker`` (a standalone broker knows no other)."""
-        cache = getattr(self.broker, "metadata_cache", None)
-        if cache is None or not getattr(self.broker, "zk_mode", False):
+        if self.broker is None or not self.broker.in_cluster:
             return True
-        return cache.alive_broker(broker_id) is not None
+        return self.broker.metadata_cache.alive_broker(broker_id) is not None
 
     # -- DeleteRecords -----------------------------------------------------------------------
 

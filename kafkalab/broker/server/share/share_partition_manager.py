@@ -97,7 +97,7 @@ class SharePartitionManager:
                 raise KafkaError(ErrorCode.INVALID_CONFIG, f"{name} is not a list config: APPEND/SUBTRACT do not apply")
         if validate_only:
             return
-        zk = self.broker.zk_client if getattr(self.broker, "zk_mode", False) else None
+        zk = self.broker.zk_client if self.broker.in_cluster else None
         if zk is not None:   # cluster mode: every broker hears of it (the leaders of the group's partitions)
             zk.set_or_create_entity_configs(f"/config/groups/{group_id}", current)
             zk.create_config_change_notification(f"groups/{group_id}")
