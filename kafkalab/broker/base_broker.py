@@ -103,17 +103,17 @@ class BaseBroker:
             raise ValueError("log.dirs must be set")
         self.host, port = _listener_host_port(config["listeners"])
         self._metadata_mode = metadata_mode
-        self.log_manager = None
+        log_manager: LogManager | None = None
         try:  # Kafka's LogManager.createAndValidateLogDirs: the directory must exist (or be creatable) and be writable
-            self.log_manager = LogManager(self.log_dir, config, lock_dir=True)  # .lock: one broker per directory
+            log_manager = self.log_manager = LogManager(self.log_dir, config, lock_dir=True)  # one broker per directory
             self.metadata_cache = MetadataCache(self.log_dir, metadata_mode)
             with tempfile.TemporaryFile(dir=self.log_dir):
                 pass
         except LogDirLockedError as exc:  # Kafka's wording: "Failed to acquire lock on file .lock in <dir>. ..."
             raise StartupError(str(exc)) from exc
         except OSError as exc:
-            if self.log_manager is not None:
-                self.log_manager.release_lock()
+            if log_manager is not None:
+                log_manager.release_lock()
             raise StartupError(f"Failed to create or validate data directory log.dirs={self.log_dir}: {exc}") from exc
         self.replica_manager = ReplicaManager(self.broker_id, self)
         self.admin_manager: AdminManager = self._new_admin_manager()

@@ -97,9 +97,14 @@ class FaultsLike(Protocol):
 class SocketServerLike(Protocol):
     """What the broker's parts use of its ``kafkalab.broker.network.socket_server.SocketServer``."""
 
-    port: int
-    faults: FaultsLike
-    quotas: ClientQuotaManager
+    @property
+    def port(self) -> int: ...
+
+    @property
+    def faults(self) -> FaultsLike: ...
+
+    @property
+    def quotas(self) -> ClientQuotaManager: ...
 
 
 class KafkaBroker(Protocol):
@@ -127,7 +132,10 @@ class KafkaBroker(Protocol):
     metadata_cache: MetadataCache
     replica_manager: ReplicaManager
     admin_manager: AdminManager
-    socket_server: SocketServerLike
+
+    @property
+    def socket_server(self) -> SocketServerLike: ...
+
     #: topic -> its one live LogConfig (shared by the topic's logs)
     topic_configs: dict[str, LogConfig]
     # set in start(), None before
