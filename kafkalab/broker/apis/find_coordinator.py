@@ -33,6 +33,8 @@ import base64
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 
 from ..common.errors import ErrorCode, KafkaError
+from ..coordinator.group.offsets_topic import java_string_hash
+from ..coordinator.share.share_coordinator import SHARE_STATE_TOPIC
 from . import api
 
 GROUP, TRANSACTION, SHARE = 0, 1, 2
@@ -104,8 +106,6 @@ def _valid_share_key(key: str | None) -> bool:
 def _share_coordinator_for(broker, key: str | None, out: dict) -> dict:
     """Key type SHARE: ``group:topicId:partition`` -> the leader of ``abs(key.hashCode()) %
     share.coordinator.state.topic.num.partitions`` of ``__share_group_state``."""
-    from ..coordinator.group.offsets_topic import java_string_hash
-    from ..coordinator.share.share_coordinator import SHARE_STATE_TOPIC
     if not _valid_share_key(key):
         out.update(error_code=ErrorCode.INVALID_REQUEST, error_message=f"Invalid coordinator key {key!r}: "
                    "a share coordinator key is groupId:topicId:partition")

@@ -49,6 +49,7 @@ from .config import TOPIC_CONFIGS, LogConfig, to_string
 from ..common.errors import ErrorCode, KafkaError
 from ..common.topic import validate_topic_name
 from .metadata_cache import NULL_UUID, TopicMetadata
+from ..zk.admin_zk_client import AdminZkClient
 
 log = logging.getLogger("kafkalab.broker.admin")
 
@@ -99,7 +100,6 @@ class AdminManager:
 
     @property
     def admin_zk(self):
-        from ..zk.admin_zk_client import AdminZkClient
         return AdminZkClient(self.broker.zk_client)
 
     # -- cluster mode: waiting for the controller's outcome (Kafka's delayed topic operations) -------

@@ -57,11 +57,16 @@ request, already sent, is recorded whole.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import math
 import os
 import time
+
+from kazoo.exceptions import NoNodeError
+
+from ..zk import zk_data as zd
 
 log = logging.getLogger("kafkalab.broker.quotas")
 
@@ -277,7 +282,6 @@ class ClientQuotaManager:
             else:
                 values[key] = float(value)
         if self.in_cluster:
-            import asyncio
             await asyncio.to_thread(self._write_zk, entity, values)
         self._set(entity, values)
         if not self.in_cluster:
@@ -364,8 +368,6 @@ class ClientQuotaManager:
 
     def load_zk(self) -> None:
         """Read every quota from ZooKeeper (at start and on each client or user change notification)."""
-        from kazoo.exceptions import NoNodeError
-        from ..zk import zk_data as zd
         kz = self.broker.zk_client.zk
         found: dict[Entity, dict[str, float]] = {}
         unname = lambda n: None if n == DEFAULT else n  # noqa: E731

@@ -45,6 +45,7 @@ import shutil
 from typing import Callable, Iterable
 
 from ..utils.async_util import wait_done
+from .alter_partition_manager import AlterPartitionManager
 from .delayed_delete_records import DelayedDeleteRecords
 from .delayed_operation import DelayedOperationPurgatory
 from .delayed_produce import DelayedProduce
@@ -52,6 +53,7 @@ from ..common.errors import ErrorCode, KafkaError
 from ..log.offset_checkpoint import read_checkpoint, write_checkpoint
 from ..cluster.partition import Partition
 from ..common.topic import INTERNAL_TOPICS
+from .replica_fetcher_thread import InitialFetchState, ReplicaFetcherManager
 
 log = logging.getLogger("kafkalab.broker.server.replica_manager")
 
@@ -277,7 +279,6 @@ class ReplicaManager:
                 log.exception("broker %d: error making %s a follower", self.broker_id, partition.name)
                 errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
         if restart:
-            from .replica_fetcher_thread import InitialFetchState
             fetchers.remove_fetcher_for_partitions(restart)
             initial = {}
             for key, state in restart.items():
@@ -356,13 +357,11 @@ class ReplicaManager:
 
     def _fetcher_manager(self):
         if self.replica_fetcher_manager is None:
-            from .replica_fetcher_thread import ReplicaFetcherManager
             self.replica_fetcher_manager = ReplicaFetcherManager(self, self.broker.config)
         return self.replica_fetcher_manager
 
     def _alter_partition(self, partition: Partition, pending) -> None:
         if self.alter_partition_manager is None:
-            from .alter_partition_manager import AlterPartitionManager
             self.alter_partition_manager = AlterPartitionManager(self.broker_id, broker=self.broker)
         self.alter_partition_manager.submit(partition, pending)
 

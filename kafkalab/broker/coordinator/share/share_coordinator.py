@@ -41,6 +41,7 @@ from kafka.protocol.schemas.fields.codecs import UnsignedVarInt32
 
 from ...common.errors import ErrorCode, KafkaError
 from ...common.records import Record, build_batch
+from ..group.group_metadata_manager import GroupMetadataManager
 from ..group.offsets_topic import _Reader, java_string_hash
 
 log = logging.getLogger("kafkalab.broker.coordinator.share")
@@ -214,7 +215,6 @@ class ShareCoordinator:
 
     def load(self, only_partition: int | None = None) -> int:
         """Replay ``__share_group_state`` (or one partition): the last snapshot of each share-partition."""
-        from ..group.group_metadata_manager import GroupMetadataManager
         count = 0
         records = GroupMetadataManager(self.broker).read_log(only_partition, topic_name=SHARE_STATE_TOPIC)
         for header, key, value in records:
