@@ -9,6 +9,9 @@ Without ``zookeeper.connect`` it is a **standalone** broker (``MetadataMode.STAN
 it keeps its topics itself); with it, **ZooKeeper mode** (``MetadataMode.ZOOKEEPER``), which follows
 the order of Kafka's ``KafkaServer.startup``:
 
+(in ``BaseBroker``'s hooks: 1-2 are ``_start_metadata_source``, 5 ``_register``, 6 ``_start_controller``;
+closing the session, ``_stop_metadata_source``):
+
 1. connect to ZooKeeper (``zookeeper.session.timeout.ms``, ``zookeeper.connection.timeout.ms``)
    and create the top-level paths;
 2. read the cluster id from ``/cluster/id``, or write a new one there (first broker);
@@ -209,11 +212,8 @@ class KafkaServer(BaseBroker):
             return
         log.warning("broker %d: new ZooKeeper session: registered again, broker epoch %d -> %d",
                     self.broker_id, old, self.broker_epoch)
-        hook = getattr(self.kafka_controller, "on_new_session", None)
-        if hook is not None:
-            result = hook()
-            if asyncio.iscoroutine(result):
-                await result
+        if self.kafka_controller is not None:
+            await self.kafka_controller.on_new_session()
 
     # -- cluster mode: controlled shutdown -------------------------------------------
 

@@ -67,6 +67,8 @@ class ZkControllerLike(Protocol):
 
     async def elect_leaders(self, election_type: int, partitions: list | None) -> dict: ...
 
+    async def on_new_session(self) -> None: ...
+
 
 class ForwardingManagerLike(Protocol):
     """What the socket server uses of a KRaft broker's ``kafkalab.kraft.forwarding_manager.ForwardingManager``:
