@@ -31,7 +31,7 @@ from kafka.protocol.producer.produce import ProduceRequest  # noqa: E402
 
 from kafkalab.broker.apis.messages import build  # noqa: E402
 from kafkalab.broker.server.config import BrokerConfig  # noqa: E402
-from kafkalab.broker.server.kafka_server import KafkaServer  # noqa: E402
+from kafkalab.broker.kafka_server import KafkaServer  # noqa: E402
 from kafkalab.broker.common.records import Record, build_batch  # noqa: E402
 
 TOPIC = "hotpath"

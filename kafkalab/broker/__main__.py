@@ -24,7 +24,7 @@ import signal
 import sys
 
 from .server.config import BrokerConfig
-from .server.kafka_server import KafkaServer, StartupError
+from .kafka_server import KafkaServer, StartupError
 from .utils.parent_watch import watch_parent
 
 

@@ -33,7 +33,7 @@ import weakref
 from typing import Any, Callable
 
 from .server.config import BrokerConfig
-from .server.kafka_server import KafkaServer
+from .kafka_server import KafkaServer
 
 log = logging.getLogger(__name__)
 _OPEN: "weakref.WeakSet[MiniBroker]" = weakref.WeakSet()

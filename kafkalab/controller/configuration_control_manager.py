@@ -32,7 +32,7 @@ from __future__ import annotations
 from ..broker.common.errors import ErrorCode, KafkaError
 from ..broker.server.admin_manager import AlterConfigOp, ConfigResourceType
 from ..broker.server.config import TOPIC_CONFIGS, LogConfig, to_string
-from ..broker.server.metadata_cache import validate_topic_name
+from ..broker.common.topic import validate_topic_name
 from ..broker.server.share.share_partition_manager import GROUP_CONFIGS
 from ..metadata.api_message_and_version import ApiMessageAndVersion
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from ..broker.common.errors import ErrorCode, KafkaError
 from ..broker.server.config import LogConfig, to_string
-from ..broker.server.metadata_cache import unify_collision_chars, validate_topic_name
+from ..broker.common.topic import unify_collision_chars, validate_topic_name
 from .create_partitions import create_partitions
 from ..metadata.api_message_and_version import ApiMessageAndVersion, uuid_of
 from .partition_change_builder import RECOVERED, Election, PartitionChangeBuilder

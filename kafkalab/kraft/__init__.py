@@ -1,8 +1,8 @@
 """Mini brokers in KRaft mode (``process.roles=broker``).
 
 =================================  ===============================================================
-``broker_server.py``               ``BrokerServer``: the ZooKeeper-mode ``KafkaServer`` with the
-                                   controller quorum in ZooKeeper's place
+``broker_server.py``               ``BrokerServer``: the ZooKeeper-mode ``KafkaServer``'s sibling
+                                   (both ``BaseBroker``), the controller quorum in ZooKeeper's place
 ``metadata_image.py``              ``MetadataImage``, ``MetadataDelta``: the records applied
 ``broker_metadata_publisher.py``   ``BrokerMetadataPublisher``: UpdateMetadata's and LeaderAndIsr's
                                    work, done from the records

@@ -4,7 +4,7 @@
 In ZooKeeper mode the controller *tells* brokers with two requests; in KRaft mode each broker reads
 the same facts from the records and does the same work itself, through the same code paths:
 
-* UpdateMetadata's work (``KafkaServer.apply_update_metadata``): the metadata cache gets the changed
+* UpdateMetadata's work (``BaseBroker.apply_update_metadata``): the metadata cache gets the changed
   partitions' states (leader, leader epoch, ISR, replicas) and the live brokers, which in KRaft are
   the registered, *unfenced* ones; a topic's configs come from its ConfigRecords;
 * StopReplica's work (``ReplicaManager.stop_replicas``) for a deleted topic (RemoveTopicRecord): its local
@@ -88,7 +88,7 @@ class BrokerMetadataPublisher:
 
     def _publish_group_configs(self, image) -> None:
         """KIP-932 group configs (GROUP ConfigRecords) to the share partition manager."""
-        shares = getattr(self.broker, "share_partition_manager", None)
+        shares = self.broker.share_partition_manager
         configuration = getattr(image, "configuration", None)
         if shares is None or configuration is None:
             return

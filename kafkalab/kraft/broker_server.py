@@ -1,16 +1,18 @@
 """``BrokerServer``: a mini broker in KRaft mode (``process.roles=broker``), Kafka's ``kafka.server.BrokerServer``.
 
-It is the ZooKeeper-mode :class:`~kafkalab.broker.server.kafka_server.KafkaServer` — the same logs,
-partitions, replication, coordinators and socket server, in *cluster mode* (its metadata comes from a
-controller) — with ZooKeeper replaced by the controller quorum, at the same steps of start-up:
+It is a sibling of the ZooKeeper-mode :class:`~kafkalab.broker.kafka_server.KafkaServer`, as in Kafka (both
+implement the ``KafkaBroker`` contract, :mod:`kafkalab.broker.server.kafka_broker`): both subclass
+:class:`~kafkalab.broker.base_broker.BaseBroker`, which wires the same logs, partitions, replication, coordinators
+and socket server. Its metadata comes from the controller quorum (``MetadataMode.KRAFT``), at the steps of start-up
+where ZooKeeper mode uses ZooKeeper (``BaseBroker``'s hooks):
 
-1. instead of connecting to ZooKeeper: start fetching ``__cluster_metadata`` from the quorum as an
+1. start the metadata source (``_start_metadata_source``): fetch ``__cluster_metadata`` from the quorum as an
    **observer** (a :class:`~kafkalab.raft.kafka_raft_client.KafkaRaftClient` whose replica id is this
    broker's id, not a voter: it never votes and never counts for the high watermark), and apply the
    committed records to a :class:`~kafkalab.kraft.metadata_image.MetadataImage`;
 2. load the logs on disk (their topics' configs come later, with the metadata);
 3. coordinators and the socket server, as before;
-4. instead of the ``/brokers/ids/<id>`` znode: **register** with the active controller and heartbeat
+4. instead of the ``/brokers/ids/<id>`` znode: **register** (``_register``) with the active controller and heartbeat
    (:class:`~kafkalab.kraft.broker_lifecycle_manager.BrokerLifecycleManager`); from now on every round
    of applied records is published (:class:`~kafkalab.kraft.broker_metadata_publisher.BrokerMetadataPublisher`:
    the metadata cache, becoming leader or follower); start-up completes once the controller has
@@ -32,9 +34,11 @@ import os
 import random
 import uuid
 
-from ..broker.server.kafka_server import KafkaServer, StartupError
-from ..broker.server.metadata_cache import MetadataCache
+from ..broker.base_broker import BaseBroker, StartupError
+from ..broker.log.log import parse_partition_dir
 from ..broker.server.alter_partition_manager import AlterPartitionManager
+from ..broker.server.kafka_broker import MetadataMode
+from ..broker.server.metadata_cache import BrokerEndpoint
 from ..broker.apis.messages import build
 from ..broker.apis.zk_messages import ALTER_PARTITION_VERSION, AlterPartitionRequest
 from ..raft.raft_config import parse_voters
@@ -52,8 +56,8 @@ METADATA_PARTITION_DIR = "__cluster_metadata-0"
 STARTUP_UNFENCE_TIMEOUT_S = 60.0
 
 
-class BrokerServer(KafkaServer):
-    REQUESTS_AT_BIND = False   # requests are read once the broker is unfenced (``_register_broker``)
+class BrokerServer(BaseBroker):
+    REQUESTS_AT_BIND = False   # requests are read once the broker is unfenced (``_register``)
 
     @staticmethod
     def check_config(config, combined: bool = False) -> None:
@@ -74,11 +78,7 @@ class BrokerServer(KafkaServer):
         """``raft_client``: a combined node's voter, shared with its controller (Kafka's ``SharedServer``): the
         broker reads the metadata from it instead of fetching as an observer, and neither starts nor closes it."""
         self.check_config(config, combined=raft_client is not None)
-        super().__init__(config)
-        self.zk_mode = True           # cluster mode: the metadata comes from the controllers
-        self.kraft_mode = True
-        self.metadata_cache = MetadataCache(self.log_dir, zk_mode=True)
-        self.admin_manager = KRaftAdminManager(self)
+        super().__init__(config, MetadataMode.KRAFT)
         self.forwarding_manager = ForwardingManager(self)
         self.voters = parse_voters(config["controller.quorum.voters"])
         self.metadata_log_dir = config["metadata.log.dir"] or self.log_dir
@@ -95,32 +95,32 @@ class BrokerServer(KafkaServer):
         self.replica_manager.alter_partition_manager = AlterPartitionManager(
             self.broker_id, send=self._send_alter_partition, broker=self)
 
-    def make_producer_id_manager(self):
+    def _new_admin_manager(self) -> KRaftAdminManager:
+        return KRaftAdminManager(self)
+
+    def make_producer_id_manager(self) -> RPCProducerIdManager:
         return RPCProducerIdManager(self)
 
     def _quorum_leader(self) -> int:
         return self.raft_client.quorum.leader_id if self.raft_client is not None else -1
 
     @property
-    def fenced_broker_nodes(self):
+    def fenced_broker_nodes(self) -> list[BrokerEndpoint]:
         """The registered brokers the controller has fenced (DescribeCluster v2 with include_fenced_brokers)."""
         return self.publisher.live_brokers(self.image, fenced=True)
 
     @property
     def broker_epoch(self) -> int:
+        """Given by the controller at registration; the lifecycle manager holds it."""
         return self.lifecycle.broker_epoch if self.lifecycle is not None else -1
-
-    @broker_epoch.setter
-    def broker_epoch(self, value) -> None:   # KafkaServer.__init__ sets -1; the lifecycle manager holds it
-        pass
 
     def _clean_shutdown_broker_epoch(self) -> int:
         return self.broker_epoch
 
-    # -- the steps of KafkaServer.start that were ZooKeeper's ---------------------------------------
+    # -- the hooks of BaseBroker: the KRaft metadata -------------------------------------------------
 
-    async def _start_zookeeper(self) -> None:
-        """Start the metadata observer (KafkaServer.start calls this where ZooKeeper mode connects)."""
+    async def _start_metadata_source(self) -> None:
+        """Start the metadata observer (where ZooKeeper mode connects to ZooKeeper)."""
         if not self._owns_raft_client:   # combined: the controller's voter already runs
             self._metadata_task = asyncio.get_running_loop().create_task(self._metadata_loop())
             return
@@ -147,7 +147,6 @@ class BrokerServer(KafkaServer):
             await self.raft_client.wait_for_change(0.1)
 
     def _load_logs_on_disk(self) -> None:
-        from ..broker.log.log import parse_partition_dir
         for name in sorted(os.listdir(self.log_dir)):
             parsed = parse_partition_dir(name)
             if not parsed or name == METADATA_PARTITION_DIR or not os.path.isdir(os.path.join(self.log_dir, name)):
@@ -155,7 +154,7 @@ class BrokerServer(KafkaServer):
             topic, index = parsed
             self.log_manager.get_or_create_log(topic, index, self._topic_log_config(topic, {}))
 
-    async def _register_broker(self) -> None:
+    async def _register(self) -> None:
         """Kafka's ``BrokerServer.startup`` order: register and heartbeat (asking to stay fenced); wait until the
         controller says the applied metadata has reached this registration; publish it (and every change from now
         on); then ask to be unfenced, and wait for it.
@@ -187,16 +186,10 @@ class BrokerServer(KafkaServer):
         self.producer_id_manager.maybe_request_next_block()
         log.info("broker %d: registered (broker epoch %d) and unfenced", self.broker_id, self.broker_epoch)
 
-    async def _start_controller(self) -> None:
-        pass   # process.roles=broker: the controllers are other processes
-
     def _log_dir_id(self) -> uuid.UUID:
         """The log directory's id: ``directory.id`` in its meta.properties (``kafka-storage format`` writes it),
         else one derived from its path."""
         return directory_id_of(self.log_dir) or uuid.uuid5(uuid.NAMESPACE_URL, os.path.abspath(self.log_dir))
-
-    def apply_topic_configs(self, topic: str, configs: dict) -> None:
-        self._topic_log_config(topic, dict(configs))
 
     async def _send_alter_partition(self, data: dict):
         return await self.controller_channel.send(build(AlterPartitionRequest, ALTER_PARTITION_VERSION, data),
@@ -210,7 +203,8 @@ class BrokerServer(KafkaServer):
         log.info("broker %d: controlled shutdown %s", self.broker_id, "done" if done else "timed out")
         return done
 
-    def _close_zookeeper(self) -> None:
+    def _stop_metadata_source(self) -> None:
+        """The observer itself stops in :meth:`stop`, after this."""
         self._registered = False
 
     async def _requests_stopped(self) -> None:

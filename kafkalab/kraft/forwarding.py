@@ -22,7 +22,8 @@ from kafka.protocol.admin.topics import CreateTopicsRequest
 from ..broker.apis.messages import build
 from ..broker.common.errors import ErrorCode, KafkaError
 from ..broker.server.admin_manager import AdminManager
-from ..broker.server.metadata_cache import NULL_UUID, TopicMetadata, validate_topic_name
+from ..broker.common.topic import validate_topic_name
+from ..broker.server.metadata_cache import NULL_UUID, TopicMetadata
 from ..controller.controller_messages import AllocateProducerIdsRequest
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from tests.helpers import kafka_wire as wire
 import kafkalab
 from conftest import ROOT
-from kafkalab.broker.server.kafka_server import KafkaServer, StartupError
+from kafkalab.broker.kafka_server import KafkaServer, StartupError
 from kafkalab.broker.log.log_manager import CLEAN_SHUTDOWN_FILE
 
 WAIT_S = 60

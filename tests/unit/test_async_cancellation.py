@@ -17,7 +17,7 @@ from kafkalab.broker.utils import async_util
 from kafkalab.broker.apis.messages import build
 from kafkalab.broker.server.config import BrokerConfig
 from kafkalab.broker.server.delayed_produce import DelayedProduce, ProducePurgatory
-from kafkalab.broker.server.kafka_server import KafkaServer
+from kafkalab.broker.kafka_server import KafkaServer
 from kafkalab.broker.network.network_client import NetworkClient
 from kafkalab.broker.server.replica_manager import ReplicaManager
 

@@ -17,9 +17,12 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from .messages import build
+
+if TYPE_CHECKING:
+    from ..server.kafka_broker import KafkaBroker
 
 
 @dataclass
@@ -57,7 +60,7 @@ def api(request_cls, response_cls, versions: tuple[int, int]):
 class RequestContext:
     """What a handler knows about the request besides its body."""
 
-    broker: Any  # kafkalab.broker.server.kafka_server.KafkaServer
+    broker: KafkaBroker   # the contract every broker mode implements (kafkalab.broker.server.kafka_broker)
     api_key: int
     api_version: int
     correlation_id: int

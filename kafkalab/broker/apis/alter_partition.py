@@ -23,7 +23,7 @@ from .zk_messages import AlterPartitionRequest, AlterPartitionResponse
 
 @api(AlterPartitionRequest, AlterPartitionResponse, versions=(1, 1))
 async def handle_alter_partition(ctx, request):
-    controller = getattr(ctx.broker, "kafka_controller", None)
+    controller = ctx.broker.kafka_controller
     if controller is None or not controller.is_active:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_CONTROLLER, "topics": []}
     return await controller.handle_alter_partition(request.broker_id, request.broker_epoch, request.topics or [])

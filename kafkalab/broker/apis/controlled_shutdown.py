@@ -21,7 +21,7 @@ from .zk_messages import ControlledShutdownRequest, ControlledShutdownResponse
 
 @api(ControlledShutdownRequest, ControlledShutdownResponse, versions=(3, 3))
 async def handle_controlled_shutdown(ctx, request):
-    controller = getattr(ctx.broker, "kafka_controller", None)
+    controller = ctx.broker.kafka_controller
     if controller is None or not controller.is_active:
         return {"error_code": ErrorCode.NOT_CONTROLLER, "remaining_partitions": []}
     error, remaining = await controller.handle_controlled_shutdown(request.broker_id, request.broker_epoch)

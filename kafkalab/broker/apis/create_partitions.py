@@ -42,7 +42,7 @@ async def handle_create_partitions(ctx, request):
             entry.update(error_code=exc.code, error_message=exc.message)
         results.append(entry)
     broker = ctx.broker
-    if getattr(broker, "zk_mode", False) and not request.validate_only and request.timeout_ms > 0:
+    if broker.in_cluster and not request.validate_only and request.timeout_ms > 0:
         counts_wanted = {t.name: t.count for t in request.topics}
         grown = [e["name"] for e in results if e["error_code"] == 0]
         ready = lambda n: admin.partitions_have_leaders(n, counts_wanted[n])  # noqa: E731

@@ -78,7 +78,7 @@ async def handle_create_topics(ctx, request):
         except KafkaError as exc:
             results.append(_failed(t.name, exc))
     broker = ctx.broker
-    if getattr(broker, "zk_mode", False) and not request.validate_only and request.timeout_ms > 0:
+    if broker.in_cluster and not request.validate_only and request.timeout_ms > 0:
         created = [r["name"] for r in results if r["error_code"] == 0]
         admin = broker.admin_manager
         done = await admin.wait_for_metadata(lambda: all(admin.partitions_have_leaders(n) for n in created),

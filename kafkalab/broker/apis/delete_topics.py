@@ -58,7 +58,7 @@ async def handle_delete_topics(ctx, request):
             entry.update(error_code=exc.code, error_message=exc.message)
         responses.append(entry)
     broker = ctx.broker
-    if getattr(broker, "zk_mode", False) and request.timeout_ms > 0:
+    if broker.in_cluster and request.timeout_ms > 0:
         deleted = [(e["name"], e["topic_id"]) for e in responses if e["error_code"] == 0]
 
         def gone(name, topic_id):

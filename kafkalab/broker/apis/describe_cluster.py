@@ -35,7 +35,7 @@ async def handle_describe_cluster(ctx, request):
     brokers = [{"broker_id": b.id, "host": b.host, "port": b.port, "rack": b.rack, "is_fenced": False}
                for b in broker.live_broker_nodes]
     if ctx.api_version >= 2 and request.include_fenced_brokers:
-        fenced = getattr(broker, "fenced_broker_nodes", ())     # KRaft: registered but fenced
+        fenced = broker.fenced_broker_nodes     # KRaft: registered but fenced
         brokers = sorted(brokers + [{"broker_id": b.id, "host": b.host, "port": b.port, "rack": b.rack,
                                      "is_fenced": True} for b in fenced], key=lambda b: b["broker_id"])
     return {

@@ -37,7 +37,7 @@ def _error_response(request, code):
 
 @api(ElectLeadersRequest, ElectLeadersResponse, versions=(0, 2))
 async def handle_elect_leaders(ctx, request):
-    controller = getattr(ctx.broker, "kafka_controller", None)
+    controller = ctx.broker.kafka_controller
     if controller is None or not controller.is_active:
         return _error_response(request, ErrorCode.NOT_CONTROLLER)
     election_type = request.election_type if ctx.api_version >= 1 else PREFERRED

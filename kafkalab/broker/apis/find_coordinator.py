@@ -33,6 +33,8 @@ import base64
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 
 from ..common.errors import ErrorCode, KafkaError
+from ..coordinator.group.offsets_topic import java_string_hash
+from ..coordinator.share.share_coordinator import SHARE_STATE_TOPIC
 from . import api
 
 GROUP, TRANSACTION, SHARE = 0, 1, 2
@@ -71,7 +73,7 @@ def _coordinator_for(broker, key: str | None, key_type: int) -> dict:
         out.update(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, error_message=exc.message)
         return out
     partition = coordinator.manager.partition_for(key)
-    if getattr(broker, "zk_mode", False):
+    if broker.in_cluster:
         node = broker.metadata_cache.leader_endpoint("__consumer_offsets", partition)
         if node is None:
             out.update(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
@@ -104,8 +106,6 @@ def _valid_share_key(key: str | None) -> bool:
 def _share_coordinator_for(broker, key: str | None, out: dict) -> dict:
     """Key type SHARE: ``group:topicId:partition`` -> the leader of ``abs(key.hashCode()) %
     share.coordinator.state.topic.num.partitions`` of ``__share_group_state``."""
-    from ..coordinator.group.offsets_topic import java_string_hash
-    from ..coordinator.share.share_coordinator import SHARE_STATE_TOPIC
     if not _valid_share_key(key):
         out.update(error_code=ErrorCode.INVALID_REQUEST, error_message=f"Invalid coordinator key {key!r}: "
                    "a share coordinator key is groupId:topicId:partition")
@@ -124,7 +124,7 @@ def _leader_of(broker, topic: str, partition: int, out: dict) -> dict:
     """``out`` naming the coordinator that leads ``topic``'s ``partition`` (transaction and share
     coordinators): in cluster mode the live leader from the metadata cache, COORDINATOR_NOT_AVAILABLE while
     it has none; a standalone broker leads every partition, so it names itself once it is registered."""
-    if getattr(broker, "zk_mode", False):
+    if broker.in_cluster:
         node = broker.metadata_cache.leader_endpoint(topic, partition)
         if node is None:
             out.update(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,

@@ -37,7 +37,7 @@ log = logging.getLogger("kafkalab.broker.apis")
 
 
 def require_cluster_mode(broker, name: str) -> None:
-    if not getattr(broker, "zk_mode", False):
+    if not broker.in_cluster:
         raise InvalidRequest(f"{name} comes from a controller; a standalone broker (no zookeeper.connect) has none")
 
 

@@ -33,7 +33,8 @@ clients ask again.
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
 from ..common.errors import ErrorCode, KafkaError
-from ..server.metadata_cache import NULL_UUID, validate_topic_name
+from ..common.topic import validate_topic_name
+from ..server.metadata_cache import NULL_UUID
 from ..network.socket_server import InvalidRequest
 from . import api
 
@@ -67,7 +68,7 @@ def _cluster_topic_entry(broker, topic, version: int) -> dict:
 
 
 def topic_entry(broker, topic, version: int = 12) -> dict:
-    if getattr(broker, "zk_mode", False):
+    if broker.in_cluster:
         return _cluster_topic_entry(broker, topic, version)
     partitions = []
     for index in range(topic.num_partitions):
@@ -92,17 +93,17 @@ def _named_topic(broker, name, allow_auto, version: int) -> dict:
     found = broker.metadata_cache.get(name)
     if found is not None:
         return topic_entry(broker, found, version)
-    zk_mode = getattr(broker, "zk_mode", False)
+    in_cluster = broker.in_cluster
     try:
         validate_topic_name(name)  # Kafka: INVALID_TOPIC_EXCEPTION, with or without auto-creation
         if allow_auto and broker.config["auto.create.topics.enable"]:
             found = broker.admin_manager.maybe_auto_create(name)
-            if zk_mode:  # written to ZooKeeper: the partitions have no leader yet
+            if in_cluster:  # written to ZooKeeper: the partitions have no leader yet
                 return error_entry(name, ErrorCode.LEADER_NOT_AVAILABLE)
     except KafkaError as exc:
         if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
             return error_entry(name, exc.code)
-        if zk_mode:  # created meanwhile (or not yet in this broker's cache)
+        if in_cluster:  # created meanwhile (or not yet in this broker's cache)
             return error_entry(name, ErrorCode.LEADER_NOT_AVAILABLE)
         found = broker.metadata_cache.get(name)
     return topic_entry(broker, found, version) if found else error_entry(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)

@@ -40,7 +40,7 @@ import random
 import time
 from dataclasses import dataclass
 
-from ..server.config import LogConfig
+from .log_config import LogConfig
 from ..common.errors import ErrorCode, KafkaError
 from ..common.records import ABORT, BatchHeader, assign_offsets, control_record_type, iter_batches, validate_batch
 from .leader_epoch_cache import LeaderEpochFileCache

@@ -52,7 +52,7 @@ try:
 except ImportError:  # Windows: no flock, the directory is not locked
     fcntl = None
 
-from ..server.config import BrokerConfig, LogConfig
+from .log_config import ConfigValues, LogConfig
 from .log import UnifiedLog, parse_partition_dir
 from .log_cleaner import CleanerStats, LogCleaner
 from .offset_checkpoint import read_checkpoint, write_checkpoint
@@ -114,7 +114,7 @@ def read_clean_shutdown_epoch(path: str) -> int:
 
 
 class LogManager:
-    def __init__(self, log_dir: str, config: BrokerConfig, lock_dir: bool = False):
+    def __init__(self, log_dir: str, config: ConfigValues, lock_dir: bool = False):
         self.log_dir = log_dir
         self.config = config
         self.logs: dict[tuple[str, int], UnifiedLog] = {}

@@ -1,7 +1,10 @@
 """The broker itself, as Kafka's ``kafka.server``.
 
-``kafka_server``             KafkaServer: wires the parts together and owns the asyncio loop
-``config``                   KafkaConfig and LogConfig under Kafka's names and defaults
+``kafka_broker``             KafkaBroker: what the broker's parts may use of the broker object (the
+                             brokers themselves, which import the layers above, are one level up:
+                             kafkalab.broker.base_broker, kafka_server; kafkalab.kraft.broker_server)
+``metadata_mode``            MetadataMode: standalone, ZooKeeper or KRaft (part of the contract)
+``config``                   KafkaConfig under Kafka's names and defaults (LogConfig: kafkalab.broker.log.log_config)
 ``replica_manager``          ReplicaManager: appends and reads, the fetch purgatory
 ``delayed_operation``        DelayedOperation, DelayedOperationPurgatory: requests waiting on partitions
 ``delayed_produce``          DelayedProduce: acks=all waiting for the ISR (the produce purgatory)

@@ -47,7 +47,9 @@ from typing import Any, Iterable
 from ..utils.async_util import wait_done
 from .config import TOPIC_CONFIGS, LogConfig, to_string
 from ..common.errors import ErrorCode, KafkaError
-from .metadata_cache import NULL_UUID, TopicMetadata, validate_topic_name
+from ..common.topic import validate_topic_name
+from .metadata_cache import NULL_UUID, TopicMetadata
+from ..zk.admin_zk_client import AdminZkClient
 
 log = logging.getLogger("kafkalab.broker.admin")
 
@@ -93,12 +95,11 @@ class AdminManager:
         return self.broker.metadata_cache
 
     @property
-    def zk_mode(self) -> bool:
-        return getattr(self.broker, "zk_mode", False)
+    def in_cluster(self) -> bool:
+        return self.broker.in_cluster
 
     @property
     def admin_zk(self):
-        from ..zk.admin_zk_client import AdminZkClient
         return AdminZkClient(self.broker.zk_client)
 
     # -- cluster mode: waiting for the controller's outcome (Kafka's delayed topic operations) -------
@@ -157,7 +158,7 @@ class AdminManager:
 
     def _check_assignments(self, assignments: dict[int, list[int]], first_partition: int = 0) -> int:
         """Validate explicit replica assignments (partition -> broker ids); return the replication factor."""
-        live = (set(self.admin_zk.registered_broker_ids()) if self.zk_mode
+        live = (set(self.admin_zk.registered_broker_ids()) if self.in_cluster
                 else {b[0] for b in self.broker.live_brokers})
         expected = list(range(first_partition, first_partition + len(assignments)))
         if sorted(assignments) != expected:
@@ -204,7 +205,7 @@ class AdminManager:
             raise KafkaError(ErrorCode.POLICY_VIOLATION,
                              f"Excessively large number of partitions per request: {in_request} > "
                              f"max.partitions.per.request={per_request}.")
-        if not self.zk_mode:   # in a cluster the partitions are spread; the controller places them
+        if not self.in_cluster:   # in a cluster the partitions are spread; the controller places them
             hosted = sum(t.num_partitions for t in self.cache.topics.values()) + sum(self._creating.values())
             cap = self.broker_partition_limit()
             if hosted + new > cap:
@@ -280,7 +281,7 @@ class AdminManager:
         ``validate_only``: what it would be, not registered, topic id all zeros).
         """
         validate_topic_name(name)
-        if self.zk_mode:
+        if self.in_cluster:
             self.admin_zk.validate_topic_create(name)   # ZooKeeper knows the topics, not the cache
         else:
             if self.cache.get(name) is not None or name in self._creating:
@@ -303,7 +304,7 @@ class AdminManager:
             if rf <= 0:
                 raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
                                  "Replication factor must be larger than 0, or -1 to use the default value.")
-            brokers = (len(self.admin_zk.registered_broker_ids()) if self.zk_mode
+            brokers = (len(self.admin_zk.registered_broker_ids()) if self.in_cluster
                        else self.broker.live_broker_count)
             if rf > brokers:
                 raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
@@ -314,7 +315,7 @@ class AdminManager:
         self.check_partition_limits(partitions, request_state)
         if validate_only:
             return TopicMetadata(name, NULL_UUID, partitions, rf, overrides)
-        if self.zk_mode:
+        if self.in_cluster:
             if not assignments:
                 assignments = self.admin_zk.assign_replicas(partitions, rf)
             topic_id = self.admin_zk.create_topic_with_assignment(name, overrides, assignments)
@@ -362,7 +363,7 @@ class AdminManager:
             raise KafkaError(ErrorCode.INVALID_REQUEST,
                              f"Topic '{name}' is an internal topic; the mini broker does not delete it "
                              f"(its coordinator keeps state in it).")
-        if self.zk_mode:  # the controller deletes the replicas; every broker hears it by UpdateMetadata
+        if self.in_cluster:  # the controller deletes the replicas; every broker hears it by UpdateMetadata
             self.admin_zk.delete_topic(name)
             return topic
         for index in range(topic.num_partitions):
@@ -386,7 +387,7 @@ class AdminManager:
         keys: the reason Kafka never does it on its own.
         """
         topic = self.cache.get(name)
-        if topic is None and self.zk_mode and self.broker.zk_client.topic_exists(name):
+        if topic is None and self.in_cluster and self.broker.zk_client.topic_exists(name):
             assignment = self.broker.zk_client.get_topic_assignment(name)
             topic = TopicMetadata(name, assignment.topic_id or NULL_UUID, len(assignment.partitions))
         if topic is None:
@@ -412,7 +413,7 @@ class AdminManager:
                                  f"assignments provided.")
             self._check_assignments({old + i: a for i, a in enumerate(assignments)}, first_partition=old)
         self.check_partition_limits(count - old, request_state)
-        if self.zk_mode:
+        if self.in_cluster:
             self.admin_zk.add_partitions(name, count, assignments, validate_only)
             return
         if validate_only:
@@ -432,7 +433,7 @@ class AdminManager:
     def topic_for_configs(self, name: str) -> TopicMetadata:
         validate_topic_name(name)
         topic = self.cache.get(name)
-        if self.zk_mode:  # ZooKeeper holds the topic and its current overrides
+        if self.in_cluster:  # ZooKeeper holds the topic and its current overrides
             if not self.broker.zk_client.topic_exists(name):
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
             current = self.admin_zk.fetch_topic_config(name)
@@ -453,7 +454,7 @@ class AdminManager:
             raise _invalid_config(exc) from None
         if validate_only:
             return
-        if self.zk_mode:
+        if self.in_cluster:
             # /config/topics/<t>, then a notification every broker (this one too) acts on; applied here
             # at once as well, so that a DescribeConfigs right after sees it
             strings = {name: to_string(value) for name, value in parsed.items()}

@@ -50,7 +50,7 @@ class AlterPartitionManager:
         self.broker_id = broker_id
         self.broker = broker
         self._send = send or self._send_to_controller
-        self._broker_epoch = broker_epoch or (lambda: getattr(broker, "broker_epoch", -1))
+        self._broker_epoch = broker_epoch or (lambda: broker.broker_epoch if broker is not None else -1)
         #: (topic, partition) -> (Partition, its pending state): queued, or in the request in flight
         self.unsent: dict[tuple[str, int], tuple] = {}
         self.inflight = False

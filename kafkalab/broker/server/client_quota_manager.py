@@ -57,11 +57,16 @@ request, already sent, is recorded whole.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import math
 import os
 import time
+
+from kazoo.exceptions import NoNodeError
+
+from ..zk import zk_data as zd
 
 log = logging.getLogger("kafkalab.broker.quotas")
 
@@ -146,12 +151,13 @@ class ClientQuotaManager:
         self.sensors: dict[tuple[str, str, str], Rate] = {}
         #: (quota key, user tag, client tag) -> [(time.time(), throttle ms)], the last ones (notebooks, tests)
         self.throttles: dict[tuple[str, str, str], list] = {}
-        if log_dir is not None and not self.zk_mode:
+        if log_dir is not None and not self.in_cluster:
             self._load_file()
 
     @property
-    def zk_mode(self) -> bool:
-        return bool(getattr(self.broker, "zk_mode", False))
+    def in_cluster(self) -> bool:
+        """The quotas live in ZooKeeper (or come with the KRaft metadata), not in a file of this broker's."""
+        return self.broker is not None and self.broker.in_cluster
 
     @property
     def enabled(self) -> bool:
@@ -275,11 +281,10 @@ class ClientQuotaManager:
                 values.pop(key, None)
             else:
                 values[key] = float(value)
-        if self.zk_mode:
-            import asyncio
+        if self.in_cluster:
             await asyncio.to_thread(self._write_zk, entity, values)
         self._set(entity, values)
-        if not self.zk_mode:
+        if not self.in_cluster:
             self._save_file()
 
     def _set(self, entity: Entity, values: dict[str, float]) -> None:
@@ -363,8 +368,6 @@ class ClientQuotaManager:
 
     def load_zk(self) -> None:
         """Read every quota from ZooKeeper (at start and on each client or user change notification)."""
-        from kazoo.exceptions import NoNodeError
-        from ..zk import zk_data as zd
         kz = self.broker.zk_client.zk
         found: dict[Entity, dict[str, float]] = {}
         unname = lambda n: None if n == DEFAULT else n  # noqa: E731

@@ -17,50 +17,28 @@ brokers may briefly disagree until the controller's update reaches both.
 Topic config overrides come from ``/config/topics/<t>`` and are refreshed
 when a change notification appears under ``/config/changes``.
 
-Topic names follow Kafka's rules (``org.apache.kafka.common.internals.Topic``).
+Topic names follow Kafka's rules (``org.apache.kafka.common.internals.Topic``: :mod:`kafkalab.broker.common.topic`).
 """
 from __future__ import annotations
 
 import json
 import logging
 import os
-import re
 import time
 import uuid
 from dataclasses import dataclass, field
 
 from ..common.errors import ErrorCode, KafkaError
+from ..common.topic import INTERNAL_TOPICS, unify_collision_chars
 from ..cluster.partition_state import LeaderAndIsrPartitionState
+from .metadata_mode import MetadataMode
 
 log = logging.getLogger("kafkalab.broker.server.metadata_cache")
 
 NULL_UUID = uuid.UUID(int=0)  # Kafka's Uuid.ZERO_UUID: "no topic id"
-MAX_NAME_LENGTH = 249
-_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")  # used with fullmatch: "$" would let a trailing newline through
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 METADATA_FILE = "kafkalab-topics.json"
 #: UpdateMetadata's leader of a partition whose topic is being deleted (Kafka's LeaderAndIsr.LeaderDuringDelete)
 LEADER_DURING_DELETE = -2
-
-
-def validate_topic_name(name: str | None) -> None:
-    """Raise INVALID_TOPIC_EXCEPTION with Kafka's reason if ``name`` is not a legal topic name."""
-    if not name:
-        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is illegal, it can't be empty")
-    if name in (".", ".."):
-        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name cannot be \".\" or \"..\"")
-    if len(name) > MAX_NAME_LENGTH:
-        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
-                         f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters")
-    if not _LEGAL.fullmatch(name):
-        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
-                         f"Topic name \"{name}\" is illegal, it contains a character other than "
-                         "ASCII alphanumerics, '.', '_' and '-'")
-
-
-def unify_collision_chars(name: str) -> str:
-    """Kafka treats '.' and '_' alike in metric names, so 'a.b' and 'a_b' collide."""
-    return name.replace(".", "_")
 
 
 @dataclass
@@ -86,9 +64,10 @@ class BrokerEndpoint:
 
 
 class MetadataCache:
-    def __init__(self, log_dir: str, zk_mode: bool = False):
+    def __init__(self, log_dir: str, mode: MetadataMode = MetadataMode.STANDALONE):
         self.path = os.path.join(log_dir, METADATA_FILE)
-        self.zk_mode = zk_mode
+        #: STANDALONE: this cache is the source of truth, kept in ``METADATA_FILE``; else a controller's copy
+        self.mode = mode
         self.topics: dict[str, TopicMetadata] = {}
         self._by_id: dict[uuid.UUID, TopicMetadata] = {}
         # -- cluster mode: what the controller's UpdateMetadata said --------------
@@ -96,7 +75,7 @@ class MetadataCache:
         self.partition_states: dict[str, dict[int, LeaderAndIsrPartitionState]] = {}
         self.alive_brokers: dict[int, BrokerEndpoint] = {}
         self.controller_id: int | None = None
-        if not zk_mode and os.path.exists(self.path):
+        if mode is MetadataMode.STANDALONE and os.path.exists(self.path):
             with open(self.path) as f:
                 for t in json.load(f)["topics"]:
                     self._put(TopicMetadata(t["name"], uuid.UUID(t["topic_id"]), t["num_partitions"],
@@ -107,8 +86,8 @@ class MetadataCache:
         self._by_id[t.topic_id] = t
 
     def save(self) -> None:
-        if self.zk_mode:
-            return  # ZooKeeper is the source of truth; nothing to keep on disk
+        if self.mode is not MetadataMode.STANDALONE:
+            return  # ZooKeeper (or the KRaft metadata log) is the source of truth; nothing to keep on disk
         data = {"version": 1, "topics": [
             {"name": t.name, "topic_id": str(t.topic_id), "num_partitions": t.num_partitions,
              "replication_factor": t.replication_factor, "configs": t.configs}
@@ -213,7 +192,7 @@ class ConfigChangeListener:
     ``/config/changes/config_change_<seq>`` saying ``{"entity_path": "topics/<t>"}``. Every broker
     watches the children of ``/config/changes``; for each notification newer than the last it handled,
     it reads ``/config/topics/<t>`` again and swaps the overrides into the topic's live ``LogConfig``
-    (``KafkaServer.apply_topic_config_change``). At start it handles the notifications already there,
+    (``KafkaBroker.apply_topic_config_change``). At start it handles the notifications already there,
     which only re-reads configs. Notifications older than 15 minutes are deleted (Kafka's
     ``changeExpirationMs``), so the list does not grow forever.
     """
@@ -263,7 +242,7 @@ class ConfigChangeListener:
                 elif entity and entity.startswith(("clients/", "users/")):   # client quotas: reload them
                     quotas_changed = True
                 elif entity and entity.startswith("groups/"):   # KIP-932 group configs (share.auto.offset.reset)
-                    shares = getattr(self.broker, "share_partition_manager", None)
+                    shares = self.broker.share_partition_manager
                     if shares is not None:
                         shares.load_zk_group_configs(entity[len("groups/"):])
                 self.last_executed = name

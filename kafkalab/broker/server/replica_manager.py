@@ -45,13 +45,15 @@ import shutil
 from typing import Callable, Iterable
 
 from ..utils.async_util import wait_done
+from .alter_partition_manager import AlterPartitionManager
 from .delayed_delete_records import DelayedDeleteRecords
 from .delayed_operation import DelayedOperationPurgatory
 from .delayed_produce import DelayedProduce
 from ..common.errors import ErrorCode, KafkaError
 from ..log.offset_checkpoint import read_checkpoint, write_checkpoint
 from ..cluster.partition import Partition
-from .metadata_cache import INTERNAL_TOPICS
+from ..common.topic import INTERNAL_TOPICS
+from .replica_fetcher_thread import InitialFetchState, ReplicaFetcherManager
 
 log = logging.getLogger("kafkalab.broker.server.replica_manager")
 
@@ -63,7 +65,7 @@ EPOCH_DURING_DELETE, NO_EPOCH = -2, -1
 class ReplicaManager:
     def __init__(self, broker_id: int, broker=None):
         self.broker_id = broker_id
-        #: the KafkaServer (its config, log manager, live brokers and controller id)
+        #: the broker (its config, log manager, live brokers and controller id); None in some unit tests
         self.broker = broker
         self.partitions: dict[tuple[str, int], Partition] = {}
         #: the fetch purgatory: (topic, partition) -> futures of the Fetches watching it
@@ -110,9 +112,9 @@ class ReplicaManager:
     def get_partition(self, topic: str, index: int) -> Partition:
         p = self.partitions.get((topic, index))
         if p is None:
-            cache = getattr(self.broker, "metadata_cache", None)
-            meta = cache.get(topic) if cache is not None else None
-            if meta is not None and 0 <= index < meta.num_partitions and getattr(self.broker, "zk_mode", False):
+            broker = self.broker
+            meta = broker.metadata_cache.get(topic) if broker is not None else None
+            if meta is not None and 0 <= index < meta.num_partitions and broker.in_cluster:
                 # Kafka's getPartitionOrError: a partition of a known topic that is not here is led elsewhere
                 raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
                                  f"broker {self.broker_id} does not host {topic}-{index}")
@@ -159,10 +161,9 @@ class ReplicaManager:
 
     def _is_broker_alive(self, broker_id: int) -> bool:
         """Kafka's ``metadataCache.hasAliveBroker`` (a standalone broker knows no other)."""
-        cache = getattr(self.broker, "metadata_cache", None)
-        if cache is None or not getattr(self.broker, "zk_mode", False):
+        if self.broker is None or not self.broker.in_cluster:
             return True
-        return cache.alive_broker(broker_id) is not None
+        return self.broker.metadata_cache.alive_broker(broker_id) is not None
 
     # -- DeleteRecords -----------------------------------------------------------------------
 
@@ -278,7 +279,6 @@ class ReplicaManager:
                 log.exception("broker %d: error making %s a follower", self.broker_id, partition.name)
                 errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
         if restart:
-            from .replica_fetcher_thread import InitialFetchState
             fetchers.remove_fetcher_for_partitions(restart)
             initial = {}
             for key, state in restart.items():
@@ -357,13 +357,11 @@ class ReplicaManager:
 
     def _fetcher_manager(self):
         if self.replica_fetcher_manager is None:
-            from .replica_fetcher_thread import ReplicaFetcherManager
             self.replica_fetcher_manager = ReplicaFetcherManager(self, self.broker.config)
         return self.replica_fetcher_manager
 
     def _alter_partition(self, partition: Partition, pending) -> None:
         if self.alter_partition_manager is None:
-            from .alter_partition_manager import AlterPartitionManager
             self.alter_partition_manager = AlterPartitionManager(self.broker_id, broker=self.broker)
         self.alter_partition_manager.submit(partition, pending)
 

@@ -3,7 +3,7 @@
 Kafka's broker stops its threads by interrupting them and joining them
 (``ShutdownableThread.initiateShutdown`` + ``awaitShutdown``). The mini broker's
 jobs are asyncio tasks instead: a connection, a replica fetcher, a purgatory
-wait, and ``KafkaServer.stop`` ends them by cancelling them and waiting for them.
+wait, and ``BaseBroker.stop`` ends them by cancelling them and waiting for them.
 
 That only works if a cancelled task really ends. On Python < 3.12,
 ``asyncio.wait_for`` can lose a cancellation: if the future it waits for

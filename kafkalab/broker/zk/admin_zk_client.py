@@ -34,13 +34,13 @@ import uuid
 from kazoo.exceptions import BadVersionError, NodeExistsError
 
 from ..common.errors import ErrorCode, KafkaError
-from ..server.metadata_cache import unify_collision_chars
+from ..common.admin_utils import assign_replicas_to_brokers
+from ..common.topic import unify_collision_chars
 from .zk_data import TopicAssignment
 
 
 def _assign(n_partitions: int, replication_factor: int, broker_ids, fixed_start_index: int = -1,
             start_partition_id: int = -1) -> dict[int, list[int]]:
-    from ..zk_controller.replica_assignment import assign_replicas_to_brokers
     return assign_replicas_to_brokers(n_partitions, replication_factor, broker_ids,
                                       fixed_start_index=fixed_start_index, start_partition_id=start_partition_id)
 

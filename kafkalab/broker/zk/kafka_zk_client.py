@@ -69,6 +69,7 @@ class KafkaZkClient:
         self.zk = KazooClient(hosts=connect_string, timeout=session_timeout_ms / 1000.0,
                               connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0})
         self._state_listeners: list[Callable[[str], None]] = []
+        self._last_broker_info: BrokerInfo | None = None   # what register_broker wrote last
         self._session_lost = False
         self.zk.add_listener(self._on_state)
 
@@ -240,7 +241,7 @@ class KafkaZkClient:
     @property
     def last_broker_info(self) -> BrokerInfo | None:
         """What :meth:`register_broker` registered last (to register again after a session expiry)."""
-        return getattr(self, "_last_broker_info", None)
+        return self._last_broker_info
 
     def get_broker_epoch(self, broker_id: int) -> int | None:
         _, stat = self._get(zd.broker_path(broker_id))

@@ -12,12 +12,14 @@ cannot be taken for the KRaft controller, :mod:`kafkalab.controller` (``org.apac
 * :mod:`.controller_context`          ``ControllerContext``: the controller's view of the cluster
 * :mod:`.controller_channel_manager`  ``ControllerChannelManager`` and the request batch
 * :mod:`.election`                    leader election algorithms
-* :mod:`.replica_assignment`          rack-unaware replica placement for new topics
+
+Rack-unaware replica placement for new topics is :mod:`kafkalab.broker.common.admin_utils`
+(re-exported here as ``assign_replicas_to_brokers``).
 """
-from .replica_assignment import assign_replicas_to_brokers
+from ..common.admin_utils import assign_replicas_to_brokers
 
 
-def __getattr__(name):   # KafkaController imported lazily: replica_assignment alone stays light
+def __getattr__(name):   # KafkaController imported lazily: assign_replicas_to_brokers alone stays light
     if name == "KafkaController":
         from .kafka_controller import KafkaController
         return KafkaController

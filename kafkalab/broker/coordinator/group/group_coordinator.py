@@ -125,7 +125,7 @@ class GroupCoordinator(JoinSyncHandlers, Rebalancing, MemberSessions, GroupOffse
         self.loop: asyncio.AbstractEventLoop | None = None
         self._cleanup_handle: asyncio.TimerHandle | None = None
         #: cluster mode: the __consumer_offsets partitions this broker leads (loaded) and is loading
-        self.zk_mode: bool = getattr(broker, "zk_mode", False)
+        self.in_cluster: bool = broker.in_cluster
         self.owned_partitions: set[int] = set()
         self.loading_partitions: set[int] = set()
 
@@ -134,7 +134,7 @@ class GroupCoordinator(JoinSyncHandlers, Rebalancing, MemberSessions, GroupOffse
     async def start(self) -> None:
         """Load groups and offsets from ``__consumer_offsets``; members loaded must heartbeat again."""
         self.loop = asyncio.get_running_loop()
-        if self.zk_mode:  # groups are loaded partition by partition, as this broker becomes their leader
+        if self.in_cluster:  # groups are loaded partition by partition, as this broker becomes their leader
             rm = self.broker.replica_manager
             if not hasattr(rm, "leadership_listeners"):
                 rm.leadership_listeners = []
@@ -239,7 +239,7 @@ class GroupCoordinator(JoinSyncHandlers, Rebalancing, MemberSessions, GroupOffse
 
     def group_status_error(self, group_id: str) -> ErrorCode | None:
         """Kafka's ``validateGroupStatus``: COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR, else None."""
-        if not self.zk_mode or not group_id:
+        if not self.in_cluster or not group_id:
             return None
         partition = self.manager.partition_for(group_id)
         if partition in self.loading_partitions:

@@ -68,9 +68,9 @@ class GroupMetadataManager:
         if self.broker.metadata_cache.get(OFFSETS_TOPIC) is not None:
             return
         cfg = self.broker.config
-        zk_mode = getattr(self.broker, "zk_mode", False)
+        in_cluster = self.broker.in_cluster
         rf = cfg["offsets.topic.replication.factor"]
-        if not zk_mode:
+        if not in_cluster:
             rf = min(rf, self.broker.live_broker_count)
         try:
             self.broker.admin_manager.create_topic(
@@ -78,9 +78,9 @@ class GroupMetadataManager:
                 {"cleanup.policy": "compact", "segment.bytes": str(OFFSETS_TOPIC_SEGMENT_BYTES),
                  "compression.type": "producer"})
         except KafkaError as exc:
-            if not (zk_mode and exc.code == ErrorCode.TOPIC_ALREADY_EXISTS):
+            if not (in_cluster and exc.code == ErrorCode.TOPIC_ALREADY_EXISTS):
                 raise
-        if zk_mode:
+        if in_cluster:
             raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
                              f"{OFFSETS_TOPIC} is being created; its partitions have no leaders yet")
         log.info("created %s with %d partitions", OFFSETS_TOPIC, cfg["offsets.topic.num.partitions"])

@@ -26,7 +26,7 @@ The records themselves are written by :mod:`.group_metadata_manager`.
 
 :class:`GroupOffsets` is a part of ``GroupCoordinator`` (a mixin): its methods
 run on the coordinator and use its ``groups``, ``config``, ``loop``,
-``manager``, ``zk_mode`` and ``broker``, its group status checks,
+``manager``, ``in_cluster`` and ``broker``, its group status checks,
 ``_cancel_group_timers`` and ``validate_current_member``, and the session
 timers of :class:`.heartbeats.MemberSessions`. The coordinator's ``start``
 schedules the first expiry run.
@@ -70,7 +70,7 @@ class GroupOffsets:
                                       offsets: dict[tuple[str, int], OffsetAndMetadata]) -> dict[tuple[str, int], ErrorCode]:
         """OffsetCommit as the handler calls it: in cluster mode the commit waits for the ISR of its
         ``__consumer_offsets`` partition (acks=all); a standalone broker is its own ISR."""
-        if not (self.zk_mode and hasattr(self.broker.replica_manager, "append_records_and_wait")):
+        if not (self.in_cluster and hasattr(self.broker.replica_manager, "append_records_and_wait")):
             return self.commit_offsets(group_id, generation_id, member_id, instance_id, offsets)
         prepared = self._prepare_commit(group_id, generation_id, member_id, instance_id, offsets)
         if isinstance(prepared, dict):

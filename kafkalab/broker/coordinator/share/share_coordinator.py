@@ -41,6 +41,7 @@ from kafka.protocol.schemas.fields.codecs import UnsignedVarInt32
 
 from ...common.errors import ErrorCode, KafkaError
 from ...common.records import Record, build_batch
+from ..group.group_metadata_manager import GroupMetadataManager
 from ..group.offsets_topic import _Reader, java_string_hash
 
 log = logging.getLogger(__name__)
@@ -120,7 +121,7 @@ class ShareCoordinator:
 
     def __init__(self, broker):
         self.broker = broker
-        self.zk_mode: bool = getattr(broker, "zk_mode", False)
+        self.in_cluster: bool = broker.in_cluster
         self.states: dict[tuple, dict] = {}       # (group, topic id, partition) -> the last snapshot
         #: cluster mode: the __share_group_state partitions this broker leads (loaded) and is loading
         self.owned_partitions: set[int] = set()
@@ -128,7 +129,7 @@ class ShareCoordinator:
         self.writes = 0
 
     def start(self) -> None:
-        if self.zk_mode:   # loaded partition by partition, as this broker becomes their leader
+        if self.in_cluster:   # loaded partition by partition, as this broker becomes their leader
             rm = self.broker.replica_manager
             if not hasattr(rm, "leadership_listeners"):
                 rm.leadership_listeners = []
@@ -152,17 +153,17 @@ class ShareCoordinator:
             return
         cfg = self.broker.config
         rf = cfg["share.coordinator.state.topic.replication.factor"]
-        if not self.zk_mode:
+        if not self.in_cluster:
             rf = min(rf, self.broker.live_broker_count)
         try:
             self.broker.admin_manager.create_topic(
                 SHARE_STATE_TOPIC, cfg["share.coordinator.state.topic.num.partitions"], rf,
                 {"cleanup.policy": "compact", "segment.bytes": str(SEGMENT_BYTES), "compression.type": "producer"})
         except KafkaError as exc:
-            if not (self.zk_mode and exc.code == ErrorCode.TOPIC_ALREADY_EXISTS):
+            if not (self.in_cluster and exc.code == ErrorCode.TOPIC_ALREADY_EXISTS):
                 raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"cannot create {SHARE_STATE_TOPIC}: "
                                  f"{exc.message}") from None
-        if self.zk_mode:
+        if self.in_cluster:
             raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
                              f"{SHARE_STATE_TOPIC} is being created; its partitions have no leaders yet")
         log.info("created %s with %d partitions", SHARE_STATE_TOPIC,
@@ -170,7 +171,7 @@ class ShareCoordinator:
 
     def _check_status(self, index: int) -> None:
         """Kafka's coordinator runtime: NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS for a partition not loaded."""
-        if not self.zk_mode:
+        if not self.in_cluster:
             return
         if index in self.loading_partitions:
             raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, f"{SHARE_STATE_TOPIC}-{index} is loading")
@@ -193,7 +194,7 @@ class ShareCoordinator:
         batch = build_batch([Record(0, int(time.time() * 1000), snapshot_key(*key), value, [])])
         rm = self.broker.replica_manager
         try:
-            if self.zk_mode:   # acks=all: the state counts once the ISR has it
+            if self.in_cluster:   # acks=all: the state counts once the ISR has it
                 await rm.append_records_and_wait(SHARE_STATE_TOPIC, index, batch, -1, timeout_ms=5000)
             else:
                 rm.append_records(SHARE_STATE_TOPIC, index, batch, -1)
@@ -214,7 +215,6 @@ class ShareCoordinator:
 
     def load(self, only_partition: int | None = None) -> int:
         """Replay ``__share_group_state`` (or one partition): the last snapshot of each share-partition."""
-        from ..group.group_metadata_manager import GroupMetadataManager
         count = 0
         records = GroupMetadataManager(self.broker).read_log(only_partition, topic_name=SHARE_STATE_TOPIC)
         for header, key, value in records:

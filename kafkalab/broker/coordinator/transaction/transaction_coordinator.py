@@ -56,7 +56,7 @@ class TransactionCoordinator:
         self.broker = broker
         self.state_manager = TransactionStateManager(broker)
         self.marker_channel = TransactionMarkerChannelManager(broker)
-        self.zk_mode: bool = getattr(broker, "zk_mode", False)
+        self.in_cluster: bool = broker.in_cluster
         self._tasks: list[asyncio.Task] = []
         self._background: set[asyncio.Task] = set()
         #: transactional id -> the metadata whose markers are being written (one task per transaction; a
@@ -305,7 +305,7 @@ class TransactionCoordinator:
             if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
                 log.info("transactional id %s was %s when loaded: writing its markers", meta.transactional_id,
                          meta.state)
-                if self.zk_mode:
+                if self.in_cluster:
                     self._spawn(self._send_markers_and_complete(meta))
                 else:
                     await self._send_markers_and_complete(meta)
@@ -332,7 +332,7 @@ class TransactionCoordinator:
             log.exception("loading %s-%d failed", TRANSACTION_STATE_TOPIC, index)
 
     async def start(self) -> None:
-        if self.zk_mode:   # loaded partition by partition, as this broker becomes their leader
+        if self.in_cluster:   # loaded partition by partition, as this broker becomes their leader
             rm = self.broker.replica_manager
             if not hasattr(rm, "leadership_listeners"):
                 rm.leadership_listeners = []

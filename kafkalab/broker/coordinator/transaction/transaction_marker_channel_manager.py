@@ -120,7 +120,7 @@ class TransactionMarkerChannelManager:
             if pending:
                 log.info("transaction %s: %s markers for %s not written yet; retrying", transactional_id, kind,
                          ", ".join(f"{t}-{i}" for t, i in sorted(pending)))
-                if not getattr(self.broker, "zk_mode", False):
+                if not self.broker.in_cluster:
                     for tp in sorted(pending):
                         log.warning("transaction %s: %s marker for %s-%d not written", transactional_id, kind, *tp)
                     return True
@@ -129,13 +129,13 @@ class TransactionMarkerChannelManager:
 
     async def _to_leader(self, leader: int, tps: list[tuple[str, int]], producer_id: int, producer_epoch: int,
                          committed: bool, coordinator_epoch: int) -> dict[tuple[str, int], int]:
-        if leader == self.broker.broker_id or not getattr(self.broker, "zk_mode", False):
+        if leader == self.broker.broker_id or not self.broker.in_cluster:
             return {tp: await write_txn_marker(self.broker, *tp, producer_id, producer_epoch, committed,
                                                coordinator_epoch) for tp in tps}
         return await self._send(leader, producer_id, producer_epoch, committed, coordinator_epoch, tps)
 
     def _leader_of(self, topic: str, index: int) -> int:
-        if not getattr(self.broker, "zk_mode", False):
+        if not self.broker.in_cluster:
             return self.broker.broker_id
         node = self.broker.metadata_cache.leader_endpoint(topic, index)
         return -1 if node is None else node.id

@@ -51,7 +51,7 @@ class TransactionStateManager:
         self.transactions: dict[str, TransactionMetadata] = {}
         #: cluster mode: the partitions of the topic this broker leads (loaded) -> their leader epoch
         #: (the coordinator epoch the markers carry), and those it is loading
-        self.zk_mode: bool = getattr(broker, "zk_mode", False)
+        self.in_cluster: bool = broker.in_cluster
         self.owned_partitions: dict[int, int] = {}
         self.loading_partitions: dict[int, int] = {}
 
@@ -60,7 +60,7 @@ class TransactionStateManager:
     def coordinator_error(self, transactional_id: str) -> ErrorCode | None:
         """None if this broker coordinates ``transactional_id``; else NOT_COORDINATOR, or
         COORDINATOR_LOAD_IN_PROGRESS while it loads its partition (Kafka's ``getTransactionState``)."""
-        if not self.zk_mode:
+        if not self.in_cluster:
             return None
         partition = self.partition_for(transactional_id)
         if partition in self.loading_partitions:
@@ -106,7 +106,7 @@ class TransactionStateManager:
             return
         cfg = self.config
         rf = cfg["transaction.state.log.replication.factor"]
-        if not self.zk_mode:   # a standalone broker: one replica (Kafka would refuse, see docs/differences.md)
+        if not self.in_cluster:   # a standalone broker: one replica (Kafka would refuse, see docs/differences.md)
             rf = min(rf, max(self.broker.live_broker_count, 1))
         min_isr = min(cfg["transaction.state.log.min.isr"], rf)
         try:
@@ -119,7 +119,7 @@ class TransactionStateManager:
             if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
                 raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
                                  f"cannot create {TRANSACTION_STATE_TOPIC}: {exc.message}") from None
-        if self.zk_mode:   # it exists once the controller's UpdateMetadata says so
+        if self.in_cluster:   # it exists once the controller's UpdateMetadata says so
             raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
                              f"{TRANSACTION_STATE_TOPIC} is being created; its partitions have no leaders yet")
         log.info("created %s with %d partitions", TRANSACTION_STATE_TOPIC, cfg["transaction.state.log.num.partitions"])

@@ -79,7 +79,7 @@ class SharePersister:
         while True:
             try:
                 self.coordinator.ensure_topic()
-                if not getattr(self.broker, "zk_mode", False):   # a standalone broker coordinates everything
+                if not self.broker.in_cluster:   # a standalone broker coordinates everything
                     return await local()
                 index = self.coordinator.partition_for(group_id, topic_id, partition)
                 node = self.broker.metadata_cache.leader_endpoint(SHARE_STATE_TOPIC, index)

@@ -35,8 +35,12 @@ import logging
 import os
 import time
 
+from kazoo.exceptions import NoNodeError
+
 from ...common.errors import ErrorCode, KafkaError
 from ...common.records import iter_batches
+from ...utils.async_util import cancel_and_wait
+from ...zk import zk_data as zd
 from .share_partition import SharePartition
 
 log = logging.getLogger("kafkalab.broker.share")
@@ -70,7 +74,6 @@ class SharePartitionManager:
                 self.group_configs = json.load(f)
 
     async def stop(self) -> None:
-        from ...utils.async_util import cancel_and_wait
         await cancel_and_wait(list(self._tasks))
         if self.persister is not None:
             await self.persister.close()
@@ -97,7 +100,7 @@ class SharePartitionManager:
                 raise KafkaError(ErrorCode.INVALID_CONFIG, f"{name} is not a list config: APPEND/SUBTRACT do not apply")
         if validate_only:
             return
-        zk = self.broker.zk_client if getattr(self.broker, "zk_mode", False) else None
+        zk = self.broker.zk_client if self.broker.in_cluster else None
         if zk is not None:   # cluster mode: every broker hears of it (the leaders of the group's partitions)
             zk.set_or_create_entity_configs(f"/config/groups/{group_id}", current)
             zk.create_config_change_notification(f"groups/{group_id}")
@@ -114,8 +117,6 @@ class SharePartitionManager:
         """Cluster mode: the group configs in ZooKeeper's ``/config/groups/<group>`` (all of them at start, one
         on its change notification; kafkalab's own znodes: Kafka 3.9 has no group configs, Kafka 4 keeps them in
         its KRaft metadata)."""
-        from kazoo.exceptions import NoNodeError
-        from ...zk import zk_data as zd
         kz = self.broker.zk_client.zk
         try:
             names = [only] if only is not None else kz.get_children("/config/groups")

@@ -10,7 +10,7 @@ from confluent_kafka import Producer
 
 import kafkalab
 from kafkalab.broker.server.config import BrokerConfig
-from kafkalab.broker.server.kafka_server import StartupError
+from kafkalab.broker.kafka_server import StartupError
 from kafkalab.broker.log.log_manager import CLEAN_SHUTDOWN_FILE, LogDirLock, LogDirLockedError, LogManager
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalab.broker.zk_controller.replica_assignment import assign_replicas_to_brokers
+from kafkalab.broker.common.admin_utils import assign_replicas_to_brokers
 from kafkalab.broker.common.errors import ErrorCode, KafkaError
 
 

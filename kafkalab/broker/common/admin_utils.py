@@ -1,5 +1,9 @@
 """Where a new topic's replicas go: Kafka's rack-unaware ``AdminUtils.assignReplicasToBrokers``.
 
+It lives in ``common`` so that the ZooKeeper client (``AdminZkClient``) can use it without importing
+the controller package above it (Kafka 3.9 keeps it in its server-common module, as
+``org.apache.kafka.admin.AdminUtils``).
+
 Two goals, in Kafka's words: spread replicas evenly over the brokers, and for
 the partitions whose first replica is on one broker, spread their other
 replicas over the other brokers. So:
@@ -24,7 +28,7 @@ from __future__ import annotations
 
 import random
 
-from ..common.errors import ErrorCode, KafkaError
+from .errors import ErrorCode, KafkaError
 
 
 def _replica_index(first_replica_index: int, second_replica_shift: int, replica_index: int, n_brokers: int) -> int:

@@ -1,0 +1,465 @@
+"""``BaseBroker``: what every kind of broker wires the same way — logs, partitions, coordinators, socket server.
+
+Kafka's two brokers, the ZooKeeper-mode ``kafka.server.KafkaServer`` and the KRaft ``kafka.server.BrokerServer``,
+are siblings: both extend the trait ``kafka.server.KafkaBroker`` (here the Protocol
+:class:`kafkalab.broker.server.kafka_broker.KafkaBroker`) and differ in where their metadata comes from. So are
+kafkalab's: :class:`kafkalab.broker.kafka_server.KafkaServer` (ZooKeeper mode, and the standalone notebook
+broker) and :class:`kafkalab.kraft.broker_server.BrokerServer` (KRaft) both subclass this class, which owns the
+asyncio loop and the parts they share:
+
+* ``LogManager``        the partition logs under ``log.dirs``
+* ``MetadataCache``     the topics, their ids and config overrides
+* ``ReplicaManager``    the hosted partitions; produce and fetch go through it
+* ``AdminManager``      topic creation/deletion and config changes
+* ``GroupCoordinator``  consumer groups and their committed offsets
+* ``TransactionCoordinator``, the producer-id manager, the share coordinator and share-partition manager
+* ``SocketServer``      the wire protocol
+
+``start()``/``stop()`` run in the broker's own event loop; :mod:`kafkalab.broker.mini` runs that loop in a
+thread for notebooks, ``python -m kafkalab.broker`` in a process.
+
+Start-up, in Kafka's order (the steps in *italics* are the hooks each mode implements; a standalone broker,
+whose metadata is its own, skips them and creates the partitions of the topics it knows):
+
+1. *start the metadata source* (``_start_metadata_source``: connect to ZooKeeper, or fetch the KRaft metadata
+   log), then load the logs already on disk (``_load_logs_on_disk``);
+2. the coordinators (``_start_coordinators``: the producer-id manager is the mode's,
+   ``make_producer_id_manager``), the log manager's background jobs, then the socket server (the bound port
+   must be known to register);
+3. *register* (``_register``: the ``/brokers/ids/<id>`` znode, or a registration with the KRaft controller);
+4. *start the controller* (``_start_controller``: ZooKeeper mode only).
+
+Stopping: (in a cluster: controlled shutdown,) stop taking requests, stop the jobs and the coordinators,
+close the logs cleanly, stop the ZooKeeper-mode controller, and last *stop the metadata source*
+(``_stop_metadata_source``).
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import errno
+import hashlib
+import logging
+import os
+import tempfile
+import uuid
+from typing import TYPE_CHECKING
+
+from .cluster.partition import Partition
+from .common.errors import ErrorCode, KafkaError
+from .coordinator.group.group_coordinator import GroupCoordinator
+from .coordinator.share.share_coordinator import ShareCoordinator
+from .coordinator.transaction.transaction_coordinator import TransactionCoordinator
+from .log.log_manager import LogDirLockedError, LogManager
+from .network.socket_server import SocketServer
+from .server.admin_manager import AdminManager
+from .server.config import BrokerConfig, LogConfig
+from .server.kafka_broker import ForwardingManagerLike, MetadataMode, ProducerIdGenerator, ZkControllerLike
+from .server.metadata_cache import BrokerEndpoint, MetadataCache, TopicMetadata
+from .server.replica_manager import ReplicaManager
+from .server.share.persister import SharePersister
+from .server.share.share_partition_manager import SharePartitionManager
+from .utils.async_util import cancel_and_wait
+from .zk.zk_data import parse_kafka_uuid
+
+if TYPE_CHECKING:
+    from .zk.kafka_zk_client import KafkaZkClient   # kazoo is imported only when ZooKeeper mode connects
+
+log = logging.getLogger("kafkalab.broker")
+
+
+def _listener_host_port(listeners: str) -> tuple[str, int]:
+    first = listeners.split(",")[0].strip()
+    _, _, hostport = first.rpartition("://")
+    host, _, port = hostport.rpartition(":")
+    return host or "127.0.0.1", int(port or 0)
+
+
+def kafka_uuid_string(raw: bytes) -> str:
+    """A 16-byte id the way Kafka prints its Uuids: URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+class StartupError(RuntimeError):
+    """The broker cannot start: its log directory or its port cannot be used.
+
+    Kafka logs "Fatal error during KafkaServer startup" with the cause and exits;
+    ``python -m kafkalab.broker`` prints the message and exits with status 1.
+    """
+
+
+class BaseBroker:
+    """The wiring every broker shares; a subclass says where its metadata comes from (``metadata_mode``) and
+    implements the hooks of its mode. Implements :class:`~kafkalab.broker.server.kafka_broker.KafkaBroker`."""
+
+    #: serve requests as soon as the listener is bound (a KRaft broker: only once it is unfenced, as Kafka's)
+    REQUESTS_AT_BIND = True
+
+    def __init__(self, config: BrokerConfig, metadata_mode: MetadataMode):
+        self.config = config
+        self.broker_id: int = config["broker.id"]
+        self.log_dir: str = config["log.dirs"]
+        if not self.log_dir:
+            raise ValueError("log.dirs must be set")
+        self.host, port = _listener_host_port(config["listeners"])
+        self._metadata_mode = metadata_mode
+        log_manager: LogManager | None = None
+        try:  # Kafka's LogManager.createAndValidateLogDirs: the directory must exist (or be creatable) and be writable
+            log_manager = self.log_manager = LogManager(self.log_dir, config, lock_dir=True)  # one broker per directory
+            self.metadata_cache = MetadataCache(self.log_dir, metadata_mode)
+            with tempfile.TemporaryFile(dir=self.log_dir):
+                pass
+        except LogDirLockedError as exc:  # Kafka's wording: "Failed to acquire lock on file .lock in <dir>. ..."
+            raise StartupError(str(exc)) from exc
+        except OSError as exc:
+            if log_manager is not None:
+                log_manager.release_lock()
+            raise StartupError(f"Failed to create or validate data directory log.dirs={self.log_dir}: {exc}") from exc
+        self.replica_manager = ReplicaManager(self.broker_id, self)
+        self.admin_manager: AdminManager = self._new_admin_manager()
+        self.topic_configs: dict[str, LogConfig] = {}
+        self.cluster_id = config["cluster.id"] or self._derive_cluster_id()
+        self.socket_server = SocketServer(self, self.host, port, config["socket.request.max.bytes"])
+        self.group_coordinator: GroupCoordinator | None = None   # set in start() once the loop runs
+        self.producer_id_manager: ProducerIdGenerator | None = None
+        self.transaction_coordinator: TransactionCoordinator | None = None   # set in start(), as the group coordinator
+        self.share_partition_manager: SharePartitionManager | None = None   # KIP-932 share-partitions and sessions
+        self.share_coordinator: ShareCoordinator | None = None   # KIP-932 share coordinator (__share_group_state)
+        self._background: list[asyncio.Task] = []
+        # -- one mode's parts: None in the others ------------------------------------------------------
+        self.zk_client: KafkaZkClient | None = None            # ZooKeeper mode: connected in start()
+        self.kafka_controller: ZkControllerLike | None = None  # ZooKeeper mode: active on one broker of the cluster
+        self.forwarding_manager: ForwardingManagerLike | None = None   # KRaft: admin requests to the controller
+        self._broker_epoch = -1
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._registered = False
+        self._stopping = False
+
+    def _new_admin_manager(self) -> AdminManager:
+        return AdminManager(self)
+
+    def _derive_cluster_id(self) -> str:
+        return kafka_uuid_string(hashlib.sha1(os.path.abspath(self.log_dir).encode()).digest()[:16])
+
+    # -- the metadata mode ----------------------------------------------------------------------------
+
+    @property
+    def metadata_mode(self) -> MetadataMode:
+        return self._metadata_mode
+
+    @property
+    def in_cluster(self) -> bool:
+        """The metadata comes from a controller (ZooKeeper or KRaft mode), not from this broker itself."""
+        return self._metadata_mode is not MetadataMode.STANDALONE
+
+    @property
+    def zk_mode(self) -> bool:
+        """The older name of :attr:`in_cluster` (True in KRaft mode too), still read by
+        :mod:`kafkalab.broker.network.socket_server`; everything else reads ``in_cluster``."""
+        return self.in_cluster
+
+    @property
+    def broker_epoch(self) -> int:
+        """-1 until registered; ZooKeeper mode sets it when it registers (a KRaft broker computes it)."""
+        return self._broker_epoch
+
+    @broker_epoch.setter
+    def broker_epoch(self, value: int) -> None:
+        self._broker_epoch = value
+
+    @property
+    def fenced_broker_nodes(self) -> list[BrokerEndpoint]:
+        """The registered brokers the controller keeps fenced: only KRaft has them."""
+        return []
+
+    def make_producer_id_manager(self) -> ProducerIdGenerator:
+        raise NotImplementedError
+
+    # -- lifecycle ------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Load the logs, start the background jobs and the coordinators, then listen.
+
+        If a step fails, what was started is stopped again before the error is
+        raised (no task or open file is left). As in Kafka, the clean-shutdown
+        marker is written back only if every log was loaded, so a start that
+        failed half-way through loading still recovers the logs next time.
+        """
+        self.loop = asyncio.get_running_loop()
+        logs_loaded = False
+        try:
+            if self.in_cluster:
+                await self._start_metadata_source()
+                await asyncio.to_thread(self._load_logs_on_disk)
+            else:
+                for topic in self.metadata_cache.topics.values():
+                    for index in range(topic.num_partitions):
+                        self.make_partition(topic, index)
+            logs_loaded = True
+            self._start_coordinators()
+            self.log_manager.start(self)  # retention, cleaner, flusher, checkpoints
+            await self.group_coordinator.start()  # replays __consumer_offsets before the first request
+            if self.transaction_coordinator is not None:
+                await self.transaction_coordinator.start()   # loads __transaction_state, aborts timed-out ones
+            await self._listen()
+            if self.in_cluster:
+                await self._register()
+                await self._start_controller()
+        except BaseException:
+            try:
+                if logs_loaded:
+                    await self.stop(controlled=False)
+                else:
+                    for log_ in self.log_manager.logs.values():
+                        log_.close()
+                    self.log_manager.release_lock()
+                    self._stop_metadata_source()
+            except Exception:
+                log.exception("broker %d: error while undoing a failed start", self.broker_id)
+            raise
+        log.info("broker %d listening on %s:%d, log.dirs=%s", self.broker_id, self.host, self.port, self.log_dir)
+
+    # the hooks of a mode whose metadata comes from a controller (never called on a standalone broker,
+    # except _stop_metadata_source, which then has nothing to stop)
+
+    async def _start_metadata_source(self) -> None:
+        """Start where the metadata comes from (before the logs on disk are loaded)."""
+
+    def _load_logs_on_disk(self) -> None:
+        """Open (and, after a crash, recover) the partition logs on disk; runs in a thread."""
+
+    async def _register(self) -> None:
+        """Make this broker known to the cluster (after the socket server is bound)."""
+
+    async def _start_controller(self) -> None:
+        """Start the controller this broker runs, if its mode has one (after registering)."""
+
+    def _stop_metadata_source(self) -> None:
+        """The last step of stopping (and of undoing a failed start)."""
+
+    async def controlled_shutdown(self) -> bool:
+        """Move this broker's leaderships away before stopping; whether it succeeded."""
+        return False
+
+    def _start_coordinators(self) -> None:
+        """The coordinators, once the loop runs: groups, producer ids (the mode's), transactions, and KIP-932's
+        share coordinator (the states in the ``__share_group_state`` partitions this broker leads) with the
+        share-partitions this broker leads and their share sessions."""
+        self.group_coordinator = GroupCoordinator(self)
+        self.producer_id_manager = self.make_producer_id_manager()
+        self.transaction_coordinator = TransactionCoordinator(self)
+        coordinator = self.share_coordinator = ShareCoordinator(self)
+        coordinator.start()
+        manager = SharePartitionManager(self, persister=SharePersister(self, coordinator))
+        if self.in_cluster:
+            if self.zk_client is not None:   # a KRaft broker has no ZooKeeper
+                manager.load_zk_group_configs()
+            self.replica_manager.leadership_listeners.append(manager.on_leadership_change)
+        self.share_partition_manager = manager
+
+    async def _listen(self) -> None:
+        try:
+            await self.socket_server.start(enable_request_processing=self.REQUESTS_AT_BIND)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            if exc.errno == errno.EADDRINUSE:
+                reason = "the port is in use (is another broker running?); choose another port, or 0 for a free one"
+            raise StartupError(f"Socket server failed to bind to {self.host}:{self.socket_server.port}: "
+                               f"{reason}") from exc
+
+    def _clean_shutdown_broker_epoch(self) -> int:
+        """What the clean-shutdown marker records: nothing in ZooKeeper mode (a KRaft broker: its epoch)."""
+        return -1
+
+    async def stop(self, controlled: bool = True) -> None:
+        """Kafka's shutdown order: (cluster mode: controlled shutdown,) stop taking requests, stop the
+        jobs, then close the logs cleanly (cluster mode: then the controller and the metadata source)."""
+        self._stopping = True
+        if self.in_cluster and controlled and self._registered and self.config["controlled.shutdown.enable"]:
+            try:
+                await self.controlled_shutdown()
+            except Exception:
+                log.exception("broker %d: controlled shutdown failed; shutting down anyway", self.broker_id)
+        for task in self._background:  # at once, so that no job starts while the connections close
+            task.cancel()
+        await self.socket_server.stop()
+        await self._requests_stopped()
+        await cancel_and_wait(self._background)
+        self._background.clear()
+        await self._jobs_stopped()
+        if self.share_partition_manager is not None:
+            await self.share_partition_manager.stop()
+        if self.group_coordinator is not None:
+            await self.group_coordinator.stop()
+        if self.transaction_coordinator is not None:
+            await self.transaction_coordinator.stop()
+        shutdown = getattr(self.replica_manager, "shutdown", None)
+        if shutdown is not None:  # cluster mode: the replica fetchers stop
+            result = shutdown()
+            if asyncio.iscoroutine(result):
+                await result
+        self.log_manager.close(self._clean_shutdown_broker_epoch())
+        if self.kafka_controller is not None:
+            try:
+                await self.kafka_controller.shutdown()
+            except Exception:
+                log.exception("broker %d: error while stopping the controller", self.broker_id)
+        self._stop_metadata_source()
+
+    async def _requests_stopped(self) -> None:
+        """Stopping: no request is served any more (a KRaft broker stops applying metadata here)."""
+
+    async def _jobs_stopped(self) -> None:
+        """Stopping: the background jobs are stopped (ZooKeeper mode stops its config change listener here)."""
+
+    def spawn(self, coro) -> asyncio.Task:
+        """Run a background job on the broker's loop; it is cancelled at stop()."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._background.append(task)
+        return task
+
+    # -- what the APIs need ---------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        return self.socket_server.port
+
+    @property
+    def advertised_host(self) -> str:
+        adv = self.config["advertised.listeners"]
+        return _listener_host_port(adv)[0] if adv else self.host
+
+    @property
+    def advertised_port(self) -> int:
+        """The port of ``advertised.listeners`` (what clients are told to connect to), else the bound port."""
+        adv = self.config["advertised.listeners"]
+        return (_listener_host_port(adv)[1] if adv else 0) or self.port
+
+    @property
+    def live_brokers(self) -> list[tuple[int, str, int]]:
+        """(id, host, port) of every live broker; a standalone broker knows only itself, a broker in
+        cluster mode what the controller's last UpdateMetadata said."""
+        if self.in_cluster:
+            return [(b.id, b.host, b.port) for b in self.live_broker_nodes]
+        return [(self.broker_id, self.advertised_host, self.advertised_port)]
+
+    @property
+    def live_broker_nodes(self) -> list[BrokerEndpoint]:
+        """The live brokers with their racks (Metadata and DescribeCluster show racks)."""
+        if self.in_cluster:
+            return sorted(self.metadata_cache.alive_brokers.values(), key=lambda b: b.id)
+        return [BrokerEndpoint(self.broker_id, self.advertised_host, self.advertised_port, self.config["broker.rack"])]
+
+    @property
+    def live_broker_count(self) -> int:
+        return len(self.live_brokers)
+
+    @property
+    def controller_id(self) -> int:
+        if self.in_cluster:
+            cid = self.metadata_cache.controller_id
+            return -1 if cid is None else cid
+        return self.broker_id
+
+    def log_config_for(self, topic: TopicMetadata) -> LogConfig:
+        cfg = self.topic_configs.get(topic.name)
+        if cfg is None:
+            cfg = self.topic_configs[topic.name] = LogConfig(self.config, topic.configs)
+        return cfg
+
+    def make_partition(self, topic: TopicMetadata, index: int) -> Partition:
+        log_ = self.log_manager.get_or_create_log(topic.name, index, self.log_config_for(topic))
+        _write_partition_metadata(log_.dir, topic.topic_id)
+        partition = Partition(topic.name, index, log_, self.broker_id)
+        self.replica_manager.add_partition(partition)
+        return partition
+
+    def _topic_log_config(self, topic: str, overrides: dict[str, str]) -> LogConfig:
+        """The topic's one live LogConfig, (re)set to ``overrides``; a config this broker does not know
+        is skipped with a warning rather than keeping the log closed."""
+        cfg = self.topic_configs.get(topic)
+        if cfg is None:
+            cfg = self.topic_configs[topic] = LogConfig(self.config)
+        try:
+            cfg.replace(overrides)
+        except ValueError as exc:
+            log.warning("broker %d: topic %s: ignoring configs from ZooKeeper: %s", self.broker_id, topic, exc)
+        return cfg
+
+    # -- cluster mode: what the controller tells this broker ----------------------------------------
+
+    def get_or_create_partition(self, topic: str, index: int, topic_id: uuid.UUID) -> Partition:
+        """The local replica of a partition the controller assigned to this broker (LeaderAndIsr),
+        with its log created if it is new. Called by ``ReplicaManager.become_leader_or_follower``.
+
+        The topic's configs come from ``/config/topics/<t>``; the metadata cache gets an entry for the
+        topic if UpdateMetadata has not brought one yet. A partition directory holding another topic id
+        (the topic was deleted and re-created while this broker was away) is INCONSISTENT_TOPIC_ID."""
+        existing = self.replica_manager.partitions.get((topic, index))
+        if existing is not None:
+            return existing
+        meta = self.metadata_cache.get(topic)
+        if meta is None or meta.topic_id != topic_id:
+            configs = self.zk_client.get_topic_config(topic) if self.zk_client is not None else {}
+            meta = self.metadata_cache.ensure_topic(topic, topic_id, index + 1, configs)
+            self._topic_log_config(topic, configs)
+        else:
+            meta.num_partitions = max(meta.num_partitions, index + 1)
+        on_disk = _read_partition_metadata(os.path.join(self.log_dir, f"{topic}-{index}"))
+        if on_disk is not None and on_disk != topic_id:
+            raise KafkaError(ErrorCode.INCONSISTENT_TOPIC_ID,
+                             f"{topic}-{index}: the log on disk belongs to topic id {on_disk}, not {topic_id}")
+        return self.make_partition(meta, index)
+
+    async def apply_update_metadata(self, controller_id: int, topic_states, live_brokers) -> None:
+        """UpdateMetadata: update the cache; read the configs of topics new to it; forget the committed
+        offsets of deleted topics; wake CreateTopics/DeleteTopics waiting for the metadata."""
+        new_topics, deleted = self.metadata_cache.update_metadata(controller_id, topic_states, live_brokers)
+        for name in new_topics:
+            meta = self.metadata_cache.get(name)
+            configs = await asyncio.to_thread(self.zk_client.get_topic_config, name) if self.zk_client else {}
+            if meta is not None:
+                meta.configs = configs
+                if name in self.topic_configs:
+                    self._topic_log_config(name, configs)
+        gone_topics = {t for t, _ in deleted if self.metadata_cache.get(t) is None}
+        for name in gone_topics:
+            self.topic_configs.pop(name, None)
+            if self.group_coordinator is not None:
+                self.group_coordinator.delete_offsets_of_topic(name)
+        self.admin_manager.metadata_updated()
+
+    def apply_topic_config_change(self, topic: str, configs: dict[str, str]) -> None:
+        """A config change notification for ``topic``: its new overrides reach the live LogConfig
+        (in place, as ``AdminManager._apply_topic_overrides`` does) and the metadata cache."""
+        meta = self.metadata_cache.get(topic)
+        if meta is not None:
+            meta.configs = dict(configs)
+        if topic in self.topic_configs:
+            self._topic_log_config(topic, configs)
+        log.info("broker %d: topic %s configs changed: %s", self.broker_id, topic, configs)
+
+    def apply_topic_configs(self, topic: str, configs: dict) -> None:
+        """KRaft: a topic's configs as the metadata log has them now, to its live LogConfig."""
+        self._topic_log_config(topic, dict(configs))
+
+
+def _read_partition_metadata(directory: str) -> uuid.UUID | None:
+    path = os.path.join(directory, "partition.metadata")
+    try:
+        with open(path) as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "topic_id":
+                    return parse_kafka_uuid(value.strip())
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _write_partition_metadata(directory: str, topic_id: uuid.UUID) -> None:
+    """KIP-516's ``partition.metadata`` file: the topic id, base64 as Kafka prints Uuids."""
+    path = os.path.join(directory, "partition.metadata")
+    if not os.path.exists(path):
+        with open(path, "w") as f:
+            f.write(f"version: 0\ntopic_id: {kafka_uuid_string(topic_id.bytes)}\n")
