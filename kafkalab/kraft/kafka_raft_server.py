@@ -147,13 +147,19 @@ class KafkaRaftServer:
             await self.controller.stop(resign=controlled)
 
 
-def kraft_server(config):
-    """The server ``process.roles`` asks for: a broker, or a combined node."""
-    return (KafkaRaftServer if roles_of(config) == COMBINED_ROLES else BrokerServer)(config)
+class _KRaftServerFor:
+    """The server ``process.roles`` asks for: a broker, or a combined node; ``python -m kafkalab.broker``'s
+    ``server_class`` (called with the configs, and asked to ``check_config`` them first)."""
+
+    @staticmethod
+    def _class(config):
+        return KafkaRaftServer if roles_of(config) == COMBINED_ROLES else BrokerServer
+
+    def __call__(self, config):
+        return self._class(config)(config)
+
+    def check_config(self, config) -> None:
+        self._class(config).check_config(config)
 
 
-def _check_config(config) -> None:
-    (KafkaRaftServer if roles_of(config) == COMBINED_ROLES else BrokerServer).check_config(config)
-
-
-kraft_server.check_config = _check_config
+kraft_server = _KRaftServerFor()
