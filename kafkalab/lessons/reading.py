@@ -88,7 +88,9 @@ def stable_end(kafka, topic: str, partition: int = 0, timeout_s: float = 10.0) -
     """
     from confluent_kafka.admin import AdminClient, OffsetSpec
 
-    admin = AdminClient(client_config(kafka))
+    # warnings and errors only: librdkafka's informational lines (a background queue purged on destroy) would
+    # otherwise show up in the lesson's cell
+    admin = AdminClient({**client_config(kafka), "log_level": 4})
     tp, deadline = TopicPartition(topic, partition), time.monotonic() + timeout_s
     try:
         while True:
