@@ -4,9 +4,14 @@ Every lesson that changes a cluster waits for the cluster to catch up: a topic's
 the ISR (lessons 02 and 03), a new leader after a broker's ZooKeeper session expired (03), a Connect
 sink's file to have its lines (08), a KRaft controller to be elected (lab 10). Kafka's own tests do
 the same with ``TestUtils.waitUntilTrue(condition, msg, waitTimeMs)``; this is that helper, once.
+
+:func:`wait_in_thread` waits for a blocking call instead — lesson 06's ``query.processAllAvailable()``,
+which returns once a Spark query has processed everything in its input so far — with a progress bar
+meanwhile.
 """
 from __future__ import annotations
 
+import threading
 import time
 from typing import Callable
 
@@ -46,3 +51,27 @@ def wait_until(condition: Callable[[], object], what: str, timeout_s: float = 60
             raise TimeoutError(f"waited {timeout_s:g} s for {what}")
         time.sleep(interval_s)
     return time.monotonic() - start
+
+
+def wait_in_thread(call: Callable[[], object], what: str, timeout_s: float = 120.0) -> object:
+    """Run the blocking ``call()`` in a daemon thread, a progress bar showing the wait; return its result.
+
+    ``call()`` raising: the same exception, raised here. Not returned within ``timeout_s``:
+    ``TimeoutError`` (:func:`kafkalab.progress.wait_with_progress`'s), and the thread is left to
+    finish on its own (Python cannot stop it; a Spark query would be stopped by the lesson).
+    """
+    done, outcome = threading.Event(), {}
+
+    def run():
+        try:
+            outcome["result"] = call()
+        except BaseException as error:   # the call failed: raised below, in the caller's thread
+            outcome["error"] = error
+        finally:
+            done.set()
+
+    threading.Thread(target=run, daemon=True, name=f"wait-in-thread: {what}").start()
+    wait_with_progress(done.is_set, timeout_s, what)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("result")

@@ -59,3 +59,18 @@ def test_with_a_progress_bar_the_same_contract(monkeypatch):
 def test_a_timeout_must_be_positive():
     with pytest.raises(ValueError):
         wait_until(lambda: True, "nothing", timeout_s=0)
+
+
+def test_wait_in_thread_returns_the_result_or_raises_the_error(monkeypatch):
+    from kafkalab.lessons.waiting import wait_in_thread
+
+    monkeypatch.setenv("KAFKALAB_PROGRESS", "off")
+    assert wait_in_thread(lambda: (time.sleep(0.1), 42)[1], "a slow answer", timeout_s=5) == 42
+
+    def fails():
+        raise RuntimeError("the query failed")
+
+    with pytest.raises(RuntimeError, match="the query failed"):
+        wait_in_thread(fails, "a failing call", timeout_s=5)
+    with pytest.raises(TimeoutError, match="a call that hangs"):
+        wait_in_thread(lambda: time.sleep(5), "a call that hangs", timeout_s=0.2)
