@@ -87,7 +87,7 @@ def trickle(kafka, topic: str, n: int, gap_s: float, partition: int = 0, logger=
     Each record is sent only after the previous one's delivery report and a pause of ``gap_s``: a
     producer with nothing else to send, whose record waits ``linger.ms`` alone. Latency: from
     ``produce()`` to the delivery report. ``poll()``, not ``flush()``: librdkafka's ``flush()`` sends
-    at once, whatever ``linger.ms`` says. A record that is not acknowledged fails an ``AssertionError``.
+    at once, whatever ``linger.ms`` says. A record that is not acknowledged raises ``AssertionError``.
     """
     import pandas as pd
 
