@@ -149,7 +149,7 @@ def _read_all(ctx, request, topics, first_read=True):
     replica_id = _replica_id(ctx, request)
     from_follower = replica_id >= 0
     if not from_follower:   # a consumer under consumer_byte_rate: no more than its quota allows at once
-        quotas = ctx.broker.socket_server.quotas
+        quotas = ctx.quotas
         cap = quotas.max_value_in_quota_window(CONSUMER_BYTE_RATE, ctx.client_id) if quotas.enabled else None
         if cap is not None:
             budget = min(budget, int(cap))

@@ -34,7 +34,7 @@ from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
 from ..common.errors import ErrorCode, KafkaError
 from ..server.metadata_cache import NULL_UUID, validate_topic_name
-from ..network.socket_server import InvalidRequest
+from ..network.request_channel import InvalidRequest
 from . import api
 
 

@@ -45,7 +45,7 @@ from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 
 from ..common.errors import ErrorCode, KafkaError
 from ..common.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
-from ..network.socket_server import CloseConnection
+from ..network.request_channel import CloseConnection
 from . import api
 
 log = logging.getLogger("kafkalab.broker.produce")

@@ -61,6 +61,9 @@ from .metadata_cache import BrokerEndpoint, MetadataCache, TopicMetadata
 from ..cluster.partition import Partition
 from .replica_manager import ReplicaManager
 from ..network.socket_server import SocketServer
+from ..kafka_apis import KafkaApis
+from .client_quota_manager import ClientQuotaManager
+from .faults import ControlSocket, FaultInjector
 
 log = logging.getLogger("kafkalab.broker")
 
@@ -111,7 +114,13 @@ class KafkaServer:
         self.admin_manager = AdminManager(self)
         self.topic_configs: dict[str, LogConfig] = {}
         self.cluster_id = config["cluster.id"] or self._derive_cluster_id()
-        self.socket_server = SocketServer(self, self.host, port, config["socket.request.max.bytes"])
+        self.forwarding_manager = None        # a KRaft broker's ForwardingManager (kafkalab.kraft)
+        #: client quotas (KIP-13/219) and the lab's fault injection, handed to the request handling
+        self.quotas = ClientQuotaManager(self)
+        self.faults = FaultInjector(self)
+        self._fault_control: ControlSocket | None = None   # the faults' control socket, in cluster mode
+        self.kafka_apis = KafkaApis(self, self.quotas, self.faults)
+        self.socket_server = SocketServer(self.host, port, config["socket.request.max.bytes"], self.kafka_apis.handle)
         self.group_coordinator = None   # set in start() once the loop runs
         self.producer_id_manager = None
         self.transaction_coordinator = None   # set in start(), as the group coordinator
@@ -156,6 +165,8 @@ class KafkaServer:
             self.group_coordinator, self.producer_id_manager = make_coordinators(self)
             self.transaction_coordinator = make_transaction_coordinator(self)
             self.share_partition_manager = make_share_partition_manager(self)
+            if self.share_partition_manager is not None:   # KIP-932: a share session ends with its connection
+                self.socket_server.add_connection_close_listener(self.share_partition_manager.connection_closed)
             self.log_manager.start(self)  # retention, cleaner, flusher, checkpoints
             await self.group_coordinator.start()  # replays __consumer_offsets before the first request
             if self.transaction_coordinator is not None:
@@ -184,6 +195,11 @@ class KafkaServer:
     async def _listen(self) -> None:
         try:
             await self.socket_server.start(enable_request_processing=self.REQUESTS_AT_BIND)
+            if self.zk_mode:
+                if self.zk_client is not None:   # a KRaft broker (kafkalab.kraft) has none
+                    await asyncio.to_thread(self.quotas.load_zk)
+                self._fault_control = ControlSocket(self.faults, self.log_dir)
+                await self._fault_control.start()
         except OSError as exc:
             reason = exc.strerror or str(exc)
             if exc.errno == errno.EADDRINUSE:
@@ -207,6 +223,8 @@ class KafkaServer:
         for task in self._background:  # at once, so that no job starts while the connections close
             task.cancel()
         await self.socket_server.stop()
+        if self._fault_control is not None:
+            await self._fault_control.stop()
         await self._requests_stopped()
         await cancel_and_wait(self._background)
         self._background.clear()

@@ -163,7 +163,7 @@ class ReplicaFetcherThread:
 
     def _paused(self, keys) -> list[tuple[str, int]]:
         """The partitions a ``pause_replication`` fault holds back (kafkalab.broker.server.faults)."""
-        faults = getattr(getattr(self.replica_manager.broker, "socket_server", None), "faults", None)
+        faults = getattr(self.replica_manager.broker, "faults", None)
         if faults is None or not faults.active:
             return []
         return [k for k in keys if faults.replication_paused_until(*k) is not None]
