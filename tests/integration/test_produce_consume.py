@@ -360,15 +360,15 @@ class ParkedFetch:
 @pytest.fixture
 def fetch_reads(monkeypatch):
     """Counts how often the Fetch handler reads its partitions (once, plus once per wake-up)."""
-    from kafkalab.broker.apis import fetch as fetch_api
+    from kafkalab.broker.server.replica_manager import ReplicaManager
     calls = []
-    real = fetch_api._read_all
+    real = ReplicaManager.read_from_local_log
 
     def counting(*args):
         calls.append(1)
         return real(*args)
 
-    monkeypatch.setattr(fetch_api, "_read_all", counting)
+    monkeypatch.setattr(ReplicaManager, "read_from_local_log", counting)
     return calls
 
 

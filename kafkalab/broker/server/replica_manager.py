@@ -2,8 +2,10 @@
 
 Kafka's ReplicaManager is the entry point of Produce and Fetch: it finds the
 ``Partition``, appends or reads, and parks requests that must wait in a
-*purgatory*. A Fetch that wants ``min_bytes`` more data than there is waits
-(up to ``max_wait_ms``) in the fetch purgatory (``DelayedFetch``), watching
+*purgatory*. A Fetch (``fetch_messages``, consumers and followers alike) reads
+each partition with ``Partition.fetch_records``; one that wants ``min_bytes``
+more data than there is waits (up to ``max_wait_ms``) in the fetch purgatory
+(``DelayedFetch``, see :mod:`kafkalab.broker.server.delayed_fetch`), watching
 the partitions it asked for: an append to one of them, a high watermark that
 moves, or the partition going away wakes it to read again. With ``acks=all``
 a Produce waits in the produce purgatory (``DelayedProduce``, see
@@ -46,11 +48,12 @@ from typing import Callable, Iterable
 
 from ..utils.async_util import wait_done
 from .delayed_delete_records import DelayedDeleteRecords
+from .delayed_fetch import DelayedFetch, FetchParams, FetchPartitionData
 from .delayed_operation import DelayedOperationPurgatory
 from .delayed_produce import DelayedProduce
 from ..common.errors import ErrorCode, KafkaError
 from ..log.offset_checkpoint import read_checkpoint, write_checkpoint
-from ..cluster.partition import Partition
+from ..cluster.partition import LogReadResult, Partition
 from .metadata_cache import INTERNAL_TOPICS
 
 log = logging.getLogger("kafkalab.broker.server.replica_manager")
@@ -185,6 +188,39 @@ class ReplicaManager:
                                       timeout_ms: int) -> dict[tuple[str, int], tuple[int, int]]:
         """The delete-records purgatory: (error code, low watermark) per partition deleted on this leader."""
         return await DelayedDeleteRecords(self.delete_records_purgatory, deleted).wait(timeout_ms)
+
+    # -- fetch -------------------------------------------------------------------------------
+
+    async def fetch_messages(self, params: FetchParams, fetch_infos: list[FetchPartitionData]) -> list[LogReadResult]:
+        """Kafka's ``fetchMessages``, for consumers and followers: read each partition
+        (:meth:`read_from_local_log`) and, when fewer than ``min_bytes`` are ready, wait in the fetch
+        purgatory (:class:`~kafkalab.broker.server.delayed_fetch.DelayedFetch`) up to ``max_wait_ms``.
+        One ``LogReadResult`` per partition, in the order asked."""
+        return await DelayedFetch(self, params, fetch_infos).run()
+
+    def read_from_local_log(self, params: FetchParams, fetch_infos: list[FetchPartitionData],
+                            update_fetch_state: bool) -> tuple[list[LogReadResult], int, bool]:
+        """Kafka's ``readFromLocalLog``: each partition's read (``Partition.fetch_records``) within
+        ``params.max_bytes`` in all and the partition's own ``max_bytes``, except that the first batch of
+        the first non-empty partition is returned whole (KIP-74). Returns the results, the bytes read and
+        whether one failed or diverged (the fetch is then answered at once)."""
+        results, total, errors = [], 0, False
+        for info in fetch_infos:
+            if info.topic is None:
+                result = LogReadResult(error_code=ErrorCode.UNKNOWN_TOPIC_ID)
+            else:
+                try:
+                    partition = self.get_partition(info.topic, info.partition)
+                    result = partition.fetch_records(
+                        params.replica_id, info.fetch_offset, info.current_leader_epoch, info.last_fetched_epoch,
+                        info.log_start_offset, min(info.max_bytes, max(params.max_bytes - total, 0)), total == 0,
+                        params.read_committed, update_fetch_state)
+                except KafkaError as exc:
+                    result = LogReadResult(error_code=exc.code)
+            errors = errors or result.error_code != 0 or result.diverging_epoch is not None
+            total += len(result.records)
+            results.append(result)
+        return results, total, errors
 
     # -- the fetch purgatory -------------------------------------------------------------------
 
