@@ -44,6 +44,7 @@ import collections
 import logging
 import os
 import shutil
+from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from ..utils.async_util import wait_done
@@ -54,6 +55,7 @@ from .delayed_produce import DelayedProduce
 from ..common.errors import ErrorCode, KafkaError
 from ..log.offset_checkpoint import read_checkpoint, write_checkpoint
 from ..cluster.partition import LogReadResult, Partition
+from ..log.log import LogAppendInfo
 from .metadata_cache import INTERNAL_TOPICS
 
 log = logging.getLogger("kafkalab.broker.server.replica_manager")
@@ -61,6 +63,24 @@ log = logging.getLogger("kafkalab.broker.server.replica_manager")
 HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
 #: StopReplica's leader epochs that skip the epoch check: the topic is being deleted / no epoch given
 EPOCH_DURING_DELETE, NO_EPOCH = -2, -1
+#: Append errors answered without the log start offset, as Kafka's ``appendToLocalLog`` answers them
+#: (UNKNOWN_LOG_APPEND_INFO); any other failed append (a sequence gap, a fenced epoch, an invalid record,
+#: too few replicas, ...) carries the partition's log start offset
+_NO_LOG_START_OFFSET = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                  ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE,
+                                  ErrorCode.CORRUPT_MESSAGE, ErrorCode.KAFKA_STORAGE_ERROR})
+
+
+@dataclass
+class LogAppendResult:
+    """One partition's append for a Produce (Kafka's ``LogAppendResult``): the append's info, or the error
+    (its ``record_errors``, KIP-467, on the KafkaError) with the log start offset to answer (-1 for the
+    errors answered without one)."""
+    info: LogAppendInfo | None = None
+    error: KafkaError | None = None
+    log_start_offset: int = -1
+    #: acks=all: the high watermark the records need (last offset + 1), None if it is already past them
+    required_offset: int | None = None
 
 
 class ReplicaManager:
@@ -126,11 +146,32 @@ class ReplicaManager:
     # -- produce ---------------------------------------------------------------------------
 
     def append_records(self, topic: str, index: int, records: bytes, required_acks: int,
-                       from_coordinator: bool = False):
-        info = self.get_partition(topic, index).append_records_to_leader(records, required_acks, from_coordinator)
+                       from_coordinator: bool = False) -> LogAppendInfo:
+        """Append to the partition this broker leads (raises KafkaError); the coordinators' appends."""
+        return self._append(self.get_partition(topic, index), records, required_acks, from_coordinator)
+
+    def _append(self, partition: Partition, records: bytes, required_acks: int,
+                from_coordinator: bool = False) -> LogAppendInfo:
+        info = partition.append_records_to_leader(records, required_acks, from_coordinator)
         if not info.duplicate:
-            self.notify_data_arrived(topic, index)
+            self.notify_data_arrived(partition.topic, partition.index)
         return info
+
+    def append_to_local_log(self, topic: str, index: int, records: bytes, required_acks: int) -> LogAppendResult:
+        """A Produce's append to one partition (Kafka's ``appendToLocalLog``): never raises a KafkaError, it
+        is the result's ``error``; for ``required_acks == -1`` the offset the high watermark must reach."""
+        partition = None
+        try:
+            partition = self.get_partition(topic, index)
+            info = self._append(partition, records, required_acks)
+        except KafkaError as exc:
+            start = -1 if partition is None or exc.code in _NO_LOG_START_OFFSET else partition.log.log_start_offset
+            return LogAppendResult(error=exc, log_start_offset=start)
+        result = LogAppendResult(info, log_start_offset=info.log_start_offset)
+        if required_acks == -1:   # wait only if the high watermark is not past the records yet (never standalone)
+            required = info.last_offset + 1
+            result.required_offset = required if partition.log.high_watermark < required else None
+        return result
 
     async def wait_for_acks(self, required_offsets: dict[tuple[str, int], int], timeout_ms: int) -> dict:
         """The produce purgatory: wait until each partition's HW reaches its required offset (last
