@@ -8,7 +8,8 @@ it wires the parts together and owns the asyncio loop they run on:
 * ``ReplicaManager``    the hosted partitions; produce and fetch go through it
 * ``AdminManager``      topic creation/deletion and config changes
 * ``GroupCoordinator``  consumer groups and their committed offsets
-* ``SocketServer``      the wire protocol
+* ``SocketServer``      the wire protocol's framing; ``KafkaApis`` (:mod:`kafkalab.broker.kafka_apis`)
+                        dispatches each request, given the ``ClientQuotaManager`` and ``FaultInjector``
 
 ``start()``/``stop()`` run in the broker's own event loop; :mod:`kafkalab.broker.mini`
 runs that loop in a thread for notebooks, ``python -m kafkalab.broker`` in a process.
