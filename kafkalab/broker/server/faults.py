@@ -1,8 +1,8 @@
 """Fault injection: a lab tool of kafkalab's own (Apache Kafka has nothing like it).
 
 To *see* what acks, retries, idempotence and timeouts are for, a lesson needs a
-broker that misbehaves on cue. ``FaultInjector`` makes the broker's network
-layer (``SocketServer``) and its replica fetchers misbehave in four ways:
+broker that misbehaves on cue. ``FaultInjector`` makes the broker's request
+handling (``KafkaApis``) and its replica fetchers misbehave in four ways:
 
 ``fail``               the next N requests of an API (optionally only those touching one topic, or
                        one partition) are answered with a Kafka error code, *without* running the
@@ -108,7 +108,7 @@ class Fault:
 
 @dataclass
 class RequestAction:
-    """What the faults matching one request do to it (``SocketServer`` applies it)."""
+    """What the faults matching one request do to it (``KafkaApis`` applies it)."""
     fail: int | None = None      # answer with this error code instead of running the request
     delay_s: float = 0.0         # hold the response back this long
     drop: bool = False           # run the request, lose its response
