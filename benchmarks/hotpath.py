@@ -6,7 +6,7 @@ Usage (from the repository root)::
 
 ``throughput.py`` measures what a client sees, which on a shared 2-core
 machine is noisy and often limited by the client itself. This script calls
-the broker's request path directly — ``SocketServer._handle(frame)``: decode
+the broker's request path directly — ``KafkaApis.handle(request)`` on a read frame: decode
 the request with kafka-python's codec, run the handler (validate the batch,
 CRC-32C, assign offsets, write the segment; or read the segment), build and
 encode the response — on frames shaped like librdkafka's (Produce v10 with
@@ -30,6 +30,7 @@ from kafka.protocol.consumer.fetch import FetchRequest  # noqa: E402
 from kafka.protocol.producer.produce import ProduceRequest  # noqa: E402
 
 from kafkalab.broker.apis.messages import build  # noqa: E402
+from kafkalab.broker.network.request_channel import Request  # noqa: E402
 from kafkalab.broker.server.config import BrokerConfig  # noqa: E402
 from kafkalab.broker.kafka_server import KafkaServer  # noqa: E402
 from kafkalab.broker.common.records import Record, build_batch  # noqa: E402
@@ -60,7 +61,10 @@ async def run(args) -> None:
     try:
         server = KafkaServer(BrokerConfig({"log.dirs": log_dir, "listeners": "PLAINTEXT://127.0.0.1:0"}))
         topic = server.admin_manager.create_topic(TOPIC, 1, 1, {})
-        handle = server.socket_server._handle
+        apis = server.kafka_apis
+
+        async def handle(frame, client_host, conn_id):
+            return await apis.handle(Request.parse(frame, conn_id, client_host))
         value = os.urandom(args.value_size)
         now = int(time.time() * 1000)
         batch = build_batch([Record(i, now, None, value, []) for i in range(args.batch_records)])

@@ -13,7 +13,8 @@ asyncio loop and the parts they share:
 * ``AdminManager``      topic creation/deletion and config changes
 * ``GroupCoordinator``  consumer groups and their committed offsets
 * ``TransactionCoordinator``, the producer-id manager, the share coordinator and share-partition manager
-* ``SocketServer``      the wire protocol
+* ``SocketServer``      the wire protocol's framing; ``KafkaApis`` (:mod:`kafkalab.broker.kafka_apis`)
+                        dispatches each request, given the ``ClientQuotaManager`` and ``FaultInjector``
 
 ``start()``/``stop()`` run in the broker's own event loop; :mod:`kafkalab.broker.mini` runs that loop in a
 thread for notebooks, ``python -m kafkalab.broker`` in a process.
@@ -51,9 +52,13 @@ from .coordinator.group.group_coordinator import GroupCoordinator
 from .coordinator.share.share_coordinator import ShareCoordinator
 from .coordinator.transaction.transaction_coordinator import TransactionCoordinator
 from .log.log_manager import LogDirLockedError, LogManager
+from .apis import load_all
+from .kafka_apis import KafkaApis
 from .network.socket_server import SocketServer
 from .server.admin_manager import AdminManager
+from .server.client_quota_manager import ClientQuotaManager
 from .server.config import BrokerConfig, LogConfig
+from .server.faults import ControlSocket, FaultInjector
 from .server.kafka_broker import ForwardingManagerLike, MetadataMode, ProducerIdGenerator, ZkControllerLike
 from .server.metadata_cache import BrokerEndpoint, MetadataCache, TopicMetadata
 from .server.replica_manager import ReplicaManager
@@ -119,7 +124,12 @@ class BaseBroker:
         self.admin_manager: AdminManager = self._new_admin_manager()
         self.topic_configs: dict[str, LogConfig] = {}
         self.cluster_id = config["cluster.id"] or self._derive_cluster_id()
-        self.socket_server = SocketServer(self, self.host, port, config["socket.request.max.bytes"])
+        #: client quotas (KIP-13/219) and the lab's fault injection, handed to the request handling
+        self.quotas = ClientQuotaManager(self)
+        self.faults = FaultInjector(self, load_all().values())
+        self._fault_control: ControlSocket | None = None   # the faults' control socket, in cluster mode
+        self.kafka_apis = KafkaApis(self, self.quotas, self.faults)
+        self.socket_server = SocketServer(self.host, port, config["socket.request.max.bytes"], self.kafka_apis.handle)
         self.group_coordinator: GroupCoordinator | None = None   # set in start() once the loop runs
         self.producer_id_manager: ProducerIdGenerator | None = None
         self.transaction_coordinator: TransactionCoordinator | None = None   # set in start(), as the group coordinator
@@ -151,12 +161,6 @@ class BaseBroker:
     def in_cluster(self) -> bool:
         """The metadata comes from a controller (ZooKeeper or KRaft mode), not from this broker itself."""
         return self._metadata_mode is not MetadataMode.STANDALONE
-
-    @property
-    def zk_mode(self) -> bool:
-        """The older name of :attr:`in_cluster` (True in KRaft mode too), still read by
-        :mod:`kafkalab.broker.network.socket_server`; everything else reads ``in_cluster``."""
-        return self.in_cluster
 
     @property
     def broker_epoch(self) -> int:
@@ -256,10 +260,17 @@ class BaseBroker:
                 manager.load_zk_group_configs()
             self.replica_manager.leadership_listeners.append(manager.on_leadership_change)
         self.share_partition_manager = manager
+        # KIP-932: a share session ends with its connection (its acquired records are released)
+        self.socket_server.add_connection_close_listener(manager.connection_closed)
 
     async def _listen(self) -> None:
         try:
             await self.socket_server.start(enable_request_processing=self.REQUESTS_AT_BIND)
+            if self.in_cluster:
+                if self.zk_client is not None:   # client quotas from /config/clients (a KRaft broker: from records)
+                    await asyncio.to_thread(self.quotas.load_zk)
+                self._fault_control = ControlSocket(self.faults, self.log_dir)
+                await self._fault_control.start()
         except OSError as exc:
             reason = exc.strerror or str(exc)
             if exc.errno == errno.EADDRINUSE:
@@ -283,6 +294,8 @@ class BaseBroker:
         for task in self._background:  # at once, so that no job starts while the connections close
             task.cancel()
         await self.socket_server.stop()
+        if self._fault_control is not None:
+            await self._fault_control.stop()
         await self._requests_stopped()
         await cancel_and_wait(self._background)
         self._background.clear()

@@ -144,15 +144,15 @@ class MiniBroker:
         """Make this broker misbehave on cue, e.g. ``inject_fault("drop_response", api="Produce", count=2)``
         or ``inject_fault("fail", api="Produce", error="NOT_LEADER_OR_FOLLOWER", count=3)``; see
         :mod:`kafkalab.broker.server.faults`. Returns the fault as :meth:`faults` lists it."""
-        return self.call(lambda: self.server.socket_server.faults.inject(kind, api, **options))
+        return self.call(lambda: self.server.faults.inject(kind, api, **options))
 
     def faults(self) -> list[dict]:
         """The active faults, with what is left of each."""
-        return self.call(self.server.socket_server.faults.faults)
+        return self.call(self.server.faults.faults)
 
     def clear_faults(self, fault_id: int | None = None) -> int:
         """End one fault (by id) or all; returns how many ended."""
-        return self.call(self.server.socket_server.faults.clear, fault_id)
+        return self.call(self.server.faults.clear, fault_id)
 
     def close(self) -> None:
         """Stop the broker: connections closed, logs flushed, checkpoints and the clean-shutdown marker

@@ -21,7 +21,10 @@ AllocateProducerIds   67   v0      ProducerIdsRecord; a block of 1000 producer i
 
 Each goes to :class:`~kafkalab.controller.quorum_controller.QuorumController`; a KafkaError becomes the
 answer's error code (NOT_CONTROLLER from a controller that is not active: the sender looks for the
-active one and asks again).
+active one and asks again). Each handler is registered beside it, as the broker's APIs are: in
+``CONTROLLER_APIS`` (handlers given the QuorumController), Envelope in ``ENVELOPE_APIS`` (given the
+listener, whose APIs answer the inner request); :func:`register_controller_apis` adds both to a
+:class:`~kafkalab.raft.raft_server.RaftServer`.
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ from kafka.protocol.admin.topics import (CreatePartitionsRequest, CreatePartitio
                                          CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
                                          ElectLeadersRequest, ElectLeadersResponse)
 
+from ..broker.apis import ApiRegistry
 from ..broker.apis.zk_messages import AlterPartitionRequest, AlterPartitionResponse
 from ..broker.common.errors import KafkaError
 from .controller_messages import (AllocateProducerIdsRequest, AllocateProducerIdsResponse, BrokerHeartbeatRequest,
@@ -38,7 +42,14 @@ from .controller_messages import (AllocateProducerIdsRequest, AllocateProducerId
                                   EnvelopeRequest, EnvelopeResponse)
 from .envelope_utils import handle_envelope
 
+#: the controller's APIs; each handler takes the QuorumController and the request
+CONTROLLER_APIS = ApiRegistry()
+#: Envelope; its handler takes the listener (a RaftServer) and the request
+ENVELOPE_APIS = ApiRegistry()
+controller_api = CONTROLLER_APIS.api
 
+
+@controller_api(BrokerRegistrationRequest, BrokerRegistrationResponse, versions=(0, 4))
 async def handle_broker_registration(controller, request) -> dict:
     try:
         epoch = await controller.register_broker(request)
@@ -47,6 +58,7 @@ async def handle_broker_registration(controller, request) -> dict:
         return {"throttle_time_ms": 0, "error_code": int(exc.code), "broker_epoch": -1}
 
 
+@controller_api(BrokerHeartbeatRequest, BrokerHeartbeatResponse, versions=(0, 1))
 async def handle_broker_heartbeat(controller, request) -> dict:
     try:
         state = await controller.process_broker_heartbeat(request)
@@ -56,6 +68,7 @@ async def handle_broker_heartbeat(controller, request) -> dict:
                 "should_shut_down": False}
 
 
+@controller_api(CreateTopicsRequest, CreateTopicsResponse, versions=(2, 7))
 async def handle_create_topics(controller, request) -> dict:
     try:
         results = await controller.create_topics(request)
@@ -65,6 +78,7 @@ async def handle_create_topics(controller, request) -> dict:
     return {"throttle_time_ms": 0, "topics": results}
 
 
+@controller_api(DeleteTopicsRequest, DeleteTopicsResponse, versions=(1, 6))
 async def handle_delete_topics(controller, request) -> dict:
     try:
         results = await controller.delete_topics(request)
@@ -74,6 +88,7 @@ async def handle_delete_topics(controller, request) -> dict:
     return {"throttle_time_ms": 0, "responses": results}
 
 
+@controller_api(CreatePartitionsRequest, CreatePartitionsResponse, versions=(0, 3))
 async def handle_create_partitions(controller, request) -> dict:
     try:
         results = await controller.create_partitions(request)
@@ -95,14 +110,17 @@ async def _alter_configs(alter, request) -> dict:
     return {"throttle_time_ms": 0, "responses": results}
 
 
+@controller_api(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, versions=(0, 1))
 async def handle_incremental_alter_configs(controller, request) -> dict:
     return await _alter_configs(controller.incremental_alter_configs, request)
 
 
+@controller_api(AlterConfigsRequest, AlterConfigsResponse, versions=(0, 2))
 async def handle_alter_configs(controller, request) -> dict:
     return await _alter_configs(controller.legacy_alter_configs, request)
 
 
+@controller_api(AlterPartitionRequest, AlterPartitionResponse, versions=(1, 1))
 async def handle_alter_partition(controller, request) -> dict:
     try:
         return await controller.alter_partition(request)
@@ -110,6 +128,7 @@ async def handle_alter_partition(controller, request) -> dict:
         return {"throttle_time_ms": 0, "error_code": int(exc.code), "topics": []}
 
 
+@controller_api(AllocateProducerIdsRequest, AllocateProducerIdsResponse, versions=(0, 0))
 async def handle_allocate_producer_ids(controller, request) -> dict:
     try:
         block = await controller.allocate_producer_ids(request)
@@ -119,6 +138,7 @@ async def handle_allocate_producer_ids(controller, request) -> dict:
         return {"throttle_time_ms": 0, "error_code": int(exc.code), "producer_id_start": -1, "producer_id_len": 0}
 
 
+@controller_api(ElectLeadersRequest, ElectLeadersResponse, versions=(0, 2))
 async def handle_elect_leaders(controller, request) -> dict:
     """ElectLeaders (v0: preferred elections only). A KafkaError for the whole request (NOT_CONTROLLER,
     an unknown election type: INVALID_REQUEST) becomes the top-level error and every partition's."""
@@ -137,19 +157,15 @@ async def handle_elect_leaders(controller, request) -> dict:
                                              for p, code, message in answers]} for name, answers in results]}
 
 
+@ENVELOPE_APIS.api(EnvelopeRequest, EnvelopeResponse, versions=(0, 0))
+async def handle_envelope_request(server, request) -> dict:
+    """A forwarded request, answered by the listener's own APIs (:mod:`kafkalab.controller.envelope_utils`)."""
+    apis = {key: (spec.request, spec.response, spec.min_version, spec.max_version,
+                  lambda _client, inner, handler=spec.handler: handler(inner)) for key, spec in server.apis.items()}
+    return await handle_envelope(apis, request)
+
+
 def register_controller_apis(server, controller) -> None:
     """Add the controller's APIs to a :class:`~kafkalab.raft.raft_server.RaftServer`."""
-    for key, req, resp, lo, hi, handler in (
-            (19, CreateTopicsRequest, CreateTopicsResponse, 2, 7, handle_create_topics),
-            (20, DeleteTopicsRequest, DeleteTopicsResponse, 1, 6, handle_delete_topics),
-            (33, AlterConfigsRequest, AlterConfigsResponse, 0, 2, handle_alter_configs),
-            (37, CreatePartitionsRequest, CreatePartitionsResponse, 0, 3, handle_create_partitions),
-            (43, ElectLeadersRequest, ElectLeadersResponse, 0, 2, handle_elect_leaders),
-            (44, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, 0, 1, handle_incremental_alter_configs),
-            (56, AlterPartitionRequest, AlterPartitionResponse, 1, 1, handle_alter_partition),
-            (62, BrokerRegistrationRequest, BrokerRegistrationResponse, 0, 4, handle_broker_registration),
-            (63, BrokerHeartbeatRequest, BrokerHeartbeatResponse, 0, 1, handle_broker_heartbeat),
-            (67, AllocateProducerIdsRequest, AllocateProducerIdsResponse, 0, 0, handle_allocate_producer_ids)):
-        server.register(key, req, resp, lo, hi, lambda _client, request, h=handler: h(controller, request))
-    server.register(58, EnvelopeRequest, EnvelopeResponse, 0, 0,
-                    lambda _client, request: handle_envelope(server.apis, request))
+    server.serve(CONTROLLER_APIS, controller)
+    server.serve(ENVELOPE_APIS, server)

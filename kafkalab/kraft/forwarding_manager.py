@@ -37,7 +37,7 @@ from kafka.protocol.admin.topics import CreatePartitionsResponse, CreateTopicsRe
 
 from ..broker.apis.messages import build
 from ..broker.common.errors import ErrorCode
-from ..broker.network.socket_server import CloseConnection
+from ..broker.network.request_channel import CloseConnection
 from ..controller.controller_messages import EnvelopeRequest
 from ..controller.envelope_utils import FORWARDABLE
 from .config_admin_manager import ConfigAdminManager

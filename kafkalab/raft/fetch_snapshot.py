@@ -30,7 +30,7 @@ from kafka.protocol.api_message import ApiMessage
 from ..broker.apis.messages import build
 from .snapshot.snapshots import OffsetAndEpochId
 from . import schemas
-from .raft_messages import METADATA_PARTITION, METADATA_TOPIC
+from .raft_messages import METADATA_PARTITION, METADATA_TOPIC, RAFT_APIS
 
 log = logging.getLogger(__name__)
 FETCH_SNAPSHOT_VERSION = 0
@@ -48,6 +48,7 @@ class FetchSnapshotResponse(ApiMessage, load_json=schemas): pass
 
 # -- the leader --------------------------------------------------------------------------------------
 
+@RAFT_APIS.api(FetchSnapshotRequest, FetchSnapshotResponse, versions=(0, FETCH_SNAPSHOT_VERSION))
 def handle_fetch_snapshot(client, request) -> dict:
     topics = request.topics or []
     if len(topics) != 1 or len(topics[0].partitions or []) != 1:

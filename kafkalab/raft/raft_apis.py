@@ -1,5 +1,8 @@
 """The quorum's requests as a replica answers them (Kafka's ``KafkaRaftClient.handleXxxRequest``).
 
+Each handler is registered in ``RAFT_APIS`` (:mod:`kafkalab.raft.raft_messages`) with the versions it
+serves, as the broker's APIs are; :class:`~kafkalab.raft.raft_server.RaftServer` serves them.
+
 Every handler first compares the request's epoch with the replica's own: an older epoch is answered
 with FENCED_LEADER_EPOCH (74) and the replica's epoch and leader, so a stale leader or candidate
 learns that it is out of date; a newer one moves this replica into it first
@@ -34,7 +37,13 @@ from .kafka_metadata_log import OffsetAndEpoch
 from .leader_state import LeaderState
 from .metadata_log_snapshots import DIVERGING, SNAPSHOT
 from .prospective_state import ProspectiveState
-from .raft_messages import METADATA_PARTITION, METADATA_TOPIC, METADATA_TOPIC_ID, single_partition
+from kafka.protocol.admin import DescribeClusterRequest, DescribeClusterResponse
+
+from .raft_messages import (BEGIN_QUORUM_EPOCH_VERSION, DESCRIBE_QUORUM_VERSION, END_QUORUM_EPOCH_VERSION,
+                            FETCH_VERSION, METADATA_PARTITION, METADATA_TOPIC, METADATA_TOPIC_ID, RAFT_APIS,
+                            VOTE_VERSION, BeginQuorumEpochRequest, BeginQuorumEpochResponse, DescribeQuorumRequest,
+                            DescribeQuorumResponse, EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest,
+                            FetchResponse, VoteRequest, VoteResponse, single_partition)
 
 NONE, NOT_LEADER_OR_FOLLOWER, INVALID_REQUEST = 0, 6, 42
 FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, INCONSISTENT_VOTER_SET, UNKNOWN_TOPIC_ID = 74, 75, 94, 100
@@ -58,6 +67,7 @@ def _is_metadata_partition(request) -> bool:
 
 # -- Vote -----------------------------------------------------------------------------------------------
 
+@RAFT_APIS.api(VoteRequest, VoteResponse, versions=(0, VOTE_VERSION))
 def handle_vote(client, request) -> dict:
     if not _is_metadata_partition(request):
         return {"error_code": INVALID_REQUEST, "topics": []}
@@ -93,6 +103,7 @@ def can_grant_vote(client, replica_id: int, replica_end: OffsetAndEpoch, pre_vot
 
 # -- BeginQuorumEpoch, EndQuorumEpoch ----------------------------------------------------------------------
 
+@RAFT_APIS.api(BeginQuorumEpochRequest, BeginQuorumEpochResponse, versions=(0, BEGIN_QUORUM_EPOCH_VERSION))
 def handle_begin_quorum_epoch(client, request) -> dict:
     if not _is_metadata_partition(request):
         return {"error_code": INVALID_REQUEST, "topics": []}
@@ -106,6 +117,7 @@ def handle_begin_quorum_epoch(client, request) -> dict:
     return _wrap(_partition_answer(client, NONE))
 
 
+@RAFT_APIS.api(EndQuorumEpochRequest, EndQuorumEpochResponse, versions=(0, END_QUORUM_EPOCH_VERSION))
 def handle_end_quorum_epoch(client, request) -> dict:
     if not _is_metadata_partition(request):
         return {"error_code": INVALID_REQUEST, "topics": []}
@@ -161,6 +173,7 @@ def _validate_leader_only(client, request_epoch: int) -> int:
     return NONE
 
 
+@RAFT_APIS.api(FetchRequest, FetchResponse, versions=(13, FETCH_VERSION))
 async def handle_fetch(client, request) -> dict:
     topics = request.topics or []
     if len(topics) != 1 or len(topics[0].partitions or []) != 1:
@@ -201,6 +214,7 @@ def _hw(state: LeaderState) -> int:
 
 # -- DescribeQuorum ------------------------------------------------------------------------------------------
 
+@RAFT_APIS.api(DescribeQuorumRequest, DescribeQuorumResponse, versions=(0, DESCRIBE_QUORUM_VERSION))
 def handle_describe_quorum(client, request) -> dict:
     quorum = client.quorum
     base = {"partition_index": METADATA_PARTITION, "leader_id": quorum.leader_id, "leader_epoch": quorum.epoch,
@@ -231,6 +245,7 @@ def handle_describe_quorum(client, request) -> dict:
 CONTROLLER_ENDPOINT, MISMATCHED_ENDPOINT_TYPE, UNSUPPORTED_ENDPOINT_TYPE = 2, 114, 115
 
 
+@RAFT_APIS.api(DescribeClusterRequest, DescribeClusterResponse, versions=(1, 2))
 def handle_describe_cluster(client, request) -> dict:
     """What a controller answers an admin client (``kafka-metadata-quorum.sh --bootstrap-controller``): the
     controllers as its nodes and the Raft leader as the controller id (-1 when none is known)."""

@@ -11,7 +11,8 @@ EndQuorumEpoch      54   v0      a resigning leader -> every voter
 DescribeQuorum      55   v2      a tool (``kafka-metadata-quorum.sh``) -> the leader
 =================  ====  ======  ===================================================
 
-Fetch and DescribeQuorum are kafka-python's; Vote, BeginQuorumEpoch and EndQuorumEpoch are
+Every RPC a replica answers is registered in ``RAFT_APIS`` beside its handler, as the broker's APIs
+are (:mod:`kafkalab.broker.apis`). Fetch and DescribeQuorum are kafka-python's; Vote, BeginQuorumEpoch and EndQuorumEpoch are
 kafkalab's schemas in ``schemas/`` (version 0, what a static quorum needs; Vote up to v2 for KIP-996's pre-vote,
 its v1 fields, KIP-853's directory ids, left empty). Each carries one
 topic, ``__cluster_metadata``, with one partition, 0; Fetch v13+ names it by its topic id, Kafka's
@@ -25,6 +26,7 @@ from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.consumer import FetchRequest, FetchResponse  # noqa: F401 (re-exported)
 from kafka.protocol.admin import DescribeQuorumRequest, DescribeQuorumResponse  # noqa: F401
 
+from ..broker.apis import ApiRegistry
 from . import schemas
 
 METADATA_TOPIC = "__cluster_metadata"
@@ -36,6 +38,11 @@ VOTE_VERSION = 2
 BEGIN_QUORUM_EPOCH_VERSION = 0
 END_QUORUM_EPOCH_VERSION = 0
 DESCRIBE_QUORUM_VERSION = 2
+
+#: the quorum's APIs (api key -> ApiSpec), registered with ``@RAFT_APIS.api`` beside their handlers
+#: (:mod:`kafkalab.raft.raft_apis`, :mod:`kafkalab.raft.fetch_snapshot`); each handler takes the
+#: replica (``KafkaRaftClient``) and the request
+RAFT_APIS = ApiRegistry()
 
 
 class VoteRequest(ApiMessage, load_json=schemas): pass

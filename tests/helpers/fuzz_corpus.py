@@ -1,7 +1,7 @@
 """The fuzz corpus: request frames that real clients sent to a mini broker.
 
 ``python -m tests.helpers.fuzz_corpus`` (from the repository root) starts a ``kafkalab.mini()`` broker in
-this process, records every request frame its ``SocketServer`` receives while confluent-kafka and kafka-python clients do
+this process, records every request frame its ``KafkaApis`` receives while confluent-kafka and kafka-python clients do
 ordinary work (produce with each compression, an idempotent producer, consume in a group with
 commits, admin: create/alter/describe/delete), and writes ``tests/data/fuzz_corpus.bin``:
 a few frames per (API, version), each as a 4-byte length and the frame without its size prefix.
@@ -37,24 +37,25 @@ def load(path: str = CORPUS) -> list[bytes]:
 def capture(path: str = CORPUS) -> dict:
     sys.path.insert(0, os.path.dirname(HERE))
     import kafkalab
-    from kafkalab.broker.network.socket_server import SocketServer
+    from kafkalab.broker.kafka_apis import KafkaApis
 
     kept: dict[tuple[int, int], list[bytes]] = collections.defaultdict(list)
-    original = SocketServer._handle
+    original = KafkaApis.handle
 
-    async def recording(self, frame, client_host, conn_id):
+    async def recording(self, request):
+        frame = request.frame
         api_key, version = struct.unpack_from(">hh", frame)
         frames = kept[(api_key, version, _codec(frame, version) if api_key == 0 else -1)]
         if len(frames) < PER_API_VERSION and len(frame) <= MAX_FRAME and bytes(frame) not in frames:
             frames.append(bytes(frame))
-        return await original(self, frame, client_host, conn_id)
+        return await original(self, request)
 
-    SocketServer._handle = recording
+    KafkaApis.handle = recording
     try:
         with kafkalab.mini(log_dir=tempfile.mkdtemp(prefix="fuzz-corpus-")) as broker:
             _traffic(broker.bootstrap_servers)
     finally:
-        SocketServer._handle = original
+        KafkaApis.handle = original
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "wb") as f:
         for key in sorted(kept):

@@ -88,7 +88,7 @@ def test_producer_over_its_quota_is_slowed_to_it_and_told(quota_broker):
     average = points[-1][1] / points[-1][0]
     assert abs(average - QUOTA) / QUOTA < TOLERANCE, average
     assert throttles and max(throttles) > 0          # the client saw throttle_time_ms (librdkafka's throttle_cb)
-    history = broker.call(lambda: dict(broker.server.socket_server.quotas.throttles))
+    history = broker.call(lambda: dict(broker.server.quotas.throttles))
     assert sum(len(h) for h in history.values()) >= len([t for t in throttles if t > 0])
     # a client id without a quota is not slowed on the same broker
     free, free_throttles = flat_out_producer(broker.bootstrap_servers, topic, "fast", seconds=2)
@@ -156,5 +156,5 @@ def test_a_consumer_fetch_is_capped_and_a_throttled_one_answered_empty(quota_bro
     size = len(first.responses[0].partitions[0].records)
     assert first.throttle_time_ms == 0 and 2 * quota - 20_000 < size <= 2 * quota   # capped at the allowance
     assert second.throttle_time_ms > 0 and second.responses == []                    # over it: empty
-    rate = broker.call(lambda: broker.server.socket_server.quotas.sensors[("consumer_byte_rate", "", "raw")])
+    rate = broker.call(lambda: broker.server.quotas.sensors[("consumer_byte_rate", "", "raw")])
     assert sum(s[1] for s in rate.samples) < 2 * quota + 1000    # the emptied response's bytes were taken back

@@ -278,7 +278,7 @@ def test_offset_out_of_range_and_auto_offset_reset(shared_broker, client):
 
     # "latest": the consumer jumps to the end and sees only what comes next. The late record is
     # sent once the broker has answered the consumer's ListOffsets (its reset to the end).
-    counts = shared_broker.server.socket_server.request_counts
+    counts = shared_broker.server.kafka_apis.request_counts
 
     def resets():
         return sum(n for (cid, api, _), n in list(counts.items()) if cid == f"test-{client}" and api == "ListOffsets")
@@ -360,15 +360,15 @@ class ParkedFetch:
 @pytest.fixture
 def fetch_reads(monkeypatch):
     """Counts how often the Fetch handler reads its partitions (once, plus once per wake-up)."""
-    from kafkalab.broker.apis import fetch as fetch_api
+    from kafkalab.broker.server.replica_manager import ReplicaManager
     calls = []
-    real = fetch_api._read_all
+    real = ReplicaManager.read_from_local_log
 
     def counting(*args):
         calls.append(1)
         return real(*args)
 
-    monkeypatch.setattr(fetch_api, "_read_all", counting)
+    monkeypatch.setattr(ReplicaManager, "read_from_local_log", counting)
     return calls
 
 
@@ -495,7 +495,7 @@ def test_client_protocol_versions(tmp_path):
             produce(client, b.bootstrap_servers, f"v-{client}", [(b"k", b"v", None, None)], **conf)
             consume(client, b.bootstrap_servers, f"v-{client}", 1, partitions=(0,), by_time=0)
         used = {}
-        for (client_id, api, version), n in b.server.socket_server.request_counts.items():
+        for (client_id, api, version), n in b.server.kafka_apis.request_counts.items():
             client = "confluent" if client_id in ("test-confluent", "rdkafka") else "kafka-python"
             used.setdefault(client, {}).setdefault(api, set()).add(version)
         for client, apis in used.items():

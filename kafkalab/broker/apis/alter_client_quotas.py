@@ -20,7 +20,7 @@ from . import api
 
 @api(AlterClientQuotasRequest, AlterClientQuotasResponse, versions=(0, 1))
 async def handle_alter_client_quotas(ctx, request):
-    quotas = ctx.broker.socket_server.quotas
+    quotas = ctx.quotas
     entries = []
     for entry in request.entries or ():
         components = [(c.entity_type, c.entity_name) for c in entry.entity or ()]

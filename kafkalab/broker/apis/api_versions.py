@@ -18,8 +18,7 @@ from . import REGISTRY, api
 
 
 def advertised() -> list[dict]:
-    return [{"api_key": s.key, "min_version": s.min_version, "max_version": s.max_version}
-            for s in sorted(REGISTRY.values(), key=lambda s: s.key)]
+    return REGISTRY.advertised()
 
 
 @api(ApiVersionsRequest, ApiVersionsResponse, versions=(0, 4))

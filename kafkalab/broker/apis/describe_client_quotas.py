@@ -17,7 +17,7 @@ from . import api
 
 @api(DescribeClientQuotasRequest, DescribeClientQuotasResponse, versions=(0, 1))
 async def handle_describe_client_quotas(ctx, request):
-    quotas = ctx.broker.socket_server.quotas
+    quotas = ctx.quotas
     components = [(c.entity_type, c.match_type, c.match) for c in request.components or ()]
     try:
         found = quotas.describe(components, bool(request.strict))

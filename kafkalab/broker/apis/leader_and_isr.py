@@ -29,7 +29,7 @@ import logging
 
 from ..common.errors import ErrorCode, KafkaError
 from ..cluster.partition_state import LeaderAndIsrPartitionState
-from ..network.socket_server import InvalidRequest
+from ..network.request_channel import InvalidRequest
 from . import api
 from .zk_messages import LeaderAndIsrRequest, LeaderAndIsrResponse
 

@@ -35,7 +35,7 @@ from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from ..common.errors import ErrorCode, KafkaError
 from ..common.topic import validate_topic_name
 from ..server.metadata_cache import NULL_UUID
-from ..network.socket_server import InvalidRequest
+from ..network.request_channel import InvalidRequest
 from . import api
 
 

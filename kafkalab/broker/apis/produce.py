@@ -45,7 +45,7 @@ from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 
 from ..common.errors import ErrorCode, KafkaError
 from ..common.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
-from ..network.socket_server import CloseConnection
+from ..network.request_channel import CloseConnection
 from . import api
 
 log = logging.getLogger("kafkalab.broker.produce")
@@ -54,21 +54,13 @@ ZSTD = 4
 MIN_ZSTD_VERSION = 7  # KIP-110
 
 
-#: Append errors answered without the log start offset, as Kafka's ``ReplicaManager.appendToLocalLog``
-#: answers them (UNKNOWN_LOG_APPEND_INFO); any other failed append (a sequence gap, a fenced epoch, an
-#: invalid record, too few replicas, ...) carries the partition's log start offset
-_NO_LOG_START_OFFSET = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER,
-                                  ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE,
-                                  ErrorCode.CORRUPT_MESSAGE, ErrorCode.KAFKA_STORAGE_ERROR})
-
-
 def _partition_error(index, code, message=None):
     return {"index": index, "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
             "log_start_offset": -1, "error_message": message}
 
 
-def validate_records(api_version: int, records) -> None:
-    """Kafka's ``ProduceRequest.validateRecords``: exactly one magic-2 batch per partition.
+def validate_records(api_version: int, records) -> BatchHeader:
+    """Kafka's ``ProduceRequest.validateRecords``: exactly one magic-2 batch per partition; returns its header.
 
     (The batch itself, CRC included, is checked by the log before it is appended.)
     """
@@ -97,6 +89,7 @@ def validate_records(api_version: int, records) -> None:
     if (header.attributes & 0x07) == ZSTD and api_version < MIN_ZSTD_VERSION:
         raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
                          f"zstd needs Produce v{MIN_ZSTD_VERSION} or later, the request is v{api_version}")
+    return header
 
 
 @api(ProduceRequest, ProduceResponse, versions=(3, 11))
@@ -169,11 +162,9 @@ def _append(ctx, request, topic, name, pdata) -> dict:
     if request.transactional_id is not None and txn_coordinator is None:
         return _partition_error(pdata.index, ErrorCode.TRANSACTIONAL_ID_NOT_FOUND,
                                 "transactions are not implemented by the mini broker in cluster mode")
-    rm = ctx.broker.replica_manager
     try:
         records = bytes(pdata.records or b"")
-        validate_records(ctx.api_version, records)
-        header = BatchHeader.parse(records)
+        header = validate_records(ctx.api_version, records)
         if header.is_transactional:
             if request.transactional_id is None:
                 raise KafkaError(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
@@ -187,22 +178,18 @@ def _append(ctx, request, topic, name, pdata) -> dict:
     except KafkaError as exc:   # refused before the append (Kafka's KafkaApis): no log start offset
         log.debug("produce to %s-%d refused: %s", name, pdata.index, exc)
         return _partition_error(pdata.index, exc.code, exc.message)
-    try:
-        info = rm.append_records(name, pdata.index, records, acks)
-    except KafkaError as exc:
+    appended = ctx.broker.replica_manager.append_to_local_log(name, pdata.index, records, acks)
+    if appended.error is not None:
+        exc = appended.error
         log.debug("produce to %s-%d failed: %s", name, pdata.index, exc)
         result = _partition_error(pdata.index, exc.code, exc.message)
-        if exc.code not in _NO_LOG_START_OFFSET:
-            partition = rm.partitions.get((name, pdata.index))
-            result["log_start_offset"] = partition.log.log_start_offset if partition is not None else -1
+        result["log_start_offset"] = appended.log_start_offset
         if getattr(exc, "record_errors", None):   # v8+: which records were refused (KIP-467)
             result["record_errors"] = [{"batch_index": i, "batch_index_error_message": m} for i, m in exc.record_errors]
         return result
+    info = appended.info
     result = {"index": pdata.index, "error_code": 0, "base_offset": info.first_offset,
               "log_append_time_ms": info.log_append_time, "log_start_offset": info.log_start_offset}
-    if acks == -1:   # wait only if the high watermark is not past the records yet (never when standalone)
-        required = info.last_offset + 1
-        partition = rm.partitions.get((name, pdata.index))
-        result["_required_offset"] = (required if partition is None or partition.log.high_watermark < required
-                                      else None)
+    if acks == -1:
+        result["_required_offset"] = appended.required_offset
     return result

@@ -69,7 +69,7 @@ from .replica import UNKNOWN_OFFSET, Replica
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Partition", "FollowerReadResult", "Replica", "CommittedPartitionState", "PendingExpandIsr",
+__all__ = ["Partition", "FollowerReadResult", "LogReadResult", "Replica", "CommittedPartitionState", "PendingExpandIsr",
            "PendingShrinkIsr", "ISR_EXPANSION_RETRY_BACKOFF_MS", "UNKNOWN_OFFSET", "NO_LEADER", "now_ms"]
 
 NO_LEADER = -1
@@ -87,6 +87,20 @@ class FollowerReadResult:
     log_start_offset: int = -1
     log_end_offset: int = -1
     diverging_epoch: tuple[int, int] | None = None   # (epoch, end offset)
+
+
+@dataclass
+class LogReadResult:
+    """What one partition of a Fetch read (Kafka's ``LogReadResult``): records and the log's bounds, or a
+    diverging epoch (epoch, end offset) instead of records, or an error code (the rest is -1)."""
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    records: bytes = b""
+    diverging_epoch: tuple[int, int] | None = None
+    #: read_committed: the aborted transactions overlapping the read (``AbortedTxn``s); else None
+    aborted_transactions: list | None = None
+    error_code: int = 0
 
 
 class Partition(IsrMaintenance):
@@ -274,6 +288,52 @@ class Partition(IsrMaintenance):
         self._try_complete_delayed_requests()
 
     # -- the leader: follower fetches and the HW (the ISR: IsrMaintenance) --------------------
+
+    def fetch_records(self, replica_id: int, fetch_offset: int, current_leader_epoch: int, last_fetched_epoch: int,
+                      log_start_offset: int, max_bytes: int, min_one: bool, read_committed: bool,
+                      update_fetch_state: bool) -> LogReadResult:
+        """Kafka's ``fetchRecords``: one partition of a Fetch, for a consumer (``replica_id`` -1) or a follower
+        (raises KafkaError).
+
+        A follower of a cluster-mode partition: :meth:`read_for_follower` (past the HW; its position
+        recorded if ``update_fetch_state``). Otherwise the leader epoch is checked (and, for a consumer,
+        that this broker leads), then the ``last_fetched_epoch`` (v12+) as for every fetcher: if that
+        epoch ends here below the fetch offset the answer is the diverging epoch instead of records (the
+        consumer then validates its position); an epoch not known here is OFFSET_OUT_OF_RANGE. A consumer
+        reads up to the high watermark, or with ``read_committed`` up to the last stable offset, and then
+        gets the aborted transactions overlapping what it read.
+        """
+        if replica_id >= 0 and not self.standalone:
+            r = self.read_for_follower(replica_id, fetch_offset, last_fetched_epoch, current_leader_epoch,
+                                       log_start_offset, max_bytes, min_one, update_fetch_state)
+            return LogReadResult(r.high_watermark, r.high_watermark, r.log_start_offset, r.records,
+                                 r.diverging_epoch)
+        # (a request without current_leader_epoch, before Fetch v9, has -1: "don't check")
+        log_ = self.local_log_with_epoch(current_leader_epoch, require_leader=replica_id < 0)
+        diverging = self._diverging_epoch(log_, fetch_offset, last_fetched_epoch)
+        lso = log_.last_stable_offset
+        if diverging is not None:
+            return LogReadResult(log_.high_watermark, lso, log_.log_start_offset, b"", diverging,
+                                 [] if read_committed else None)
+        max_offset = None if replica_id >= 0 else (lso if read_committed else log_.high_watermark)
+        records = log_.read(fetch_offset, max_bytes, max_offset, min_one_message=min_one)
+        # Kafka lists aborted transactions for READ_COMMITTED only, else null
+        aborted = log_.collect_aborted_transactions(fetch_offset, lso) if read_committed else None
+        return LogReadResult(log_.high_watermark, lso, log_.log_start_offset, records, None, aborted)
+
+    def _diverging_epoch(self, log_: UnifiedLog, fetch_offset: int, last_fetched_epoch: int) -> tuple[int, int] | None:
+        if last_fetched_epoch < 0:
+            return None
+        epoch, end = log_.leader_epoch_cache.end_offset_for(last_fetched_epoch, log_.log_end_offset)
+        if epoch == UNDEFINED_EPOCH or end == UNDEFINED_EPOCH_OFFSET:
+            raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                             f"{self.name}: no end offset for the last fetched epoch {last_fetched_epoch}")
+        if fetch_offset < log_.log_start_offset:
+            raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, f"{self.name}: offset {fetch_offset} is below "
+                                                            f"the log start offset {log_.log_start_offset}")
+        if epoch < last_fetched_epoch or end < fetch_offset:
+            return epoch, end
+        return None
 
     def read_for_follower(self, replica_id: int, fetch_offset: int, last_fetched_epoch: int,
                           current_leader_epoch: int, log_start_offset: int, max_bytes: int, min_one: bool,

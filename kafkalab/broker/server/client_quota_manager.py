@@ -28,7 +28,7 @@ milliseconds. A request is recorded first, then the rate is checked.
 window W against quota T, the client must pause X so that O*W/(W+X) = T, so
 ``X = (O - T) / T * W``. The broker answers at once with ``throttle_time_ms = X``
 (KIP-219) and then *mutes* the connection for X: it reads no further request of
-that connection until X has passed (``SocketServer``). A KIP-219 client also
+that connection until X has passed (``KafkaApis`` tells the ``SocketServer``). A KIP-219 client also
 holds back by itself. ``request_percentage`` throttles are capped at one window
 (``quota.window.size.seconds``), as in Kafka.
 
@@ -213,7 +213,7 @@ class ClientQuotaManager:
 
     def throttle_for_request(self, api: str, client_id: str | None, request_bytes: int, response_bytes: int,
                              handler_s: float, from_follower: bool) -> int:
-        """What ``SocketServer`` asks after handling a request: the longest throttle of its quotas."""
+        """What ``KafkaApis`` asks after handling a request: the longest throttle of its quotas."""
         if api in EXEMPT_APIS or from_follower:
             return 0
         now_ms = time.monotonic() * 1000
@@ -224,7 +224,7 @@ class ClientQuotaManager:
         elif api == "Fetch":
             throttle = max(throttle, self.record_and_get_throttle_ms(CONSUMER_BYTE_RATE, client_id, response_bytes,
                                                                      now_ms))
-            if throttle:   # the response goes out empty (SocketServer): its bytes were never sent (Kafka's
+            if throttle:   # the response goes out empty (KafkaApis): its bytes were never sent (Kafka's
                 self.unrecord(CONSUMER_BYTE_RATE, client_id, response_bytes, now_ms)   # unrecordQuotaSensor)
         return throttle
 

@@ -1,8 +1,8 @@
 """Fault injection: a lab tool of kafkalab's own (Apache Kafka has nothing like it).
 
 To *see* what acks, retries, idempotence and timeouts are for, a lesson needs a
-broker that misbehaves on cue. ``FaultInjector`` makes the broker's network
-layer (``SocketServer``) and its replica fetchers misbehave in four ways:
+broker that misbehaves on cue. ``FaultInjector`` makes the broker's request
+handling (``KafkaApis``) and its replica fetchers misbehave in four ways:
 
 ``fail``               the next N requests of an API (optionally only those touching one topic, or
                        one partition) are answered with a Kafka error code, *without* running the
@@ -57,8 +57,17 @@ import os
 import tempfile
 import time
 from dataclasses import dataclass, field
+from typing import Iterable, Protocol
 
 from ..common.errors import ErrorCode
+
+
+
+class ApiSpecLike(Protocol):
+    """What faults read of an API's registration (``kafkalab.broker.apis.ApiSpec``): its name and response."""
+
+    name: str
+    response: type
 
 log = logging.getLogger("kafkalab.broker.server.faults")
 
@@ -108,7 +117,7 @@ class Fault:
 
 @dataclass
 class RequestAction:
-    """What the faults matching one request do to it (``SocketServer`` applies it)."""
+    """What the faults matching one request do to it (``KafkaApis`` applies it)."""
     fail: int | None = None      # answer with this error code instead of running the request
     delay_s: float = 0.0         # hold the response back this long
     drop: bool = False           # run the request, lose its response
@@ -158,24 +167,24 @@ def error_response(api: str, request, code: int) -> dict:
     return {"throttle_time_ms": 0, "error_code": code}
 
 
-def _has_top_level_error(api: str) -> bool:
-    from ..apis import REGISTRY, load_all
-    load_all()
-    spec = next((s for s in REGISTRY.values() if s.name == api), None)
-    if spec is None:
-        raise ValueError(f"unknown API {api!r}; the broker serves {sorted(s.name for s in REGISTRY.values())}")
-    return any(f["name"] == "ErrorCode" for f in spec.response._json.get("fields", []))
-
-
 class FaultInjector:
     """The active faults of one broker. Runs on the broker's loop (every method is quick and sync)."""
 
-    def __init__(self, broker=None):
+    def __init__(self, broker=None, apis: Iterable[ApiSpecLike] = ()):
+        """``apis``: the APIs the broker serves (its ``kafkalab.broker.apis`` registry, handed in by the server):
+        a fault names one of them, and a ``fail`` fault needs a response with an error code to set."""
         self.broker = broker
+        self._responses = {spec.name: spec.response for spec in apis}
         self._faults: dict[int, Fault] = {}
         self._ids = itertools.count(1)
         #: a quick check for the request path: are there any faults at all?
         self.active = False
+
+    def _has_top_level_error(self, api: str) -> bool:
+        response = self._responses.get(api)
+        if response is None:
+            raise ValueError(f"unknown API {api!r}; the broker serves {sorted(self._responses)}")
+        return any(f["name"] == "ErrorCode" for f in response._json.get("fields", []))
 
     # -- the notebook's side -----------------------------------------------------------
 
@@ -192,9 +201,9 @@ class FaultInjector:
                 raise ValueError(f"a {kind!r} fault needs the API it applies to, e.g. api='Produce'")
             if (topic is not None) and api not in PARTITIONED_APIS:
                 raise ValueError(f"a topic filter applies to {PARTITIONED_APIS} only, not {api}")
-            if kind == "fail" and api not in PARTITIONED_APIS and not _has_top_level_error(api):
+            if kind == "fail" and api not in PARTITIONED_APIS and not self._has_top_level_error(api):
                 raise ValueError(f"cannot fail {api} requests: its response has no error code to set")
-            _has_top_level_error(api)   # the API must exist
+            self._has_top_level_error(api)   # the API must exist
             if count is None and duration_s is None:
                 count = 1
         elif duration_s is None:

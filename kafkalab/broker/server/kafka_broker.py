@@ -88,8 +88,7 @@ class ProducerIdGenerator(Protocol):
 
 
 class FaultsLike(Protocol):
-    """What the replica fetchers use of the socket server's ``kafkalab.broker.server.faults.FaultInjector``
-    (which imports the APIs, so it is not imported here)."""
+    """What the replica fetchers use of the broker's ``kafkalab.broker.server.faults.FaultInjector``."""
 
     active: bool
 
@@ -101,12 +100,6 @@ class SocketServerLike(Protocol):
 
     @property
     def port(self) -> int: ...
-
-    @property
-    def faults(self) -> FaultsLike: ...
-
-    @property
-    def quotas(self) -> ClientQuotaManager: ...
 
 
 class KafkaBroker(Protocol):
@@ -137,6 +130,11 @@ class KafkaBroker(Protocol):
 
     @property
     def socket_server(self) -> SocketServerLike: ...
+
+    #: client quotas (KIP-13/219): the request handling records against them, Fetch caps its bytes by them
+    quotas: ClientQuotaManager
+    #: the lab's fault injection (not in Kafka), applied by ``KafkaApis`` and the replica fetchers
+    faults: FaultsLike
 
     #: topic -> its one live LogConfig (shared by the topic's logs)
     topic_configs: dict[str, LogConfig]

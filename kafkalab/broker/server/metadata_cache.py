@@ -251,6 +251,6 @@ class ConfigChangeListener:
             for topic in changed:
                 self.broker.apply_topic_config_change(topic, zk.get_topic_config(topic))
             if quotas_changed:
-                self.broker.socket_server.quotas.load_zk()
+                self.broker.quotas.load_zk()
         except Exception:  # ZooKeeper unreachable for a moment: the next notification retries
             log.exception("broker %d: processing config change notifications failed", self.broker.broker_id)

@@ -164,7 +164,7 @@ class ReplicaFetcherThread:
     def _paused(self, keys) -> list[tuple[str, int]]:
         """The partitions a ``pause_replication`` fault holds back (kafkalab.broker.server.faults)."""
         broker = self.replica_manager.broker   # None in some unit tests
-        faults = broker.socket_server.faults if broker is not None else None
+        faults = broker.faults if broker is not None else None
         if faults is None or not faults.active:
             return []
         return [k for k in keys if faults.replication_paused_until(*k) is not None]

@@ -2,8 +2,10 @@
 
 Kafka's ReplicaManager is the entry point of Produce and Fetch: it finds the
 ``Partition``, appends or reads, and parks requests that must wait in a
-*purgatory*. A Fetch that wants ``min_bytes`` more data than there is waits
-(up to ``max_wait_ms``) in the fetch purgatory (``DelayedFetch``), watching
+*purgatory*. A Fetch (``fetch_messages``, consumers and followers alike) reads
+each partition with ``Partition.fetch_records``; one that wants ``min_bytes``
+more data than there is waits (up to ``max_wait_ms``) in the fetch purgatory
+(``DelayedFetch``, see :mod:`kafkalab.broker.server.delayed_fetch`), watching
 the partitions it asked for: an append to one of them, a high watermark that
 moves, or the partition going away wakes it to read again. With ``acks=all``
 a Produce waits in the produce purgatory (``DelayedProduce``, see
@@ -42,17 +44,20 @@ import collections
 import logging
 import os
 import shutil
+from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from ..utils.async_util import wait_done
 from .alter_partition_manager import AlterPartitionManager
 from .delayed_delete_records import DelayedDeleteRecords
+from .delayed_fetch import DelayedFetch, FetchParams, FetchPartitionData
 from .delayed_operation import DelayedOperationPurgatory
 from .delayed_produce import DelayedProduce
 from ..common.errors import ErrorCode, KafkaError
 from ..log.offset_checkpoint import read_checkpoint, write_checkpoint
-from ..cluster.partition import Partition
+from ..cluster.partition import LogReadResult, Partition
 from ..common.topic import INTERNAL_TOPICS
+from ..log.log import LogAppendInfo
 from .replica_fetcher_thread import InitialFetchState, ReplicaFetcherManager
 
 log = logging.getLogger("kafkalab.broker.server.replica_manager")
@@ -60,6 +65,24 @@ log = logging.getLogger("kafkalab.broker.server.replica_manager")
 HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
 #: StopReplica's leader epochs that skip the epoch check: the topic is being deleted / no epoch given
 EPOCH_DURING_DELETE, NO_EPOCH = -2, -1
+#: Append errors answered without the log start offset, as Kafka's ``appendToLocalLog`` answers them
+#: (UNKNOWN_LOG_APPEND_INFO); any other failed append (a sequence gap, a fenced epoch, an invalid record,
+#: too few replicas, ...) carries the partition's log start offset
+_NO_LOG_START_OFFSET = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                  ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE,
+                                  ErrorCode.CORRUPT_MESSAGE, ErrorCode.KAFKA_STORAGE_ERROR})
+
+
+@dataclass
+class LogAppendResult:
+    """One partition's append for a Produce (Kafka's ``LogAppendResult``): the append's info, or the error
+    (its ``record_errors``, KIP-467, on the KafkaError) with the log start offset to answer (-1 for the
+    errors answered without one)."""
+    info: LogAppendInfo | None = None
+    error: KafkaError | None = None
+    log_start_offset: int = -1
+    #: acks=all: the high watermark the records need (last offset + 1), None if it is already past them
+    required_offset: int | None = None
 
 
 class ReplicaManager:
@@ -125,11 +148,32 @@ class ReplicaManager:
     # -- produce ---------------------------------------------------------------------------
 
     def append_records(self, topic: str, index: int, records: bytes, required_acks: int,
-                       from_coordinator: bool = False):
-        info = self.get_partition(topic, index).append_records_to_leader(records, required_acks, from_coordinator)
+                       from_coordinator: bool = False) -> LogAppendInfo:
+        """Append to the partition this broker leads (raises KafkaError); the coordinators' appends."""
+        return self._append(self.get_partition(topic, index), records, required_acks, from_coordinator)
+
+    def _append(self, partition: Partition, records: bytes, required_acks: int,
+                from_coordinator: bool = False) -> LogAppendInfo:
+        info = partition.append_records_to_leader(records, required_acks, from_coordinator)
         if not info.duplicate:
-            self.notify_data_arrived(topic, index)
+            self.notify_data_arrived(partition.topic, partition.index)
         return info
+
+    def append_to_local_log(self, topic: str, index: int, records: bytes, required_acks: int) -> LogAppendResult:
+        """A Produce's append to one partition (Kafka's ``appendToLocalLog``): never raises a KafkaError, it
+        is the result's ``error``; for ``required_acks == -1`` the offset the high watermark must reach."""
+        partition = None
+        try:
+            partition = self.get_partition(topic, index)
+            info = self._append(partition, records, required_acks)
+        except KafkaError as exc:
+            start = -1 if partition is None or exc.code in _NO_LOG_START_OFFSET else partition.log.log_start_offset
+            return LogAppendResult(error=exc, log_start_offset=start)
+        result = LogAppendResult(info, log_start_offset=info.log_start_offset)
+        if required_acks == -1:   # wait only if the high watermark is not past the records yet (never standalone)
+            required = info.last_offset + 1
+            result.required_offset = required if partition.log.high_watermark < required else None
+        return result
 
     async def wait_for_acks(self, required_offsets: dict[tuple[str, int], int], timeout_ms: int) -> dict:
         """The produce purgatory: wait until each partition's HW reaches its required offset (last
@@ -186,6 +230,39 @@ class ReplicaManager:
                                       timeout_ms: int) -> dict[tuple[str, int], tuple[int, int]]:
         """The delete-records purgatory: (error code, low watermark) per partition deleted on this leader."""
         return await DelayedDeleteRecords(self.delete_records_purgatory, deleted).wait(timeout_ms)
+
+    # -- fetch -------------------------------------------------------------------------------
+
+    async def fetch_messages(self, params: FetchParams, fetch_infos: list[FetchPartitionData]) -> list[LogReadResult]:
+        """Kafka's ``fetchMessages``, for consumers and followers: read each partition
+        (:meth:`read_from_local_log`) and, when fewer than ``min_bytes`` are ready, wait in the fetch
+        purgatory (:class:`~kafkalab.broker.server.delayed_fetch.DelayedFetch`) up to ``max_wait_ms``.
+        One ``LogReadResult`` per partition, in the order asked."""
+        return await DelayedFetch(self, params, fetch_infos).run()
+
+    def read_from_local_log(self, params: FetchParams, fetch_infos: list[FetchPartitionData],
+                            update_fetch_state: bool) -> tuple[list[LogReadResult], int, bool]:
+        """Kafka's ``readFromLocalLog``: each partition's read (``Partition.fetch_records``) within
+        ``params.max_bytes`` in all and the partition's own ``max_bytes``, except that the first batch of
+        the first non-empty partition is returned whole (KIP-74). Returns the results, the bytes read and
+        whether one failed or diverged (the fetch is then answered at once)."""
+        results, total, errors = [], 0, False
+        for info in fetch_infos:
+            if info.topic is None:
+                result = LogReadResult(error_code=ErrorCode.UNKNOWN_TOPIC_ID)
+            else:
+                try:
+                    partition = self.get_partition(info.topic, info.partition)
+                    result = partition.fetch_records(
+                        params.replica_id, info.fetch_offset, info.current_leader_epoch, info.last_fetched_epoch,
+                        info.log_start_offset, min(info.max_bytes, max(params.max_bytes - total, 0)), total == 0,
+                        params.read_committed, update_fetch_state)
+                except KafkaError as exc:
+                    result = LogReadResult(error_code=exc.code)
+            errors = errors or result.error_code != 0 or result.diverging_epoch is not None
+            total += len(result.records)
+            results.append(result)
+        return results, total, errors
 
     # -- the fetch purgatory -------------------------------------------------------------------
 

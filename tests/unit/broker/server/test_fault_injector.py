@@ -4,6 +4,7 @@ import time
 import pytest
 from kafka.protocol.producer.produce import ProduceRequest
 
+from kafkalab.broker.apis import load_all
 from kafkalab.broker.apis.messages import build
 from kafkalab.broker.common.errors import ErrorCode
 from kafkalab.broker.server.faults import FaultInjector, control_socket_path, error_response
@@ -18,7 +19,7 @@ def produce(*parts, acks=1):
 
 
 def test_fail_counts_down_and_ends_itself():
-    f = FaultInjector()
+    f = FaultInjector(apis=load_all().values())
     f.inject("fail", api="Produce", error="NOT_LEADER_OR_FOLLOWER", count=2)
     assert [x["remaining"] for x in f.faults()] == [2]
     assert f.on_request("Produce", produce(("t", 0))).fail == ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -29,7 +30,7 @@ def test_fail_counts_down_and_ends_itself():
 
 
 def test_topic_and_partition_filters():
-    f = FaultInjector()
+    f = FaultInjector(apis=load_all().values())
     f.inject("fail", api="Produce", error=ErrorCode.REQUEST_TIMED_OUT, topic="a", partition=1, count=5)
     assert f.on_request("Produce", produce(("a", 0), ("b", 1))) is None
     assert f.on_request("Produce", produce(("a", 0), ("a", 1))).fail == ErrorCode.REQUEST_TIMED_OUT
@@ -37,7 +38,7 @@ def test_topic_and_partition_filters():
 
 
 def test_duration_ends_a_fault():
-    f = FaultInjector()
+    f = FaultInjector(apis=load_all().values())
     f.inject("delay", api="Produce", delay_ms=50, duration_s=0.2)
     assert f.on_request("Produce", produce(("t", 0))).delay_s == pytest.approx(0.05)
     assert f.on_request("Produce", produce(("t", 0))) is not None   # a time-bound fault has no count
@@ -46,7 +47,7 @@ def test_duration_ends_a_fault():
 
 
 def test_kinds_combine_and_clear():
-    f = FaultInjector()
+    f = FaultInjector(apis=load_all().values())
     a = f.inject("drop_response", api="Produce", count=3, close_connection=False)
     f.inject("delay", api="Produce", delay_ms=100, count=3)
     action = f.on_request("Produce", produce(("t", 0)))
@@ -56,7 +57,7 @@ def test_kinds_combine_and_clear():
 
 
 def test_pause_replication_covers_its_partitions_until_it_ends():
-    f = FaultInjector()
+    f = FaultInjector(apis=load_all().values())
     f.inject("pause_replication", topic="t", duration_s=0.2)
     assert f.replication_paused_until("t", 0) is not None
     assert f.replication_paused_until("u", 0) is None
@@ -77,7 +78,7 @@ def test_pause_replication_covers_its_partitions_until_it_ends():
 ])
 def test_bad_faults_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        FaultInjector().inject(**kwargs)
+        FaultInjector(apis=load_all().values()).inject(**kwargs)
 
 
 def test_error_responses_answer_every_partition():
@@ -86,7 +87,7 @@ def test_error_responses_answer_every_partition():
     assert [(p["index"], p["error_code"]) for p in parts] == [(0, 19), (2, 19)]
     assert error_response("Heartbeat", None, ErrorCode.REBALANCE_IN_PROGRESS)["error_code"] == 27
     with pytest.raises(ConnectionAbortedError):   # acks=0 gets no answer: the connection closes
-        FaultInjector().answer_failed("Produce", produce(("a", 0), acks=0), 6)
+        FaultInjector(apis=load_all().values()).answer_failed("Produce", produce(("a", 0), acks=0), 6)
 
 
 def test_control_socket_path_fits_a_unix_socket(tmp_path):

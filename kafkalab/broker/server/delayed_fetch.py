@@ -1,0 +1,61 @@
+"""``DelayedFetch``: a Fetch waiting in the fetch purgatory for ``min_bytes``, as Kafka's ``DelayedFetch``.
+
+:meth:`ReplicaManager.fetch_messages <kafkalab.broker.server.replica_manager.ReplicaManager.fetch_messages>`
+reads the partitions once; when fewer than ``min_bytes`` came back, no partition failed or diverged,
+``max_wait_ms`` has not passed and some partition is watched, the fetch waits: an append to one of
+its partitions, a high watermark that moves, or the partition going away wakes it to read them all
+again (``ReplicaManager.wait_for_data``). Only the first read records a follower's position, not the
+reads after waiting, as Kafka's DelayedFetch completes with ``updateFetchState = false``.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+
+@dataclass
+class FetchParams:
+    """The request-wide parts of a Fetch (Kafka's ``FetchParams``)."""
+    replica_id: int          # -1 for a consumer, a broker id for a follower
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int           # for the whole response (a consumer's: capped by its quota)
+    read_committed: bool     # isolation_level 1
+
+    @property
+    def is_from_follower(self) -> bool:
+        return self.replica_id >= 0
+
+
+@dataclass
+class FetchPartitionData:
+    """One partition a Fetch asks for (Kafka's ``FetchRequest.PartitionData``); ``topic`` None: an unknown
+    topic id."""
+    topic: str | None
+    partition: int
+    fetch_offset: int
+    current_leader_epoch: int = -1
+    last_fetched_epoch: int = -1
+    log_start_offset: int = -1
+    max_bytes: int = 2**31 - 1
+
+
+class DelayedFetch:
+    def __init__(self, replica_manager, params: FetchParams, fetch_infos: list[FetchPartitionData]):
+        self.replica_manager = replica_manager
+        self.params = params
+        self.fetch_infos = fetch_infos
+        self.watched = [(p.topic, p.partition) for p in fetch_infos if p.topic is not None]
+
+    async def run(self) -> list:
+        """The partitions' ``LogReadResult``s, in the order asked, once there is enough or time is up."""
+        deadline = time.monotonic() + max(self.params.max_wait_ms, 0) / 1000
+        first_read = True
+        while True:
+            results, total, errors = self.replica_manager.read_from_local_log(self.params, self.fetch_infos,
+                                                                              first_read)
+            first_read = False
+            remaining = deadline - time.monotonic()
+            if total >= self.params.min_bytes or errors or remaining <= 0 or not self.watched:
+                return results
+            await self.replica_manager.wait_for_data(self.watched, remaining)
