@@ -29,7 +29,7 @@ import time
 from kafka.protocol.consumer.fetch import FetchRequest  # noqa: E402
 from kafka.protocol.producer.produce import ProduceRequest  # noqa: E402
 
-from kafkalab.broker.apis.messages import build  # noqa: E402
+from kafkalab.broker.common.message.codec import build  # noqa: E402
 from kafkalab.broker.network.request_channel import Request  # noqa: E402
 from kafkalab.broker.server.config import BrokerConfig  # noqa: E402
 from kafkalab.broker.kafka_server import KafkaServer  # noqa: E402

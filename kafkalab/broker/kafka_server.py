@@ -46,8 +46,8 @@ import uuid
 
 from kazoo.exceptions import NodeExistsError
 
-from .apis.messages import build
-from .apis.zk_messages import CONTROLLED_SHUTDOWN_VERSION, ControlledShutdownRequest
+from .common.message.codec import build
+from .common.message.zk_messages import CONTROLLED_SHUTDOWN_VERSION, ControlledShutdownRequest
 from .base_broker import BaseBroker, StartupError, kafka_uuid_string
 from .zk_controller.kafka_controller import KafkaController
 from .common.errors import ErrorCode

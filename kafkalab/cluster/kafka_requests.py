@@ -31,7 +31,7 @@ def kafka_request(host: str, port: int, request_cls, version: int, data: dict, t
     ``OSError`` (refused, unknown host, closed) when it could not be reached."""
     from kafka.protocol.api_header import ResponseClassRegistry
 
-    from ..broker.apis.messages import build
+    from ..broker.common.message.codec import build
     request = build(request_cls, version, data)
     request.with_header(correlation_id=next(_correlation) & 0x7FFFFFFF, client_id="kafkalab-external")
     with socket.create_connection((host, port), timeout=timeout_s) as sock:

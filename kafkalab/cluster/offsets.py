@@ -23,7 +23,7 @@ import struct
 from kafka.protocol.api_header import ResponseClassRegistry
 from kafka.protocol.consumer.offsets import ListOffsetsRequest
 
-from ..broker.apis.messages import build
+from ..broker.common.message.codec import build
 
 CONSUMER_REPLICA_ID = -1
 DEBUGGING_REPLICA_ID = -2

@@ -35,7 +35,7 @@ from kafka.protocol.admin.topics import (CreatePartitionsRequest, CreatePartitio
                                          ElectLeadersRequest, ElectLeadersResponse)
 
 from ..broker.apis import ApiRegistry
-from ..broker.apis.zk_messages import AlterPartitionRequest, AlterPartitionResponse
+from ..broker.common.message.zk_messages import AlterPartitionRequest, AlterPartitionResponse
 from ..broker.common.errors import KafkaError
 from .controller_messages import (AllocateProducerIdsRequest, AllocateProducerIdsResponse, BrokerHeartbeatRequest,
                                   BrokerHeartbeatResponse, BrokerRegistrationRequest, BrokerRegistrationResponse,

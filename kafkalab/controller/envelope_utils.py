@@ -28,7 +28,7 @@ import struct
 
 from kafka.protocol.api_key import ApiKey
 
-from ..broker.apis.messages import build, null_violation
+from ..broker.common.message.codec import build, null_violation
 from ..broker.common.errors import ErrorCode
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ import asyncio
 import logging
 import uuid
 
-from ..broker.apis.messages import build
+from ..broker.common.message.codec import build
 from ..controller.controller_messages import BrokerHeartbeatRequest, BrokerRegistrationRequest
 from ..controller.feature_control_manager import BOOTSTRAP_FEATURE_LEVELS, METADATA_VERSION, MINIMUM_BOOTSTRAP_LEVEL
 

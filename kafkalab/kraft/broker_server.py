@@ -39,8 +39,8 @@ from ..broker.log.log import parse_partition_dir
 from ..broker.server.alter_partition_manager import AlterPartitionManager
 from ..broker.server.kafka_broker import MetadataMode
 from ..broker.server.metadata_cache import BrokerEndpoint
-from ..broker.apis.messages import build
-from ..broker.apis.zk_messages import ALTER_PARTITION_VERSION, AlterPartitionRequest
+from ..broker.common.message.codec import build
+from ..broker.common.message.zk_messages import ALTER_PARTITION_VERSION, AlterPartitionRequest
 from ..raft.raft_config import parse_voters
 from ..raft.kafka_raft_client import KafkaRaftClient, RaftConfig
 from .broker_lifecycle_manager import BrokerLifecycleManager

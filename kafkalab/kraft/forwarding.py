@@ -19,7 +19,7 @@ import logging
 
 from kafka.protocol.admin.topics import CreateTopicsRequest
 
-from ..broker.apis.messages import build
+from ..broker.common.message.codec import build
 from ..broker.common.errors import ErrorCode, KafkaError
 from ..broker.server.admin_manager import AdminManager
 from ..broker.common.topic import validate_topic_name

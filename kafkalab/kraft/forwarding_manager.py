@@ -35,7 +35,7 @@ import struct
 from kafka.protocol.admin.configs import AlterConfigsResponse, IncrementalAlterConfigsResponse
 from kafka.protocol.admin.topics import CreatePartitionsResponse, CreateTopicsResponse, DeleteTopicsResponse
 
-from ..broker.apis.messages import build
+from ..broker.common.message.codec import build
 from ..broker.common.errors import ErrorCode
 from ..broker.network.request_channel import CloseConnection
 from ..controller.controller_messages import EnvelopeRequest

@@ -27,7 +27,7 @@ import time
 
 from kafka.protocol.api_message import ApiMessage
 
-from ..broker.apis.messages import build
+from ..broker.common.message.codec import build
 from .snapshot.snapshots import OffsetAndEpochId
 from . import schemas
 from .raft_messages import METADATA_PARTITION, METADATA_TOPIC, RAFT_APIS

@@ -42,7 +42,7 @@ import random
 import time
 from dataclasses import dataclass, field
 
-from ..broker.apis.messages import build
+from ..broker.common.message.codec import build
 from ..broker.network.network_client import NetworkClient
 from ..broker.utils.async_util import cancel_and_wait
 from .epoch_state import CandidateState, FollowerState, ResignedState, UnattachedState, VotedState

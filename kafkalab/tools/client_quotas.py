@@ -21,7 +21,7 @@ import struct
 from kafka.protocol.admin.client_quotas import (AlterClientQuotasRequest, AlterClientQuotasResponse,
                                                 DescribeClientQuotasRequest, DescribeClientQuotasResponse)
 
-from ..broker.apis.messages import build
+from ..broker.common.message.codec import build
 from ..broker.common.errors import ErrorCode
 
 VERSION = 0

@@ -14,8 +14,8 @@ import uuid
 import pytest
 
 
-from kafkalab.broker.apis.messages import build
-from kafkalab.broker.apis.zk_messages import (LeaderAndIsrRequest, LeaderAndIsrResponse, StopReplicaRequest,
+from kafkalab.broker.common.message.codec import build
+from kafkalab.broker.common.message.zk_messages import (LeaderAndIsrRequest, LeaderAndIsrResponse, StopReplicaRequest,
                                               StopReplicaResponse, UpdateMetadataRequest, UpdateMetadataResponse)
 from kafkalab.broker.server.config import BrokerConfig
 from kafkalab.broker.zk_controller import KafkaController

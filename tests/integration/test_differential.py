@@ -42,7 +42,7 @@ from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProdu
 from tests.helpers import kafka_wire as wire
 import kafkalab
 from tests.helpers.cluster_helpers import wait_until
-from kafkalab.broker.apis.messages import build
+from kafkalab.broker.common.message.codec import build
 from kafkalab.broker.common.errors import ErrorCode
 from kafkalab.broker.common.records import Record, build_batch
 from kafkalab.cluster import KafkaBackend

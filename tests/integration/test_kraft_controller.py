@@ -16,7 +16,7 @@ import uuid
 import pytest
 from kafka.protocol.admin.topics import CreateTopicsRequest
 
-from kafkalab.broker.apis.messages import build
+from kafkalab.broker.common.message.codec import build
 from kafkalab.broker.network.network_client import NetworkClient
 from kafkalab.cluster.distribution import fetch_kafka
 from kafkalab.cluster.kraft_config import KRaftBackend

@@ -36,7 +36,7 @@ from tests.helpers.cluster_helpers import wait_until
 from kafka.protocol.admin.groups import ListGroupsRequest, ListGroupsResponse
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 import kafkalab
-from kafkalab.broker.apis.messages import build
+from kafkalab.broker.common.message.codec import build
 from kafkalab.broker.apis.share_group_describe import ShareGroupDescribeRequest, ShareGroupDescribeResponse
 
 LOCK_MS = 3000          # group.share.record.lock.duration.ms (Kafka's default: 30000)

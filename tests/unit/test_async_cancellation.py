@@ -14,7 +14,7 @@ import pytest
 from kafka.protocol.consumer.fetch import FetchRequest
 
 from kafkalab.broker.utils import async_util
-from kafkalab.broker.apis.messages import build
+from kafkalab.broker.common.message.codec import build
 from kafkalab.broker.server.config import BrokerConfig
 from kafkalab.broker.server.delayed_produce import DelayedProduce, ProducePurgatory
 from kafkalab.broker.kafka_server import KafkaServer

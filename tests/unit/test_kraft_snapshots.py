@@ -276,7 +276,7 @@ def test_a_stopped_controller_catches_up_through_fetch_snapshot_and_loads_it_on_
 def test_fetch_snapshot_answers_kafkas_error_codes(tmp_path):
     from types import SimpleNamespace
 
-    from kafkalab.broker.apis.messages import build
+    from kafkalab.broker.common.message.codec import build
     from kafkalab.raft.fetch_snapshot import FetchSnapshotRequest, handle_fetch_snapshot
     log = KafkaMetadataLog(str(tmp_path))
     log.append_as_leader([(None, r.encode()) for r in records_for_state()], epoch=2)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from ..common.errors import ErrorCode
 from ..network.request_channel import InvalidRequest, Request
-from .messages import build, null_violation
+from ..common.message.codec import build, null_violation
 
 API_VERSIONS_KEY = 18
 
@@ -152,6 +152,5 @@ class RequestContext:
 def load_all() -> ApiRegistry:
     """Import every API module (each registers itself) and return the registry."""
     for info in pkgutil.iter_modules(__path__):
-        if info.name not in ("messages",):
-            importlib.import_module(f"{__name__}.{info.name}")
+        importlib.import_module(f"{__name__}.{info.name}")
     return REGISTRY

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ..common.errors import ErrorCode
 from . import api
-from .zk_messages import AlterPartitionRequest, AlterPartitionResponse
+from ..common.message.zk_messages import AlterPartitionRequest, AlterPartitionResponse
 
 
 @api(AlterPartitionRequest, AlterPartitionResponse, versions=(1, 1))

@@ -13,7 +13,8 @@ in Kafka; so does an unknown one.
 """
 from kafka.protocol.api_message import ApiMessage
 
-from . import api, schemas
+from ..common.message import schemas
+from . import api
 
 
 class ConsumerGroupDescribeRequest(ApiMessage, load_json=schemas): pass

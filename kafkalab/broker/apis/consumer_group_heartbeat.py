@@ -18,7 +18,8 @@ INVALID_REGULAR_EXPRESSION, NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS
 """
 from kafka.protocol.api_message import ApiMessage
 
-from . import api, schemas
+from ..common.message import schemas
+from . import api
 
 
 class ConsumerGroupHeartbeatRequest(ApiMessage, load_json=schemas): pass

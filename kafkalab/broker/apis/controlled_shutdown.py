@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ..common.errors import ErrorCode
 from . import api
-from .zk_messages import ControlledShutdownRequest, ControlledShutdownResponse
+from ..common.message.zk_messages import ControlledShutdownRequest, ControlledShutdownResponse
 
 
 @api(ControlledShutdownRequest, ControlledShutdownResponse, versions=(3, 3))

@@ -16,7 +16,8 @@ from kafka.protocol.api_message import ApiMessage
 
 from ..common.errors import ErrorCode, KafkaError
 from ..server.share.share_partition import RecordState
-from . import api, schemas
+from ..common.message import schemas
+from . import api
 
 
 class DescribeShareGroupOffsetsRequest(ApiMessage, load_json=schemas): pass

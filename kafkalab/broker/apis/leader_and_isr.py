@@ -31,7 +31,7 @@ from ..common.errors import ErrorCode, KafkaError
 from ..cluster.partition_state import LeaderAndIsrPartitionState
 from ..network.request_channel import InvalidRequest
 from . import api
-from .zk_messages import LeaderAndIsrRequest, LeaderAndIsrResponse
+from ..common.message.zk_messages import LeaderAndIsrRequest, LeaderAndIsrResponse
 
 log = logging.getLogger("kafkalab.broker.apis")
 

@@ -7,14 +7,11 @@ start offset and the state batches (first, last offset, delivery state, delivery
 when the share-partition has no state yet; NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when this broker does
 not (yet) lead that partition: the caller retries.
 """
-from kafka.protocol.api_message import ApiMessage
-
 from ..common.errors import ErrorCode, KafkaError
-from . import api, schemas
+from ..common.message.share_group_state import ReadShareGroupStateRequest, ReadShareGroupStateResponse
+from . import api
 
 
-class ReadShareGroupStateRequest(ApiMessage, load_json=schemas): pass
-class ReadShareGroupStateResponse(ApiMessage, load_json=schemas): pass
 
 
 @api(ReadShareGroupStateRequest, ReadShareGroupStateResponse, versions=(0, 0))

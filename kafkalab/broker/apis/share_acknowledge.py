@@ -15,7 +15,8 @@ from kafka.protocol.api_message import ApiMessage
 
 from ..common.errors import ErrorCode, KafkaError
 from ..server.share.share_partition_manager import FINAL_EPOCH, INITIAL_EPOCH
-from . import api, schemas
+from ..common.message import schemas
+from . import api
 from .share_fetch import apply_acknowledgements
 
 

@@ -24,7 +24,8 @@ from kafka.protocol.api_message import ApiMessage
 
 from ..common.errors import ErrorCode, KafkaError
 from ..server.share.share_partition_manager import FINAL_EPOCH, INITIAL_EPOCH
-from . import api, schemas
+from ..common.message import schemas
+from . import api
 
 
 class ShareFetchRequest(ApiMessage, load_json=schemas): pass

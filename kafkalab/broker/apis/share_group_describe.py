@@ -10,7 +10,8 @@ answers GROUP_ID_NOT_FOUND ("not a share group"), as in Kafka; so does an unknow
 """
 from kafka.protocol.api_message import ApiMessage
 
-from . import api, schemas
+from ..common.message import schemas
+from . import api
 
 
 class ShareGroupDescribeRequest(ApiMessage, load_json=schemas): pass

@@ -13,7 +13,8 @@ logic is in :mod:`kafkalab.broker.coordinator.group.share_group_heartbeat`.
 """
 from kafka.protocol.api_message import ApiMessage
 
-from . import api, schemas
+from ..common.message import schemas
+from . import api
 
 
 class ShareGroupHeartbeatRequest(ApiMessage, load_json=schemas): pass

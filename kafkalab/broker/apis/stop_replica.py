@@ -16,7 +16,7 @@ import logging
 from ..common.errors import ErrorCode, KafkaError
 from . import api
 from .leader_and_isr import broker_epoch_is_stale, require_cluster_mode
-from .zk_messages import StopReplicaRequest, StopReplicaResponse
+from ..common.message.zk_messages import StopReplicaRequest, StopReplicaResponse
 
 log = logging.getLogger("kafkalab.broker.apis")
 

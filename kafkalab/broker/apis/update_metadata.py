@@ -25,7 +25,7 @@ from ..server.metadata_cache import BrokerEndpoint
 from ..cluster.partition_state import LeaderAndIsrPartitionState
 from . import api
 from .leader_and_isr import broker_epoch_is_stale, check_controller_epoch, require_cluster_mode
-from .zk_messages import UpdateMetadataRequest, UpdateMetadataResponse
+from ..common.message.zk_messages import UpdateMetadataRequest, UpdateMetadataResponse
 
 log = logging.getLogger("kafkalab.broker.apis")
 

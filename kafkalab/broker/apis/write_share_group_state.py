@@ -8,14 +8,11 @@ to ``__share_group_state`` as a ShareSnapshot record and answers once the partit
 NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS / COORDINATOR_NOT_AVAILABLE: the caller retries.
 Not implemented: FENCED_STATE_EPOCH checks (a write with an older state epoch is taken).
 """
-from kafka.protocol.api_message import ApiMessage
-
 from ..common.errors import ErrorCode, KafkaError
-from . import api, schemas
+from ..common.message.share_group_state import WriteShareGroupStateRequest, WriteShareGroupStateResponse
+from . import api
 
 
-class WriteShareGroupStateRequest(ApiMessage, load_json=schemas): pass
-class WriteShareGroupStateResponse(ApiMessage, load_json=schemas): pass
 
 
 @api(WriteShareGroupStateRequest, WriteShareGroupStateResponse, versions=(0, 0))

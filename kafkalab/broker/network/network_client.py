@@ -7,7 +7,7 @@ LeaderAndIsr, UpdateMetadata and StopReplica to every broker (Kafka's
 (``AlterPartitionManager``) and a stopping broker sends ControlledShutdown.
 They all use this small async client: one TCP connection to one broker, one
 request at a time, each request a kafka-python message class built with
-:func:`kafkalab.broker.apis.messages.build`::
+:func:`kafkalab.broker.common.message.codec.build`::
 
     conn = NetworkClient(host, port, client_id="broker-1-fetcher")
     response = await conn.send(build(FetchRequest, 12, {...}))

@@ -32,6 +32,9 @@ import logging
 from typing import Awaitable, Callable
 
 from ..common.errors import ErrorCode
+from ..common.message.codec import build
+from ..common.message.zk_messages import ALTER_PARTITION_VERSION, AlterPartitionRequest
+from ..network.network_client import NetworkClient
 
 log = logging.getLogger("kafkalab.broker.alter_partition")
 
@@ -144,9 +147,6 @@ class AlterPartitionManager:
     # -- the default transport: a NetworkClient to the active controller ---------------------------
 
     async def _send_to_controller(self, data: dict):
-        from ..apis.messages import build
-        from ..apis.zk_messages import ALTER_PARTITION_VERSION, AlterPartitionRequest
-        from ..network.network_client import NetworkClient
         broker = self.broker
         controller_id = broker.controller_id if broker is not None else -1
         address = next(((h, p) for b, h, p in (broker.live_brokers if broker is not None else [])

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest
 
-from ..apis.messages import build
+from ..common.message.codec import build
 from ..utils.async_util import cancel_and_wait, wait_for
 from ..common.errors import ErrorCode
 from ..log.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET

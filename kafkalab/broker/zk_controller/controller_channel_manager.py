@@ -20,8 +20,8 @@ import logging
 from collections import defaultdict
 from typing import Callable
 
-from ..apis.messages import build
-from ..apis.zk_messages import (LEADER_AND_ISR_VERSION, STOP_REPLICA_VERSION, UPDATE_METADATA_VERSION,
+from ..common.message.codec import build
+from ..common.message.zk_messages import (LEADER_AND_ISR_VERSION, STOP_REPLICA_VERSION, UPDATE_METADATA_VERSION,
                                 LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest)
 from ..network.network_client import NetworkClient
 from ..zk.zk_data import BrokerInfo

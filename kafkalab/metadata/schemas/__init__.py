@@ -2,7 +2,7 @@
 
 One ``<Name>.json`` file per record, written for kafkalab in the format of
 Kafka's message definitions (the format kafka-python's ``ApiData`` reads, as in
-``kafkalab/broker/apis/schemas``): the metadata records of Kafka 4.4
+``kafkalab/broker/common/message/schemas``): the metadata records of Kafka 4.4
 (``TopicRecord``, ``PartitionRecord``, ``RegisterBrokerRecord``, ...; ``apiKey``
 is the record's type id) and the values of KRaft's control records
 (``LeaderChangeMessage``, ``SnapshotHeaderRecord``, ``SnapshotFooterRecord``,

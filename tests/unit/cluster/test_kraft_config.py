@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import kafkalab
-from kafkalab.broker.apis.messages import build
+from kafkalab.broker.common.message.codec import build
 from kafkalab.cluster.kafka_backend import KafkaBackend, KafkaDistributionError
 from kafkalab.cluster.kraft_config import (KRAFT_LAB_DEFAULTS, KRaftBackend, kraft_lab_configs, new_cluster_id,
                                            voters_string)

@@ -17,7 +17,7 @@ from kafka.protocol.admin.configs import IncrementalAlterConfigsRequest, Increme
 from kafka.protocol.admin.topics import (CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest,
                                          CreateTopicsResponse)
 
-from kafkalab.broker.apis.messages import build
+from kafkalab.broker.common.message.codec import build
 from kafkalab.broker.common.errors import ErrorCode, KafkaError
 from kafkalab.controller.cluster_control_manager import BrokerRegistration
 from kafkalab.controller.controller_messages import EnvelopeRequest

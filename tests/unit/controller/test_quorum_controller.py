@@ -21,8 +21,8 @@ import uuid
 
 from kafka.protocol.admin.topics import CreateTopicsRequest, DeleteTopicsRequest
 
-from kafkalab.broker.apis.messages import build
-from kafkalab.broker.apis.zk_messages import AlterPartitionRequest
+from kafkalab.broker.common.message.codec import build
+from kafkalab.broker.common.message.zk_messages import AlterPartitionRequest
 from kafkalab.broker.network.network_client import NetworkClient
 from kafkalab.controller.controller_messages import BrokerHeartbeatRequest, BrokerRegistrationRequest
 from kafkalab.controller.controller_node import ControllerNode

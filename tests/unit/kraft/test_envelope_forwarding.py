@@ -16,7 +16,7 @@ import pytest
 from kafka.protocol.admin.configs import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
 from kafka.protocol.admin.topics import CreatePartitionsRequest, CreatePartitionsResponse
 
-from kafkalab.broker.apis.messages import build
+from kafkalab.broker.common.message.codec import build
 from kafkalab.broker.network.network_client import NetworkClient
 from kafkalab.broker.network.socket_server import CloseConnection
 from kafkalab.controller.controller_messages import EnvelopeRequest, EnvelopeResponse

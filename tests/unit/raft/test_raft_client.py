@@ -13,7 +13,7 @@ import socket
 import struct
 import time
 
-from kafkalab.broker.apis.messages import build
+from kafkalab.broker.common.message.codec import build
 from kafkalab.raft.epoch_state import FollowerState, ResignedState, UnattachedState, VotedState
 from kafkalab.raft.kafka_raft_client import KafkaRaftClient, RaftConfig
 from kafkalab.raft.leader_state import LeaderState

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from kafkalab.broker.apis.messages import build
+from kafkalab.broker.common.message.codec import build
 from kafkalab.raft.epoch_state import CandidateState, FollowerState, ResignedState, UnattachedState, VotedState
 from kafkalab.raft.leader_state import LeaderState
 from kafkalab.raft.prospective_state import ProspectiveState

@@ -23,6 +23,8 @@ import logging
 from ...common.errors import ErrorCode, KafkaError
 from ...common.records import ABORT, COMMIT, build_end_txn_marker
 from .transaction_metadata import now_ms
+from ...common.message.codec import build
+from ...network.network_client import NetworkClient
 
 log = logging.getLogger(__name__)
 
@@ -146,8 +148,6 @@ class TransactionMarkerChannelManager:
         every partition if the broker cannot be reached)."""
         from kafka.protocol.producer.transaction import WriteTxnMarkersRequest
 
-        from ...apis.messages import build
-        from ...network.network_client import NetworkClient
         node = self.broker.metadata_cache.alive_brokers.get(leader)
         if node is None:
             return {tp: ErrorCode.NOT_LEADER_OR_FOLLOWER for tp in tps}

@@ -17,6 +17,9 @@ import time
 
 from ...common.errors import ErrorCode, KafkaError
 from ...coordinator.share.share_coordinator import SHARE_STATE_TOPIC
+from ...common.message.codec import build
+from ...common.message.share_group_state import ReadShareGroupStateRequest, WriteShareGroupStateRequest
+from ...network.network_client import NetworkClient
 
 log = logging.getLogger("kafkalab.broker.share")
 
@@ -37,8 +40,6 @@ class SharePersister:
             return self.coordinator.read(group_id, topic_id, partition)
 
         async def remote(client):
-            from ...apis.read_share_group_state import ReadShareGroupStateRequest
-            from ...apis.messages import build
             response = await client.send(build(ReadShareGroupStateRequest, 0, {"group_id": group_id, "topics": [
                 {"topic_id": topic_id, "partitions": [{"partition": partition, "leader_epoch": -1}]}]}))
             [result] = [p for t in response.results for p in t.partitions]
@@ -63,8 +64,6 @@ class SharePersister:
             await self.coordinator.write(group_id, topic_id, partition, sp.state_epoch, leader_epoch, start, batches)
 
         async def remote(client):
-            from ...apis.write_share_group_state import WriteShareGroupStateRequest
-            from ...apis.messages import build
             response = await client.send(build(WriteShareGroupStateRequest, 0, {"group_id": group_id, "topics": [
                 {"topic_id": topic_id, "partitions": [{
                     "partition": partition, "state_epoch": sp.state_epoch, "leader_epoch": leader_epoch,
@@ -100,7 +99,6 @@ class SharePersister:
             await asyncio.sleep(RETRY_BACKOFF_S)
 
     def _client(self, node):
-        from ...network.network_client import NetworkClient
         client = self._clients.get(node.id)
         if client is None or (client.host, client.port) != (node.host, node.port):
             client = self._clients[node.id] = NetworkClient(

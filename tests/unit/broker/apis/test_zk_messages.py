@@ -6,8 +6,8 @@ import uuid
 
 import pytest
 
-from kafkalab.broker.apis.messages import build
-from kafkalab.broker.apis.zk_messages import (
+from kafkalab.broker.common.message.codec import build
+from kafkalab.broker.common.message.zk_messages import (
     AlterPartitionRequest, AlterPartitionResponse, ControlledShutdownRequest, ControlledShutdownResponse,
     LeaderAndIsrRequest, LeaderAndIsrResponse, StopReplicaRequest, StopReplicaResponse,
     UpdateMetadataRequest, UpdateMetadataResponse)

@@ -5,7 +5,7 @@ import pytest
 from kafka.protocol.producer.produce import ProduceRequest
 
 from kafkalab.broker.apis import load_all
-from kafkalab.broker.apis.messages import build
+from kafkalab.broker.common.message.codec import build
 from kafkalab.broker.common.errors import ErrorCode
 from kafkalab.broker.server.faults import FaultInjector, control_socket_path, error_response
 

@@ -18,7 +18,7 @@ The schemas in ``schemas/*.json`` are written in Kafka's message-JSON format
 (which kafka-python's ``ApiMessage`` reads), but declare only the version the
 mini broker serves. Field names are Kafka's, in snake_case
 (``controller_epoch``, ``partition_states``...). Build them like any other
-message with :func:`kafkalab.broker.apis.messages.build`.
+message with :func:`kafkalab.broker.common.message.codec.build`.
 
 One rename: Kafka's field ``Type`` (LeaderAndIsr, UpdateMetadata: full or
 incremental, used only by KRaft migration) is called ``request_type`` here,
