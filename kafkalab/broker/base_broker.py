@@ -200,9 +200,9 @@ class BaseBroker:
                     for index in range(topic.num_partitions):
                         self.make_partition(topic, index)
             logs_loaded = True
-            self._start_coordinators()
+            group_coordinator = self._start_coordinators()
             self.log_manager.start(self)  # retention, cleaner, flusher, checkpoints
-            await self.group_coordinator.start()  # replays __consumer_offsets before the first request
+            await group_coordinator.start()  # replays __consumer_offsets before the first request
             if self.transaction_coordinator is not None:
                 await self.transaction_coordinator.start()   # loads __transaction_state, aborts timed-out ones
             await self._listen()
@@ -245,11 +245,11 @@ class BaseBroker:
         """Move this broker's leaderships away before stopping; whether it succeeded."""
         return False
 
-    def _start_coordinators(self) -> None:
+    def _start_coordinators(self) -> GroupCoordinator:
         """The coordinators, once the loop runs: groups, producer ids (the mode's), transactions, and KIP-932's
         share coordinator (the states in the ``__share_group_state`` partitions this broker leads) with the
         share-partitions this broker leads and their share sessions."""
-        self.group_coordinator = GroupCoordinator(self)
+        group_coordinator = self.group_coordinator = GroupCoordinator(self)
         self.producer_id_manager = self.make_producer_id_manager()
         self.transaction_coordinator = TransactionCoordinator(self)
         coordinator = self.share_coordinator = ShareCoordinator(self)
@@ -262,6 +262,7 @@ class BaseBroker:
         self.share_partition_manager = manager
         # KIP-932: a share session ends with its connection (its acquired records are released)
         self.socket_server.add_connection_close_listener(manager.connection_closed)
+        return group_coordinator
 
     async def _listen(self) -> None:
         try:

@@ -138,8 +138,15 @@ class KafkaServer(BaseBroker):
                 continue
             topic, index = parsed
             if topic not in configs:
-                configs[topic] = self.zk_client.get_topic_config(topic)
+                configs[topic] = self._zk.get_topic_config(topic)
             self.log_manager.get_or_create_log(topic, index, self._topic_log_config(topic, configs[topic]))
+
+    @property
+    def _zk(self) -> KafkaZkClient:
+        """The ZooKeeper session, in the steps that run only once it is connected."""
+        if self.zk_client is None:
+            raise RuntimeError(f"broker {self.broker_id} is not connected to ZooKeeper")
+        return self.zk_client
 
     def _broker_info(self) -> zk_data.BrokerInfo:
         return zk_data.BrokerInfo(self.broker_id, self.advertised_host, self.advertised_port,
@@ -155,7 +162,7 @@ class KafkaServer(BaseBroker):
         waited = False
         while True:
             try:
-                self.broker_epoch = await asyncio.to_thread(self.zk_client.register_broker, self._broker_info())
+                self.broker_epoch = await asyncio.to_thread(self._zk.register_broker, self._broker_info())
                 break
             except NodeExistsError:
                 if time.monotonic() > deadline:

@@ -42,8 +42,8 @@ if TYPE_CHECKING:
 class ApiSpec:
     key: int
     name: str
-    request: type
-    response: type
+    request: Any    # the request's kafka-python ApiMessage class (untyped)
+    response: Any   # the response's
     min_version: int
     max_version: int
     handler: Callable[..., Awaitable[dict | None]]

@@ -12,6 +12,7 @@ with an error code; API handlers turn it into the response's ``error_code``.
 from __future__ import annotations
 
 import enum
+from typing import TYPE_CHECKING
 
 import kafka.errors as _kerrors
 
@@ -38,8 +39,15 @@ def _error_table() -> dict[str, int]:
     return table
 
 
-ErrorCode = enum.IntEnum("ErrorCode", _error_table())
-ErrorCode.__doc__ = "Kafka protocol error codes (Errors.java), e.g. ErrorCode.OFFSET_OUT_OF_RANGE == 1."
+if TYPE_CHECKING:   # what a type checker sees: an IntEnum whose every Kafka error name is a member
+    class _ErrorCodeMeta(enum.EnumMeta):
+        def __getattr__(cls, name: str) -> ErrorCode: ...
+
+    class ErrorCode(enum.IntEnum, metaclass=_ErrorCodeMeta):
+        NONE = 0
+else:
+    ErrorCode = enum.IntEnum("ErrorCode", _error_table())
+    ErrorCode.__doc__ = "Kafka protocol error codes (Errors.java), e.g. ErrorCode.OFFSET_OUT_OF_RANGE == 1."
 
 
 class KafkaError(Exception):
