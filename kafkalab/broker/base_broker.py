@@ -70,7 +70,7 @@ from .zk.zk_data import parse_kafka_uuid
 if TYPE_CHECKING:
     from .zk.kafka_zk_client import KafkaZkClient   # kazoo is imported only when ZooKeeper mode connects
 
-log = logging.getLogger("kafkalab.broker")
+log = logging.getLogger(__name__)
 
 
 def _listener_host_port(listeners: str) -> tuple[str, int]:

@@ -62,7 +62,7 @@ from .zk.kafka_zk_client import KafkaZkClient
 
 __all__ = ["KafkaServer", "StartupError", "kafka_uuid_string"]
 
-log = logging.getLogger("kafkalab.broker")
+log = logging.getLogger(__name__)
 
 
 class KafkaServer(BaseBroker):

@@ -51,7 +51,7 @@ from .forwarding_manager import ForwardingManager
 from .metadata_image import MetadataImage
 from .storage_tool import directory_id_of
 
-log = logging.getLogger("kafkalab.kraft.broker")
+log = logging.getLogger(__name__)
 METADATA_PARTITION_DIR = "__cluster_metadata-0"
 STARTUP_UNFENCE_TIMEOUT_S = 60.0
 

@@ -27,7 +27,7 @@ from ..broker.network.socket_server import SocketServer
 from . import fetch_snapshot, raft_apis  # noqa: F401 (each registers its APIs in RAFT_APIS)
 from .raft_messages import RAFT_APIS
 
-log = logging.getLogger("kafkalab.raft.server")
+log = logging.getLogger(__name__)
 MAX_REQUEST_BYTES = 100 * 1024 * 1024
 API_VERSIONS_MAX = 4
 

@@ -33,7 +33,7 @@ from ..network.request_channel import InvalidRequest
 from . import api
 from ..common.message.zk_messages import LeaderAndIsrRequest, LeaderAndIsrResponse
 
-log = logging.getLogger("kafkalab.broker.apis")
+log = logging.getLogger(__name__)
 
 
 def require_cluster_mode(broker, name: str) -> None:

@@ -48,7 +48,7 @@ from ..common.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
 from ..network.request_channel import CloseConnection
 from . import api
 
-log = logging.getLogger("kafkalab.broker.produce")
+log = logging.getLogger(__name__)
 
 ZSTD = 4
 MIN_ZSTD_VERSION = 7  # KIP-110

@@ -18,7 +18,7 @@ from . import api
 from .leader_and_isr import broker_epoch_is_stale, require_cluster_mode
 from ..common.message.zk_messages import StopReplicaRequest, StopReplicaResponse
 
-log = logging.getLogger("kafkalab.broker.apis")
+log = logging.getLogger(__name__)
 
 
 @api(StopReplicaRequest, StopReplicaResponse, versions=(4, 4))

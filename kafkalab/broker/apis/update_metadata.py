@@ -27,7 +27,7 @@ from . import api
 from .leader_and_isr import broker_epoch_is_stale, check_controller_epoch, require_cluster_mode
 from ..common.message.zk_messages import UpdateMetadataRequest, UpdateMetadataResponse
 
-log = logging.getLogger("kafkalab.broker.apis")
+log = logging.getLogger(__name__)
 
 
 def _live_broker(b) -> BrokerEndpoint:

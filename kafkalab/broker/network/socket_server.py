@@ -46,7 +46,7 @@ from typing import Awaitable, Callable
 from ..utils.async_util import cancel_and_wait
 from .request_channel import HEADER_PREFIX, CloseConnection, InvalidRequest, Request
 
-log = logging.getLogger("kafkalab.broker.network.socket_server")
+log = logging.getLogger(__name__)
 _SIZE = struct.Struct(">i")
 _MIN_FRAME = HEADER_PREFIX.size + 2   # + the client id's length
 

@@ -51,7 +51,7 @@ from ..common.topic import validate_topic_name
 from .metadata_cache import NULL_UUID, TopicMetadata
 from ..zk.admin_zk_client import AdminZkClient
 
-log = logging.getLogger("kafkalab.broker.admin")
+log = logging.getLogger(__name__)
 
 #: partitions created between two yields to the event loop
 PARTITIONS_PER_SLICE = 8

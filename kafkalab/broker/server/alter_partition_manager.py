@@ -36,7 +36,7 @@ from ..common.message.codec import build
 from ..common.message.zk_messages import ALTER_PARTITION_VERSION, AlterPartitionRequest
 from ..network.network_client import NetworkClient
 
-log = logging.getLogger("kafkalab.broker.alter_partition")
+log = logging.getLogger(__name__)
 
 RETRY_BACKOFF_S = 0.05
 

@@ -68,7 +68,7 @@ from kazoo.exceptions import NoNodeError
 
 from ..zk import zk_data as zd
 
-log = logging.getLogger("kafkalab.broker.quotas")
+log = logging.getLogger(__name__)
 
 PRODUCER_BYTE_RATE = "producer_byte_rate"
 CONSUMER_BYTE_RATE = "consumer_byte_rate"

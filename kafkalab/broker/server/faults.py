@@ -69,7 +69,7 @@ class ApiSpecLike(Protocol):
     name: str
     response: type
 
-log = logging.getLogger("kafkalab.broker.server.faults")
+log = logging.getLogger(__name__)
 
 KINDS = ("fail", "delay", "drop_response", "pause_replication")
 REQUEST_KINDS = ("fail", "delay", "drop_response")

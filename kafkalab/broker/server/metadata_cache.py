@@ -33,7 +33,7 @@ from ..common.topic import INTERNAL_TOPICS, unify_collision_chars
 from ..cluster.partition_state import LeaderAndIsrPartitionState
 from .metadata_mode import MetadataMode
 
-log = logging.getLogger("kafkalab.broker.server.metadata_cache")
+log = logging.getLogger(__name__)
 
 NULL_UUID = uuid.UUID(int=0)  # Kafka's Uuid.ZERO_UUID: "no topic id"
 METADATA_FILE = "kafkalab-topics.json"

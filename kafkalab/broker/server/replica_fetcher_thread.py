@@ -59,7 +59,7 @@ from ..common.errors import ErrorCode
 from ..log.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from ..network.network_client import NetworkClient
 
-log = logging.getLogger("kafkalab.broker.server.replica_fetcher_thread")
+log = logging.getLogger(__name__)
 
 FETCH_VERSION = 12
 LIST_OFFSETS_VERSION = 7

@@ -60,7 +60,7 @@ from ..common.topic import INTERNAL_TOPICS
 from ..log.log import LogAppendInfo
 from .replica_fetcher_thread import InitialFetchState, ReplicaFetcherManager
 
-log = logging.getLogger("kafkalab.broker.server.replica_manager")
+log = logging.getLogger(__name__)
 
 HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
 #: StopReplica's leader epochs that skip the epoch check: the topic is being deleted / no epoch given

@@ -21,7 +21,7 @@ from ...common.message.codec import build
 from ...common.message.share_group_state import ReadShareGroupStateRequest, WriteShareGroupStateRequest
 from ...network.network_client import NetworkClient
 
-log = logging.getLogger("kafkalab.broker.share")
+log = logging.getLogger(__name__)
 
 RETRIABLE = (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE)
 RETRY_BACKOFF_S = 0.1

@@ -43,7 +43,7 @@ from ...utils.async_util import cancel_and_wait
 from ...zk import zk_data as zd
 from .share_partition import SharePartition
 
-log = logging.getLogger("kafkalab.broker.share")
+log = logging.getLogger(__name__)
 
 INITIAL_EPOCH, FINAL_EPOCH = 0, -1
 #: group configs a GROUP resource takes (KIP-932), with Kafka's defaults and allowed values
