@@ -61,6 +61,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..common.errors import ErrorCode, KafkaError
+from ..common.records import iter_batches
 from ..log.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from ..log.log import LogAppendInfo, UnifiedLog
 from .isr import (ISR_EXPANSION_RETRY_BACKOFF_MS, CommittedPartitionState, IsrMaintenance, PendingExpandIsr,
@@ -494,7 +495,6 @@ class Partition(IsrMaintenance):
         except KafkaError as exc:
             if exc.code != ErrorCode.OFFSET_OUT_OF_RANGE or log_.log_end_offset != log_.log_start_offset:
                 raise
-            from ..common.records import iter_batches
             first = next(iter_batches(records, strict=False), None)
             if first is None or first[1].base_offset >= log_.log_end_offset:
                 raise

@@ -13,17 +13,9 @@ cannot be taken for the KRaft controller, :mod:`kafkalab.controller` (``org.apac
 * :mod:`.controller_channel_manager`  ``ControllerChannelManager`` and the request batch
 * :mod:`.election`                    leader election algorithms
 
-Rack-unaware replica placement for new topics is :mod:`kafkalab.broker.common.admin_utils`
-(re-exported here as ``assign_replicas_to_brokers``).
+Rack-unaware replica placement for new topics is :mod:`kafkalab.broker.common.admin_utils`, which the ZooKeeper
+client's ``AdminZkClient`` uses too.
 """
-from ..common.admin_utils import assign_replicas_to_brokers
+from .kafka_controller import KafkaController
 
-
-def __getattr__(name):   # KafkaController imported lazily: assign_replicas_to_brokers alone stays light
-    if name == "KafkaController":
-        from .kafka_controller import KafkaController
-        return KafkaController
-    raise AttributeError(name)
-
-
-__all__ = ["KafkaController", "assign_replicas_to_brokers"]
+__all__ = ["KafkaController"]
