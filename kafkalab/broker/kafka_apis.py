@@ -39,13 +39,17 @@ import time
 
 from .apis import REGISTRY, ApiRegistry, ApiSpec, RequestContext, load_all
 from .network.request_channel import CloseConnection, Request
+from .server.client_quota_manager import ClientQuotaManager
+from .server.faults import FaultInjector
+from .server.kafka_broker import KafkaBroker
 
 MAX_COUNTED_KEYS = 10_000  # request_counts stays small whatever client ids a client makes up
 
 
 class KafkaApis:
-    def __init__(self, broker, quotas, faults, registry: ApiRegistry = REGISTRY):
-        """``quotas``: the broker's ClientQuotaManager; ``faults``: its FaultInjector."""
+    def __init__(self, broker: KafkaBroker, quotas: ClientQuotaManager, faults: FaultInjector,
+                 registry: ApiRegistry = REGISTRY):
+        """``quotas`` and ``faults``: the broker's, handed in (it creates them)."""
         self.broker = broker
         self.quotas = quotas
         self.faults = faults
@@ -75,6 +79,7 @@ class KafkaApis:
         metered = self.quotas.enabled
         started = time.perf_counter() if metered else 0.0
         fault = self.faults.on_request(spec.name, body) if self.faults.active else None
+        result: dict | None
         if fault is not None and fault.fail is not None:   # answered with the error, the request not run
             result = self.faults.answer_failed(spec.name, body, fault.fail)
         else:

@@ -133,8 +133,10 @@ class KafkaBroker(Protocol):
 
     #: client quotas (KIP-13/219): the request handling records against them, Fetch caps its bytes by them
     quotas: ClientQuotaManager
-    #: the lab's fault injection (not in Kafka), applied by ``KafkaApis`` and the replica fetchers
-    faults: FaultsLike
+    @property
+    def faults(self) -> FaultsLike:
+        """The lab's fault injection (not in Kafka), applied by ``KafkaApis`` and the replica fetchers."""
+        ...
 
     #: topic -> its one live LogConfig (shared by the topic's logs)
     topic_configs: dict[str, LogConfig]
