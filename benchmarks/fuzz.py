@@ -1,4 +1,4 @@
-"""The long run of the mutation fuzzer (issue 8): ``tests/helpers/fuzzing.py`` against a broker process.
+"""The long run of the mutation fuzzer: ``tests/helpers/fuzzing.py`` against a broker process.
 
 Usage (from the repository root)::
 

@@ -1,4 +1,4 @@
-"""The mini KRaft quorum's controller failover (issue #21, Raft slice): how long from a leader's death to a new one.
+"""The mini KRaft quorum's controller failover: how long from a leader's death to a new one.
 
 Three ``python -m kafkalab.raft`` controllers (kafkalab.cluster.raft_quorum.RaftQuorum) with the KRaft lab defaults
 (``controller.quorum.fetch.timeout.ms`` 1000, ``controller.quorum.election.timeout.ms`` 500,

@@ -1,4 +1,4 @@
-"""Claims a fact-check against Kafka 3.9 found wrong or misleading (issue 22), and their corrections.
+"""Claims a fact-check against Kafka 3.9 found wrong or misleading, and their corrections.
 
 Each entry names the file, a phrase of the wrong wording that must not come back, and a phrase of
 the correction that must stay, with the source that settles it. Notebooks are searched in their

@@ -203,7 +203,7 @@ def test_check_00_turns_answers_of_the_wrong_shape_into_hints(lab_kafka, capsys)
 
 
 def test_check_00_rejects_bytes_where_text_was_asked(lab_kafka, capsys):
-    """Steps 2 and 3 ask for keys and values decoded to str (issue 11: undecoded bytes used to pass)."""
+    """Steps 2 and 3 ask for keys and values decoded to str (undecoded bytes used to pass)."""
     topic = lab_kafka.create_topic("readings")
     _produce(lab_kafka, topic, READINGS_00)
     answers = _answers()

@@ -14,15 +14,16 @@ ZooKeeper-mode controller (:mod:`kafkalab.broker.zk_controller`) held. Modules, 
 ``replication_control_manager.py`` ``ReplicationControlManager``: topics, partitions, leaders, ISRs,
                                   ElectLeaders
 ``partition_change_builder.py``   ``PartitionChangeBuilder``: every leader / ISR / ELR change and election
-``create_partitions.py``          ``ReplicationControlManager.createPartitions``
+``create_partitions.py``          ``create_partitions``: Kafka's ``ReplicationControlManager.createPartitions``
 ``striped_replica_placer.py``     ``StripedReplicaPlacer``: replicas of new topics and partitions
-``leader_balancer.py``            the auto leader rebalance (preferred-replica elections on a timer)
+``leader_balancer.py``            ``LeaderBalancer``: the auto leader rebalance (preferred-replica elections on a timer)
 ``configuration_control_manager.py`` ``ConfigurationControlManager``: ConfigRecords (AlterConfigs,
                                   IncrementalAlterConfigs)
-``envelope_utils.py``             ``EnvelopeUtils``: requests forwarded by brokers (Envelope)
+``envelope_utils.py``             requests forwarded by brokers (Envelope), as Kafka's ``EnvelopeUtils``
 ``producer_id_control_manager.py`` ``ProducerIdControlManager``: producer id blocks
-``snapshot_generator.py``         ``SnapshotGenerator``, ``SnapshotEmitter``: snapshots of the replayed
-                                  state, when and what; loading one
+``snapshot_generator.py``         ``SnapshotGenerator``: when to snapshot the replayed state;
+                                  ``snapshot_records``, ``load_snapshot``: what (Kafka's ``SnapshotEmitter``)
+                                  and loading one
 ``controller_apis.py``            CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
                                   IncrementalAlterConfigs, ElectLeaders, AlterPartition,
                                   BrokerRegistration, BrokerHeartbeat, AllocateProducerIds, Envelope

@@ -29,7 +29,8 @@ leader's *high watermark* says how far that is. Modules, named as Kafka's classe
 The records it writes (NoOpRecord, the LeaderChange control record) are encoded by
 :mod:`kafkalab.metadata.metadata_record_serde`. The QuorumController that writes the cluster's metadata records
 through this layer is :mod:`kafkalab.controller` (``python -m kafkalab.controller``). Snapshot files are
-:mod:`kafkalab.raft.snapshot`'s (Kafka's ``org.apache.kafka.snapshot``, in its raft module too). Implemented: KIP-996's pre-vote, and check-quorum (a leader without fetches from a
+:mod:`kafkalab.raft.snapshot`'s (Kafka's ``org.apache.kafka.snapshot``, in its raft module too).
+Implemented: KIP-996's pre-vote, and check-quorum (a leader without fetches from a
 majority for 1.5 × ``controller.quorum.fetch.timeout.ms`` resigns). Not implemented: KIP-853's dynamic quorum (the
 voters are fixed by ``controller.quorum.voters``; no AddRaftVoter / RemoveRaftVoter, no KRaftVersion or VotersRecord
 written, though the dump tool decodes them). Brokers fetch the log as observers (:mod:`kafkalab.kraft`).

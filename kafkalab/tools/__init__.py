@@ -14,6 +14,9 @@
   segments and ``.checkpoint`` snapshots) into a DataFrame, one decoded record a
   row; ``dump_log(..., cluster_metadata_decoder=True)`` (``kafkalab dump-log
   --cluster-metadata-decoder``) prints it as ``kafka-dump-log.sh`` does.
+* :mod:`.dump_snapshot` prints producer-state ``.snapshot`` files (``kafka-dump-log.sh`` on them).
+* :mod:`.client_quotas`: AlterClientQuotas and DescribeClientQuotas from Python (KIP-546).
+* :mod:`.rebalance_scenario`: the same members under each group protocol, who stops consuming (lesson 05).
 
 They read files written by the mini broker or by a real Apache Kafka broker:
 the format is the same.

@@ -1,4 +1,4 @@
-"""A mutation fuzzer for the mini broker (issue 8), used by ``tests/integration/test_fuzz.py`` (a short
+"""A mutation fuzzer for the mini broker, used by ``tests/integration/test_fuzz.py`` (a short
 seeded run) and ``benchmarks/fuzz.py`` (a long one).
 
 Frames from the captured corpus (``tests/helpers/fuzz_corpus.py``) are mutated with a fixed seed and sent

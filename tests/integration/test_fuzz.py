@@ -1,4 +1,4 @@
-"""Mutation fuzzing (issue 8): mutated client frames over many connections, good clients alongside.
+"""Mutation fuzzing: mutated client frames over many connections, good clients alongside.
 
 A short seeded run of ``tests/helpers/fuzzing.py`` against one broker process: frames captured from
 confluent-kafka and kafka-python (``tests/data/fuzz_corpus.bin``), mutated (bit flips, truncation,

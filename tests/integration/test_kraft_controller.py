@@ -1,6 +1,6 @@
 """Three KRaft controllers as processes (``python -m kafkalab.controller``): the QuorumController's records survive a
 SIGKILLed active controller, and Kafka 4.4's own ``kafka-dump-log.sh --cluster-metadata-decoder`` prints the log
-exactly as ``kafkalab dump-log`` does (issue #21, controller slice).
+exactly as ``kafkalab dump-log`` does.
 
 A broker is played by the test (BrokerRegistration, BrokerHeartbeat over the controller listener).
 """

@@ -1,4 +1,4 @@
-"""CreatePartitions and topic configs on the mini KRaft cluster, forwarded in Envelopes (issue #21, KIP-590).
+"""CreatePartitions and topic configs on the mini KRaft cluster, forwarded in Envelopes (KIP-590).
 
 confluent-kafka's AdminClient sends its admin requests to the broker a Metadata answer names as "controller"
 (a KRaft broker names a live broker: clients never reach the controllers); kafkalab's ``kafka_request`` sends the

@@ -1,4 +1,4 @@
-"""Faults on the mini KRaft cluster (issue #21): three controllers (``python -m kafkalab.controller``: the Raft
+"""Faults on the mini KRaft cluster: three controllers (``python -m kafkalab.controller``: the Raft
 quorum and the QuorumController) and three mini brokers (``python -m kafkalab.kraft``), broken while they work.
 
 * the active controller SIGKILLed while a burst of CreateTopics is in flight: every topic whose create was

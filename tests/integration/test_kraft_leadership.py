@@ -1,4 +1,4 @@
-"""Partition leadership in KRaft (issue #21) on the mini KRaft cluster, and the same steps on Apache Kafka 4.4 KRaft:
+"""Partition leadership in KRaft on the mini KRaft cluster, and the same steps on Apache Kafka 4.4 KRaft:
 
 * eligible leader replicas (KIP-966, ``eligible.leader.replicas.version=1`` as both bootstrap it): RF 3,
   ``min.insync.replicas=2``, the brokers SIGKILLed one by one, then restarted: the leader, ISR, ELR and

@@ -1,6 +1,6 @@
 """``kafkalab.cluster(brokers=3, mode="kraft")`` on the mini backend: three Python controllers
 (``python -m kafkalab.controller``) and three mini brokers in KRaft mode (``python -m kafkalab.kraft``), no
-ZooKeeper (issue #21).
+ZooKeeper.
 
 confluent-kafka creates a topic (RF 3) through a broker (forwarded to the active controller) and produces with
 acks=all (idempotent); the leader broker of a partition is SIGKILLed; the active controller fences it after

@@ -1,6 +1,6 @@
 """``kafkalab.cluster(brokers=3, mode="kraft", combined=True)`` on the mini backend: three combined nodes
 (``process.roles=broker,controller``, :class:`~kafkalab.kraft.kafka_raft_server.KafkaRaftServer`), each a voter
-of the Raft quorum running the QuorumController and a KRaft broker, no ZooKeeper (issue #21).
+of the Raft quorum running the QuorumController and a KRaft broker, no ZooKeeper.
 
 The node that is the active controller AND the leader of a partition is SIGKILLed while an idempotent acks=all
 producer writes: the two others elect a new controller, which fences the dead broker after

@@ -1,7 +1,7 @@
 """Three mini KRaft controllers as processes (``python -m kafkalab.raft``): elections, SIGKILL, SIGSTOP, a lost
 majority (a lonely leader whose appends are never committed, which resigns by check-quorum, and whose uncommitted
 tail the next leader truncates), and
-nothing committed lost (issue #21, Raft slice). Kafka 4.4's own tools read the quorum and its log.
+nothing committed lost. Kafka 4.4's own tools read the quorum and its log.
 
 Committed means below the high watermark a leader reported in DescribeQuorum. Timing bounds here are
 generous deadlines for something to happen, never measurements (those are in benchmarks/raft_failover.py).

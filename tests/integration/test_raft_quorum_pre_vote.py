@@ -1,4 +1,4 @@
-"""Pre-vote (KIP-996) in the mini Raft quorum, three ``python -m kafkalab.raft`` processes (issue #21).
+"""Pre-vote (KIP-996) in the mini Raft quorum, three ``python -m kafkalab.raft`` processes.
 
 The case the KIP is about: a follower controller is paused (SIGSTOP) for much longer than its fetch and
 election timeouts, then resumed. Its timers have all expired; before Kafka 4.0 it stood at once in a

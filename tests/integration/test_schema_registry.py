@@ -1,4 +1,4 @@
-"""kafkalab's schema registry against Confluent Schema Registry's documented REST API (issue #23).
+"""kafkalab's schema registry against Confluent Schema Registry's documented REST API.
 
 One mini broker and one registry serve the whole module; every test uses subjects of its own. The compatibility
 cases are the schema resolution rules of the Avro specification (fields added or removed with and without

@@ -1,4 +1,4 @@
-"""The package's shape (issue 17): no import cycle anywhere in kafkalab/, no module over 600 lines.
+"""The package's shape: no import cycle anywhere in kafkalab/, no module over 600 lines.
 
 The import graph is read with ``ast``, not by importing: every ``import`` and ``from ... import``
 counts, at module level, inside functions and under ``if TYPE_CHECKING:`` alike. ``from pkg import

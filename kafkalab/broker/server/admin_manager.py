@@ -23,12 +23,12 @@ DeleteTopics handlers then wait (up to the request's timeout) until this
 broker's metadata cache shows the outcome (:meth:`AdminManager.wait_for_metadata`,
 Kafka's ``DelayedCreatePartitions`` / ``DelayedDeleteTopics``).
 
-Limits (issue 8; docs/differences.md): one request may add at most ``max.partitions.per.request``
+Limits (docs/differences.md, "Partition limits"): one request may add at most ``max.partitions.per.request``
 partitions (Kafka's KRaft controller refuses more than 10,000 records per operation with
 POLICY_VIOLATION), and a standalone broker hosts at most ``max.broker.partitions`` (KIP-578's name;
 never more than its open-file limit allows: each partition keeps ~3 files open). Both are checked
 with everything else, before anything is written. The standalone broker then creates the
-partitions' files a few at a time, yielding to the event loop between slices
+partitions' files a few at a time, yielding to the event loop in between
 (``create_topic_async`` / ``create_partitions_async``), and saves the topic's metadata only once
 every partition exists: a creation that fails is rolled back, one that is interrupted leaves
 directories no metadata names, which the next creation of that name deletes first.
@@ -186,7 +186,7 @@ class AdminManager:
                              "All partitions should have the same number of replicas.")
         return rfs.pop() if rfs else 0
 
-    # -- limits (issue 8) ---------------------------------------------------------
+    # -- limits ---------------------------------------------------------------------
 
     def broker_partition_limit(self) -> int:
         """``max.broker.partitions``, lowered to what the process's open-file limit can hold."""

@@ -1,5 +1,5 @@
 """kafkalab.controller: the QuorumController on the mini Raft quorum, three controllers in one event loop over real
-sockets (issue #21, KRaft controller slice).
+sockets.
 
 A broker is played by this test: it sends BrokerRegistration and BrokerHeartbeat as Kafka's BrokerLifecycleManager
 would. Checked: the bootstrap FeatureLevelRecords; RegisterBrokerRecord (fenced) and the broker epoch; unfencing

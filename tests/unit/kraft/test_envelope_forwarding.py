@@ -1,4 +1,4 @@
-"""Envelopes over real sockets to three mini KRaft controllers (issue #21, KIP-590): a standby answers NOT_CONTROLLER,
+"""Envelopes over real sockets to three mini KRaft controllers (KIP-590): a standby answers NOT_CONTROLLER,
 the broker's BrokerToControllerChannelManager then finds the active controller and sends the envelope again; the
 active controller handles the inner request and every controller replays its records; a bad envelope gets Kafka's
 error and the connection keeps serving. Then the broker's side with a stand-in channel: the controller's answer

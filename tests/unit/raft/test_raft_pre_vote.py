@@ -1,5 +1,5 @@
 """Pre-vote (KIP-996, Kafka 4.0+) in kafkalab.raft: the Prospective state's transitions, each state's
-granting rule (Kafka's ``canGrantVote``), Vote v2 on the wire, and the client's timers (issue #21).
+granting rule (Kafka's ``canGrantVote``), Vote v2 on the wire, and the client's timers.
 
 As in Kafka 4.4: Prospective is in memory only (``quorum-state`` keeps the state before it); a
 pre-vote carries the prospective's current epoch and changes nothing at the voter; a Follower that

@@ -1,4 +1,4 @@
-"""kafkalab.raft's QuorumState: every state transition, legal and not, and the quorum-state file (issue #21)."""
+"""kafkalab.raft's QuorumState: every state transition, legal and not, and the quorum-state file."""
 from __future__ import annotations
 
 import json

@@ -5,6 +5,7 @@
 ``transaction_state_manager``            TransactionStateManager: transactional id -> metadata, in ``__transaction_state``
 ``transaction_log``                      the key and value formats of ``__transaction_state`` records
 ``transaction_coordinator``              TransactionCoordinator: InitProducerId, AddPartitionsToTxn,
-                                         AddOffsetsToTxn, EndTxn, timeouts
-``transaction_marker_channel_manager``   the COMMIT/ABORT markers, to the partitions' leaders (WriteTxnMarkers)
+                                         AddOffsetsToTxn, EndTxn, DescribeTransactions,
+                                         ListTransactions, timeouts, expiry
+``transaction_marker_channel_manager``   TransactionMarkerChannelManager: the COMMIT/ABORT markers, to the partitions' leaders (WriteTxnMarkers)
 """

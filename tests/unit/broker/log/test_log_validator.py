@@ -1,4 +1,4 @@
-"""LogValidator (issue 8): every record of a produced batch is decoded and checked; bounded decompression."""
+"""LogValidator: every record of a produced batch is decoded and checked; bounded decompression."""
 from __future__ import annotations
 
 import os
