@@ -59,7 +59,7 @@ class Timeline:
         while not self._stop.is_set():
             try:
                 sample = self.sample()
-            except Exception:   # ZooKeeper busy, a broker half gone: try again
+            except Exception:   # noqa: BLE001 - ZooKeeper busy, a broker half gone: try again
                 continue
             self.samples.append(sample)
             self._stop.wait(self.interval_s)

@@ -39,7 +39,8 @@ def create_placed_topic(kafka, name: str, assignment: list[list[int]], *, servin
     from confluent_kafka.admin import AdminClient, NewTopic
 
     chosen = unused_name(kafka, name) if rename_existing else name
-    admin = AdminClient(client_config(kafka), logger=logger) if logger is not None else AdminClient(client_config(kafka))
+    config = client_config(kafka)
+    admin = AdminClient(config, logger=logger) if logger is not None else AdminClient(config)
     try:
         new = NewTopic(chosen, num_partitions=len(assignment), replica_assignment=assignment,
                        config={key: str(value) for key, value in configs.items()})

@@ -110,7 +110,8 @@ def trickle(kafka, topic: str, n: int, gap_s: float, partition: int = 0, logger=
 
 def trickle_to_consumer(kafka, topic: str, producer: Producer, n: int = 25, gap_s: float = 0.06,
                         value_size: int = 1000, group_id: str = "kafkalab-lesson-trickle", **fetch_config):
-    """``(latencies, got)``: ms from ``produce()`` to ``poll()`` of ``n`` records sent ``gap_s`` apart, and arrival times.
+    """``(latencies, got)``: ms from ``produce()`` to ``poll()`` of ``n`` records sent ``gap_s`` apart, and
+    arrival times.
 
     A consumer with ``fetch_config`` (``fetch_min_bytes=...``, ``fetch_wait_max_ms=...``) is assigned
     partition 0 of ``topic`` at its end and polls for a second first, so that from then on each of

@@ -65,7 +65,7 @@ def wait_in_thread(call: Callable[[], object], what: str, timeout_s: float = 120
     def run():
         try:
             outcome["result"] = call()
-        except BaseException as error:   # the call failed: raised below, in the caller's thread
+        except BaseException as error:   # noqa: BLE001 - the call failed: raised below, in the caller's thread
             outcome["error"] = error
         finally:
             done.set()

@@ -12,7 +12,8 @@ DescribeQuorum      55   v2      a tool (``kafka-metadata-quorum.sh``) -> the le
 =================  ====  ======  ===================================================
 
 Every RPC a replica answers is registered in ``RAFT_APIS`` beside its handler, as the broker's APIs
-are (:mod:`kafkalab.broker.apis`). Fetch and DescribeQuorum are kafka-python's; Vote, BeginQuorumEpoch and EndQuorumEpoch are
+are (:mod:`kafkalab.broker.apis`). Fetch and DescribeQuorum are kafka-python's; Vote, BeginQuorumEpoch and
+EndQuorumEpoch are
 kafkalab's schemas in ``schemas/`` (version 0, what a static quorum needs; Vote up to v2 for KIP-996's pre-vote,
 its v1 fields, KIP-853's directory ids, left empty). Each carries one
 topic, ``__cluster_metadata``, with one partition, 0; Fetch v13+ names it by its topic id, Kafka's

@@ -40,7 +40,8 @@ return the parsed structures. Files are only read, never modified.
 per aborted transaction; ``.snapshot`` (producer state): ``producerId: ... producerEpoch: ...`` per producer
 (:mod:`kafkalab.tools.dump_snapshot`). Control batches (transaction markers): ``endTxnMarker: COMMIT ...``.
 ``--transaction-log-decoder`` decodes the records of ``__transaction_state``, ``--cluster-metadata-decoder``
-those of KRaft's ``__cluster_metadata`` (segments and ``.checkpoint`` snapshots; see :mod:`kafkalab.metadata.metadata_records`).
+those of KRaft's ``__cluster_metadata`` (segments and ``.checkpoint`` snapshots; see
+:mod:`kafkalab.metadata.metadata_records`).
 
 Not covered: message formats v0/v1 (magic 0 and 1, before Kafka 0.11; Kafka 4 no longer writes
 or reads them), and the special decoder for ``__consumer_offsets`` (``--offsets-decoder``);

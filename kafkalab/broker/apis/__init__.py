@@ -101,7 +101,7 @@ class ApiRegistry(dict):
         version = request.api_version
         try:
             body = spec.request.decode(request.frame, version=version, header=True)
-        except Exception as exc:
+        except Exception as exc:   # noqa: BLE001 - the codec raises anything on bytes it cannot parse
             raise InvalidRequest(f"cannot parse {spec.name} v{version}: {exc!r}") from None
         field = null_violation(spec.request, version, body)
         if field is not None:  # Kafka's generated parser: "non-nullable field X was serialized as null"

@@ -31,8 +31,8 @@ and may bring it into the ISR (``Partition.read_for_follower``). Only the
 first read of a fetch records that, not the reads after waiting, as Kafka's
 DelayedFetch. The handler decodes the request, hands it to
 ``ReplicaManager.fetch_messages`` (the reads, ``Partition.fetch_records``, and
-the wait, :mod:`kafkalab.broker.server.delayed_fetch`) and builds the response. If the follower's ``last_fetched_epoch`` ends earlier on the
-leader than its fetch offset, the answer is a ``diverging_epoch`` (epoch, end
+the wait, :mod:`kafkalab.broker.server.delayed_fetch`) and builds the response. If the follower's
+``last_fetched_epoch`` ends earlier on the leader than its fetch offset, the answer is a ``diverging_epoch`` (epoch, end
 offset) instead of records: the follower truncates there (KIP-595). A
 consumer's ``last_fetched_epoch`` is checked the same way, as Kafka does (an
 epoch the leader does not know is OFFSET_OUT_OF_RANGE).

@@ -1,4 +1,5 @@
-"""Topic configs and ``LogConfig``, one topic's effective configs (Kafka's ``org.apache.kafka.storage.internals.log.LogConfig``).
+"""Topic configs and ``LogConfig``, one topic's effective configs
+(Kafka's ``org.apache.kafka.storage.internals.log.LogConfig``).
 
 Kafka keeps its ``LogConfig`` in the storage module, below the broker; so does kafkalab: the log
 layer (``UnifiedLog``, ``LogManager``) reads its configs from here, and :mod:`kafkalab.broker.server.config`

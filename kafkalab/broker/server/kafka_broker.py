@@ -46,7 +46,8 @@ if TYPE_CHECKING:
     from .replica_manager import ReplicaManager
     from .share.share_partition_manager import SharePartitionManager
 
-__all__ = ["FaultsLike", "ForwardingManagerLike", "KafkaBroker", "MetadataMode", "ProducerIdGenerator", "SocketServerLike",
+__all__ = ["FaultsLike", "ForwardingManagerLike", "KafkaBroker", "MetadataMode", "ProducerIdGenerator",
+           "SocketServerLike",
            "ZkControllerLike"]
 
 

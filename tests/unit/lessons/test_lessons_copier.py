@@ -38,7 +38,7 @@ def run(kafka, source, output, mode, side_effects, kill_at=None):
     for line in child.stdout:
         lines.append(line.strip())
         if line.startswith("written"):
-            if kill_at is not None and sum(l.startswith("written") for l in lines) == kill_at:
+            if kill_at is not None and sum(line.startswith("written") for line in lines) == kill_at:
                 child.kill()
                 break
             child.stdin.write("go\n")
@@ -61,7 +61,8 @@ def test_a_copier_left_alone_copies_every_record_once(kafka, tmp_path, mode):
     output = kafka.create_topic(f"copier-out-{slug}", partitions=1)
     code, lines = run(kafka, source, output, mode, tmp_path / "effects.txt")
     assert code == 0 and lines[-1] == "done"
-    assert [l for l in lines if l.startswith("written")] == [f"written {i} {i + BATCH - 1}" for i in range(0, N, BATCH)]
+    assert [line for line in lines if line.startswith("written")] == [f"written {i} {i + BATCH - 1}"
+                                                                      for i in range(0, N, BATCH)]
     assert read_to_end(kafka, output, "read_committed") == [f"order-{i} (copied)" for i in range(N)]
     assert (tmp_path / "effects.txt").read_text().splitlines() == [f"order-{i}" for i in range(N)]
 

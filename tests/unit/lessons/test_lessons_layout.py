@@ -22,7 +22,8 @@ def imported_modules(path: Path, root: Path = KAFKALAB) -> set[str]:
 
 
 def lessons_imports(root: Path) -> dict[str, list[str]]:
-    found = {str(p.relative_to(root.parent)): sorted(n for n in imported_modules(p, root) if n.startswith("kafkalab.lessons"))
+    found = {str(p.relative_to(root.parent)): sorted(n for n in imported_modules(p, root)
+                                                    if n.startswith("kafkalab.lessons"))
              for p in sorted((root / "broker").rglob("*.py"))}
     return {p: names for p, names in found.items() if names}
 

@@ -1,4 +1,5 @@
-"""kafkalab.lessons.share_groups against a mini broker: the group starts at the earliest offset, records are acknowledged."""
+"""kafkalab.lessons.share_groups against a mini broker: the group starts at the earliest offset, records are
+acknowledged."""
 from __future__ import annotations
 
 import time
@@ -14,7 +15,8 @@ from kafkalab.lessons.share_groups import share_consumer, share_group
 
 @pytest.fixture(scope="module")
 def kafka(tmp_path_factory):
-    with kafkalab.mini(log_dir=str(tmp_path_factory.mktemp("share")), **{"group.share.record.lock.duration.ms": 2000}) as b:
+    with kafkalab.mini(log_dir=str(tmp_path_factory.mktemp("share")),
+                       **{"group.share.record.lock.duration.ms": 2000}) as b:
         yield LabKafka(b.bootstrap_servers)
 
 

@@ -5,7 +5,6 @@ import time
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from kafkalab.lessons.timeline import Timeline, partition_state
 
