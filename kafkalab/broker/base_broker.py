@@ -307,11 +307,7 @@ class BaseBroker:
             await self.group_coordinator.stop()
         if self.transaction_coordinator is not None:
             await self.transaction_coordinator.stop()
-        shutdown = getattr(self.replica_manager, "shutdown", None)
-        if shutdown is not None:  # cluster mode: the replica fetchers stop
-            result = shutdown()
-            if asyncio.iscoroutine(result):
-                await result
+        await self.replica_manager.shutdown()   # cluster mode: the replica fetchers stop
         self.log_manager.close(self._clean_shutdown_broker_epoch())
         if self.kafka_controller is not None:
             try:
