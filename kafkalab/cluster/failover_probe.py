@@ -32,7 +32,7 @@ from ..tools.metadata_log import metadata_log_df
 def _zk_json(cluster, path):
     try:
         data, stat = cluster.zk.get(path)
-    except Exception:   # NoNodeError while there is none
+    except Exception:   # noqa: BLE001 - NoNodeError while there is none
         return None, None
     return json.loads(data), stat
 
@@ -131,7 +131,7 @@ def _watch_kraft(cluster, victim, topic, partition, killed_at, was_controller, d
     while time.time() < deadline:
         try:
             records = kraft_failover_records(cluster, victim, topic, partition, killed_at)
-        except Exception:   # no controller for a moment, or a file being written: look again
+        except Exception:   # noqa: BLE001 - no controller for a moment, or a file being written: look again
             records = None
         if records is not None and len(records):
             fenced = records[records["type"].isin(["BROKER_REGISTRATION_CHANGE_RECORD", "FENCE_BROKER_RECORD"])]

@@ -88,7 +88,7 @@ class KRaftCluster(BrokerLifecycle):
 
     mode = "kraft"
 
-    def __init__(self, brokers: int = 3, dir: str | None = None, backend=None, combined: bool = False,
+    def __init__(self, brokers: int = 3, dir: str | None = None, backend=None, combined: bool = False,  # noqa: A002 - the public keyword
                  controllers: int = 3, host: str = "127.0.0.1", base_port: int | None = None,
                  timeout_s: float = 90.0, wait: bool = True, **broker_configs):
         if brokers < 1:
@@ -105,7 +105,7 @@ class KRaftCluster(BrokerLifecycle):
         self._leader_hint: int | None = None
         began = time.monotonic()
         if dir is None:
-            res.temp_dir = dir = tempfile.mkdtemp(prefix="kafkalab-kraft-")
+            res.temp_dir = dir = tempfile.mkdtemp(prefix="kafkalab-kraft-")  # noqa: A001 - the dir parameter
         self.dir = os.path.abspath(dir)
         os.makedirs(self.dir, exist_ok=True)
         _refuse_a_running_cluster(self.dir)
@@ -196,7 +196,7 @@ class KRaftCluster(BrokerLifecycle):
         try:
             import psutil
             b.create_time = psutil.Process(b.process.pid).create_time()
-        except Exception:
+        except Exception:   # noqa: BLE001 - psutil missing or the process gone: no create time
             b.create_time = None
         b.state = "starting"
         return offset
@@ -492,7 +492,7 @@ class KRaftCluster(BrokerLifecycle):
         os.replace(tmp, self.state_path)
 
     @classmethod
-    def attach(cls, dir: str, timeout_s: float = 90.0) -> "KRaftCluster":
+    def attach(cls, dir: str, timeout_s: float = 90.0) -> "KRaftCluster":  # noqa: A002 - the public keyword
         """Control a KRaft cluster another process started, from its ``cluster.json``; ``close()`` here only
         disconnects (``shutdown()`` stops it)."""
         with open(os.path.join(dir, "cluster.json")) as f:
@@ -577,7 +577,7 @@ def _refuse_a_running_cluster(directory: str) -> None:
             continue
 
 
-def kraft_cluster(brokers: int = 3, dir: str | None = None, backend="kafka", **kwargs) -> KRaftCluster:
+def kraft_cluster(brokers: int = 3, dir: str | None = None, backend="kafka", **kwargs) -> KRaftCluster:  # noqa: A002 - the public keyword
     """``kafkalab.cluster(brokers, mode="kraft", backend="kafka")``: see :class:`KRaftCluster`."""
     if backend == "mini":   # Python controllers and brokers (kafkalab.controller, kafkalab.kraft), or combined nodes
         return KRaftCluster(brokers=brokers, dir=dir, backend=MiniKRaftBackend(), **kwargs)
@@ -596,5 +596,5 @@ def _close_all() -> None:
     for c in list(_OPEN):
         try:
             c.close()
-        except Exception:
+        except Exception:   # noqa: BLE001 - at exit: close the others whatever one raises
             pass

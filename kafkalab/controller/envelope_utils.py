@@ -75,7 +75,7 @@ async def handle_envelope(apis: dict, request) -> dict:
                                                               f"v{version} is not supported (v{lo}-v{hi})")
     try:
         inner = request_cls.decode(data, version=version, header=True)
-    except Exception as exc:
+    except Exception as exc:   # noqa: BLE001 - bytes from the wire: any decode failure is answered
         return _envelope_error(ErrorCode.UNSUPPORTED_VERSION, f"Failed to parse forwarded request: {exc!r}")
     if null_violation(request_cls, version, inner) is not None:
         return _envelope_error(ErrorCode.UNSUPPORTED_VERSION, "Failed to parse forwarded request: a null where "

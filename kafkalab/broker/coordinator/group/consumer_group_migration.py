@@ -258,7 +258,7 @@ class ConsumerGroupMigration:
             return join_result(member_id, ErrorCode.MEMBER_ID_REQUIRED)
         try:
             subscription = decode_subscription(protocols[0][1])
-        except Exception:
+        except Exception:   # noqa: BLE001 - a client's bytes: any decode failure is its error
             return join_result(member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         member = group.members.get(member_id)
         if member is not None and not member.uses_classic_protocol:

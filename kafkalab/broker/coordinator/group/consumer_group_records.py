@@ -208,7 +208,7 @@ class ConsumerGroupPersister:
             return
         try:
             self.manager._append(group_id, records)
-        except Exception as exc:  # the next change writes what is still missing
+        except Exception as exc:   # noqa: BLE001 - the next change writes what is still missing
             log.warning("group %s: writing %d consumer group records failed: %s", group_id, len(records), exc)
             return
         self.written[group_id] = now
@@ -221,7 +221,7 @@ def replay(group_id: str, records: dict[bytes, bytes]) -> ConsumerGroup | None:
     for key, value in records.items():
         try:
             decoded[key] = decode(key, value)
-        except Exception as exc:   # never fatal: the record is skipped
+        except Exception as exc:   # noqa: BLE001 - never fatal: the record is skipped
             log.warning("group %s: skipping unreadable consumer group record: %r", group_id, exc)
     epochs = [v for kind, _, v in decoded.values() if kind == 3]
     if not epochs:

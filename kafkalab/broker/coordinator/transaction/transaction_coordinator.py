@@ -88,9 +88,8 @@ class TransactionCoordinator:
             return ErrorCode.CONCURRENT_TRANSACTIONS, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         if meta.state == S.DEAD:
             return ErrorCode.CONCURRENT_TRANSACTIONS, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
-        if expected_producer_id != NO_PRODUCER_ID and not (
-                (expected_producer_id, expected_epoch) in ((meta.producer_id, meta.producer_epoch),
-                                                           (meta.last_producer_id, meta.last_producer_epoch))):
+        if expected_producer_id != NO_PRODUCER_ID and (expected_producer_id, expected_epoch) not in (
+                (meta.producer_id, meta.producer_epoch), (meta.last_producer_id, meta.last_producer_epoch)):
             # KIP-360: a producer asking to bump an epoch that is no longer the current one was fenced
             return ErrorCode.PRODUCER_FENCED, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         try:

@@ -209,7 +209,7 @@ class TransactionStateManager:
         for key, value in self.read_records(only_partition):
             try:
                 latest[read_key(key)] = read_value(value)
-            except Exception as exc:   # a record we cannot read is skipped, never fatal
+            except Exception as exc:   # noqa: BLE001 - a record we cannot read is skipped, never fatal
                 log.warning("skipping unreadable %s record: %r", TRANSACTION_STATE_TOPIC, exc)
         loaded = []
         for txn_id, value in latest.items():
