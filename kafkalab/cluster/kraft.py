@@ -187,8 +187,7 @@ class KRaftCluster(BrokerLifecycle):
         with open(b.log_path, "ab") as log:
             log.write(f"--- kafkalab: starting node {b.id} ({b.roles}) at "
                       f"{time.strftime('%Y-%m-%d %H:%M:%S')} ---\n".encode())
-        offset = os.path.getsize(b.log_path)
-        own = res.owns_processes
+        offset, own = os.path.getsize(b.log_path), res.owns_processes
         cmd = self.backend.command(self._write_properties(b), b.roles)
         b.process = spawn(cmd, b.log_path, env=self.backend.env(b.id, self.dir),
                           watchdog=res.watchdog if own else None, tie_to_this_process=own)
@@ -224,12 +223,13 @@ class KRaftCluster(BrokerLifecycle):
                     self._check_alive(b, "before the quorum elected a leader")
             if time.monotonic() > deadline:
                 logs = ", ".join(b.log_path for b in self._all_nodes() if "controller" in b.roles)
-                raise TimeoutError(f"the controllers elected no leader within {self.timeout_s:.0f} s; their logs: {logs}")
+                raise TimeoutError(f"the controllers elected no leader within {self.timeout_s:.0f} s; "
+                                   f"their logs: {logs}")
             time.sleep(0.1)
 
     def _wait_ready(self, b: _Broker, deadline: float, log_offset: int = 0) -> None:
         """A controller: its CONTROLLER listener accepts connections. A broker: it answers Metadata listing itself
-        (registered and unfenced) and its backend agrees (``broker_ready``: a mini broker's log since ``log_offset``)."""
+        (registered, unfenced) and its backend agrees (``broker_ready``: a mini broker's log since ``log_offset``)."""
         while True:
             self._check_alive(b, "before it was ready")
             if "broker" in b.roles:
@@ -503,8 +503,8 @@ class KRaftCluster(BrokerLifecycle):
         self._finalizer = weakref.finalize(self, res.shutdown)
         mini = state.get("backend") == "mini"   # the mini KRaft cluster: no Kafka distribution
         self.backend = MiniKRaftBackend() if mini else KRaftBackend(state.get("kafka_home"))
-        self.dir, self.owner_pid, self.timeout_s = os.path.abspath(state.get("dir", dir)), state.get("owner_pid"), timeout_s
-        self.start_time_s, self.combined = None, bool(state.get("combined"))
+        self.dir, self.owner_pid = os.path.abspath(state.get("dir", dir)), state.get("owner_pid")
+        self.timeout_s, self.start_time_s, self.combined = timeout_s, None, bool(state.get("combined"))
         self.configs, self.cluster_id, self._leader_hint = dict(state.get("configs", {})), state["cluster_id"], None
         nodes = state.get("nodes", [])
         self.host = nodes[0]["host"] if nodes else "127.0.0.1"

@@ -66,7 +66,8 @@ async def handle_envelope(apis: dict, request) -> dict:
                                                               f"unknown API key {api_key}")
     if api_key not in FORWARDABLE or api_key not in apis:
         return _envelope_error(ErrorCode.INVALID_REQUEST,
-                               f"API {FORWARDABLE.get(api_key, api_key)} is not enabled or is not eligible for forwarding")
+                               f"API {FORWARDABLE.get(api_key, api_key)} is not enabled or is not eligible "
+                               "for forwarding")
     if len(request.client_host_address or b"") not in (4, 16):
         return _envelope_error(ErrorCode.INVALID_REQUEST, "Failed to parse client address from envelope")
     request_cls, response_cls, lo, hi, handler = apis[api_key]

@@ -60,8 +60,9 @@ class BrokerMetadataPublisher:
                 part.partition_epoch, list(part.replicas)))
         topic_states = [(topics[t].name, t, states) for t, states in by_topic.items()]
         # a deleted topic: leader -2 (LeaderDuringDelete) takes it out of the cache, as UpdateMetadata does
-        topic_states += [(name, topic_id, [LeaderAndIsrPartitionState(name, p, rm.controller_epoch, LEADER_DURING_DELETE,
-                                                                      -1, [], -1, []) for p in parts])
+        topic_states += [(name, topic_id, [LeaderAndIsrPartitionState(name, p, rm.controller_epoch,
+                                                                      LEADER_DURING_DELETE, -1, [], -1, [])
+                                           for p in parts])
                          for name, topic_id, parts in delta.removed]
         await broker.apply_update_metadata(controller_id, topic_states, live)
         for topic_id in delta.topics | set(by_topic):

@@ -1,4 +1,5 @@
-"""The records of KRaft's metadata log, ``__cluster_metadata``, decoded as ``kafka-dump-log.sh --cluster-metadata-decoder``.
+"""The records of KRaft's metadata log, ``__cluster_metadata``, decoded as ``kafka-dump-log.sh
+--cluster-metadata-decoder``.
 
 In KRaft mode there is no ZooKeeper: everything ZooKeeper held (brokers,
 topics, partitions with their leader and ISR, configs, producer-id blocks,

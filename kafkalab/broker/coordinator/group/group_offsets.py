@@ -66,8 +66,8 @@ class GroupOffsets:
         return result
 
     async def commit_offsets_and_wait(self, group_id: str, generation_id: int, member_id: str,
-                                      instance_id: str | None,
-                                      offsets: dict[tuple[str, int], OffsetAndMetadata]) -> dict[tuple[str, int], ErrorCode]:
+                                      instance_id: str | None, offsets: dict[tuple[str, int], OffsetAndMetadata]
+                                      ) -> dict[tuple[str, int], ErrorCode]:
         """OffsetCommit as the handler calls it: in cluster mode the commit waits for the ISR of its
         ``__consumer_offsets`` partition (acks=all); a standalone broker is its own ISR."""
         if not self.in_cluster:

@@ -254,4 +254,5 @@ class TransactionStateManager:
         """Idle transactional ids past ``transactional.id.expiration.ms`` (Kafka's ``shouldExpire``)."""
         now = now_ms() if now is None else now
         horizon = now - self.config["transactional.id.expiration.ms"]
-        return [m for m in self.transactions.values() if m.state in EXPIRABLE and m.txn_last_update_timestamp <= horizon]
+        return [m for m in self.transactions.values()
+                if m.state in EXPIRABLE and m.txn_last_update_timestamp <= horizon]
