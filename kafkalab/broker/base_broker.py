@@ -100,6 +100,11 @@ class BaseBroker:
     #: serve requests as soon as the listener is bound (a KRaft broker: only once it is unfenced, as Kafka's)
     REQUESTS_AT_BIND = True
 
+    @staticmethod
+    def check_config(config: BrokerConfig) -> None:
+        """ValueError naming what is wrong with the configs of this mode, before the broker is built
+        (``python -m kafkalab.broker``); a ZooKeeper or standalone broker has nothing of its own to check."""
+
     def __init__(self, config: BrokerConfig, metadata_mode: MetadataMode):
         self.config = config
         self.broker_id: int = config["broker.id"]

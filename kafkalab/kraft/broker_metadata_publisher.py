@@ -90,9 +90,9 @@ class BrokerMetadataPublisher:
     def _publish_group_configs(self, image) -> None:
         """KIP-932 group configs (GROUP ConfigRecords) to the share partition manager."""
         shares = self.broker.share_partition_manager
-        configuration = getattr(image, "configuration", None)
-        if shares is None or configuration is None:
+        if shares is None:
             return
+        configuration = image.configuration
         wanted = {name: dict(c) for (kind, name), c in configuration.config_data.items() if kind == GROUP_RESOURCE}
         for group in set(wanted) | set(shares.group_configs):
             if shares.group_configs.get(group, {}) != wanted.get(group, {}):
