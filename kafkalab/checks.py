@@ -124,7 +124,8 @@ def read_partition(bootstrap_servers: str, topic: str, partition: int = 0, timeo
                 # a retriable error, e.g. OFFSET_NOT_AVAILABLE from a new leader whose high watermark has not caught
                 # up yet (right after a leader change, as Kafka answers): ask again, as a client's own lookups do
                 err = exc.args[0]
-                retry = err.retriable() or err.code() in (KafkaError.OFFSET_NOT_AVAILABLE, KafkaError.LEADER_NOT_AVAILABLE,
+                retry = err.retriable() or err.code() in (KafkaError.OFFSET_NOT_AVAILABLE,
+                                                          KafkaError.LEADER_NOT_AVAILABLE,
                                                           KafkaError.NOT_LEADER_FOR_PARTITION)
                 if not retry or time.monotonic() - asked > timeout:
                     raise
@@ -225,7 +226,8 @@ def check_00(kafka, topic: str, delivered_offsets, readings, from_offset_3, wate
         else:
             raw = [v for column in ("key", "value") for v in readings[column]]
             if any(isinstance(v, (bytes, bytearray)) for v in raw):
-                report.step(name, False, f"keys and values in readings are bytes (like {next(v for v in raw if isinstance(v, (bytes, bytearray)))!r}); "
+                sample = next(v for v in raw if isinstance(v, (bytes, bytearray)))
+                report.step(name, False, f"keys and values in readings are bytes (like {sample!r}); "
                                          f"the step asks for str — decode them: m.key().decode(), m.value().decode()")
             else:
                 got = [(int(o), as_text(k), as_text(v))

@@ -88,7 +88,8 @@ def _cmd_dump_log(args: argparse.Namespace) -> int:
             print(f"kafkalab dump-log: {problem}", file=sys.stderr)
             return 1
     try:
-        ok = dump_files(paths, print_data_log=args.print_data_log or args.cluster_metadata_decoder, deep_iteration=args.deep_iteration,
+        ok = dump_files(paths, print_data_log=args.print_data_log or args.cluster_metadata_decoder,
+                        deep_iteration=args.deep_iteration,
                         skip_record_metadata=args.skip_record_metadata,
                         verify_index_only=args.verify_index_only,
                         transaction_log_decoder=args.transaction_log_decoder,
@@ -346,7 +347,8 @@ def _cmd_control(args: argparse.Namespace) -> int:
                 getattr(cluster, op)(args.id)
         except (RuntimeError, KeyError, TimeoutError) as exc:
             return _fail(f"{op}: {exc.args[0] if exc.args else exc}")
-        row = [r for r in _records(cluster.nodes if hasattr(cluster, "nodes") else cluster.brokers) if r["id"] == args.id][0]
+        nodes = cluster.nodes if hasattr(cluster, "nodes") else cluster.brokers
+        row = [r for r in _records(nodes) if r["id"] == args.id][0]
         done = {"kill": "killed (SIGKILL)", "stop": "stopped (SIGTERM: controlled shutdown)",
                 "restart": "restarted", "pause": "paused (SIGSTOP)", "resume": "resumed (SIGCONT)"}[op]
         print(f"broker {args.id} {done}: now {row['alive']}, pid {row['pid']}, controller {cluster.controller}")
@@ -461,7 +463,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "a mini broker or of a real Kafka broker (same format). A partition directory "
                     "means all its .log files.",
         epilog="example: kafkalab dump-log /tmp/kafkalab-xyz/orders-0/00000000000000000000.log --print-data-log")
-    d.add_argument("paths", nargs="*", metavar="PATH", help="a .log, .index, .timeindex, .txnindex or .snapshot file, or a partition dir")
+    d.add_argument("paths", nargs="*", metavar="PATH",
+                   help="a .log, .index, .timeindex, .txnindex or .snapshot file, or a partition dir")
     d.add_argument("--files", action="append", metavar="A,B",
                    help="comma-separated files, as kafka-dump-log.sh takes them")
     d.add_argument("--print-data-log", action="store_true",
@@ -526,7 +529,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "by --bootstrap-servers (created if missing). Prints its URL as the first line.",
         epilog="example: kafkalab schema-registry --bootstrap-servers 127.0.0.1:9092 --port 8081")
     sr.add_argument("--bootstrap-servers", metavar="HOST:PORT",
-                    required=not os.environ.get("KAFKALAB_BOOTSTRAP_SERVERS"), default=os.environ.get("KAFKALAB_BOOTSTRAP_SERVERS"),
+                    required=not os.environ.get("KAFKALAB_BOOTSTRAP_SERVERS"),
+                    default=os.environ.get("KAFKALAB_BOOTSTRAP_SERVERS"),
                     help="the Kafka cluster that keeps the schemas (default: $KAFKALAB_BOOTSTRAP_SERVERS)")
     sr.add_argument("--port", type=int, default=8081, help="port to listen on (0: a free one; default: %(default)s)")
     sr.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")

@@ -66,7 +66,7 @@ async def run(config: BrokerConfig, parent_pid: int | None = None, server_class=
 
 def main(argv=None, server_class=KafkaServer, defaults: dict | None = None) -> int:
     """The command line; ``python -m kafkalab.kraft`` calls it with its ``BrokerServer`` and
-    ``process.roles=broker`` as a default (a server class may check the configs: ``check_config``)."""
+    ``process.roles=broker`` as a default (the server class checks the configs first: ``check_config``)."""
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     overrides = {"broker.id": args.broker_id, "log.dirs": args.log_dir, **(defaults or {}),
@@ -79,8 +79,7 @@ def main(argv=None, server_class=KafkaServer, defaults: dict | None = None) -> i
         overrides[key.strip()] = value.strip()
     try:
         config = BrokerConfig(overrides)
-        if hasattr(server_class, "check_config"):
-            server_class.check_config(config)
+        server_class.check_config(config)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

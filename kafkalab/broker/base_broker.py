@@ -100,6 +100,11 @@ class BaseBroker:
     #: serve requests as soon as the listener is bound (a KRaft broker: only once it is unfenced, as Kafka's)
     REQUESTS_AT_BIND = True
 
+    @staticmethod
+    def check_config(config: BrokerConfig) -> None:
+        """ValueError naming what is wrong with the configs of this mode, before the broker is built
+        (``python -m kafkalab.broker``); a ZooKeeper or standalone broker has nothing of its own to check."""
+
     def __init__(self, config: BrokerConfig, metadata_mode: MetadataMode):
         self.config = config
         self.broker_id: int = config["broker.id"]
@@ -307,11 +312,7 @@ class BaseBroker:
             await self.group_coordinator.stop()
         if self.transaction_coordinator is not None:
             await self.transaction_coordinator.stop()
-        shutdown = getattr(self.replica_manager, "shutdown", None)
-        if shutdown is not None:  # cluster mode: the replica fetchers stop
-            result = shutdown()
-            if asyncio.iscoroutine(result):
-                await result
+        await self.replica_manager.shutdown()   # cluster mode: the replica fetchers stop
         self.log_manager.close(self._clean_shutdown_broker_epoch())
         if self.kafka_controller is not None:
             try:

@@ -88,7 +88,7 @@ class Cluster(ClusterInspection, BrokerLifecycle, FaultControls):
     :mod:`~kafkalab.cluster.lifecycle`) and lab faults (:mod:`~kafkalab.cluster.fault_controls`).
     What it owns, and how that is stopped, is in :mod:`~kafkalab.cluster.resources`."""
 
-    def __init__(self, brokers: int = 3, dir: str | None = None, backend="mini", host: str = "127.0.0.1",
+    def __init__(self, brokers: int = 3, dir: str | None = None, backend="mini", host: str = "127.0.0.1",  # noqa: A002 - the public keyword
                  base_port: int | None = None, timeout_s: float = 30.0, wait: bool = True, **broker_configs):
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
@@ -101,7 +101,7 @@ class Cluster(ClusterInspection, BrokerLifecycle, FaultControls):
         self.configs = self._effective_configs(brokers, broker_configs)
         began = time.monotonic()
         if dir is None:
-            res.temp_dir = dir = tempfile.mkdtemp(prefix="kafkalab-cluster-")
+            res.temp_dir = dir = tempfile.mkdtemp(prefix="kafkalab-cluster-")  # noqa: A001 - the dir parameter
         self.dir = os.path.abspath(dir)
         os.makedirs(self.dir, exist_ok=True)
         _refuse_a_running_cluster(self.dir)
@@ -192,7 +192,7 @@ class Cluster(ClusterInspection, BrokerLifecycle, FaultControls):
         os.replace(tmp, self.state_path)
 
     @classmethod
-    def attach(cls, dir: str, timeout_s: float = 30.0) -> "Cluster":
+    def attach(cls, dir: str, timeout_s: float = 30.0) -> "Cluster":  # noqa: A002 - the public keyword
         """Control a cluster another process started, from its ``cluster.json``.
 
         The processes stay the other process's: ``close()`` here only disconnects
@@ -289,7 +289,7 @@ def _refuse_a_running_cluster(directory: str) -> None:
                            f"pid {state.get('owner_pid')}): use Cluster.attach({directory!r}), or close it first")
 
 
-def cluster(brokers: int = 3, dir: str | None = None, backend: str = "mini", mode: str = "zookeeper",
+def cluster(brokers: int = 3, dir: str | None = None, backend: str = "mini", mode: str = "zookeeper",  # noqa: A002 - the public keyword
             **broker_configs) -> Cluster:
     """Start a ZooKeeper and ``brokers`` broker processes; see :class:`Cluster` and the module docstring.
 
@@ -314,5 +314,5 @@ def _close_all() -> None:
     for c in list(_OPEN):
         try:
             c.close()
-        except Exception:
+        except Exception:   # noqa: BLE001 - at exit: close the others whatever one raises
             pass

@@ -273,7 +273,8 @@ def docker_controls(project: str | None = None, docker_host: str | None = None,
     ``(None, why not)``."""
     engine = DockerEngine(docker_host)
     if engine.socket_path is not None and not os.path.exists(engine.socket_path):
-        return None, f"no Docker socket at {engine.socket_path} (it is mounted only with docker-compose.docker-socket.yml)"
+        return None, (f"no Docker socket at {engine.socket_path} "
+                      "(it is mounted only with docker-compose.docker-socket.yml)")
     try:
         engine.ping()
         project = project or _own_project(engine) or os.environ.get(PROJECT_ENV) or DEFAULT_PROJECT

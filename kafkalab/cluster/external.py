@@ -254,7 +254,7 @@ class ExternalCluster(ExternalBrokerControls):
                 client = KazooClient(hosts=self._zookeeper_connect, timeout=10.0)
                 try:
                     client.start(timeout=5.0)
-                except Exception as exc:   # kazoo's timeout, or a name that does not resolve
+                except Exception as exc:   # noqa: BLE001 - kazoo's timeout, or a name that does not resolve
                     client.stop()
                     client.close()
                     self._zk_failed_at = time.monotonic()

@@ -5,17 +5,18 @@ a KRaft :class:`~kafkalab.cluster.kraft.KRaftCluster` and returns when the clust
 (2) a controller that is not the dead node, (3) a new leader for a partition the dead node led. Each moment is
 read from where the cluster keeps its metadata, with the metadata store's own timestamps:
 
-==========================  ==============================================  =============================================
+==========================  ==============================================  ===========================================
 event                       ZooKeeper mode                                  KRaft mode
-==========================  ==============================================  =============================================
-the death noticed           ``/brokers/ids/<id>`` gone: the broker's         ``BrokerRegistrationChangeRecord`` with
-                            ZooKeeper session expired after                  ``fenced: 1`` (or ``FenceBrokerRecord``): no
-                            ``zookeeper.session.timeout.ms`` (polled         heartbeat for ``broker.session.timeout.ms``
-                            every 50 ms: a deleted znode keeps no time)
-a controller again          ``/controller``'s ``ctime`` (a broker won the    the ``LeaderChange`` control record a new
-                            election once the znode was gone)                Raft leader writes first in its epoch
-the partition led again     the partition's ``.../state`` znode ``mtime``    ``PartitionChangeRecord`` with a new ``leader``
-==========================  ==============================================  =============================================
+==========================  ==============================================  ===========================================
+the death noticed           ``/brokers/ids/<id>`` gone: the broker's        ``BrokerRegistrationChangeRecord`` with
+                            ZooKeeper session expired after                 ``fenced: 1`` (or ``FenceBrokerRecord``):
+                            ``zookeeper.session.timeout.ms`` (polled        no heartbeat for
+                            every 50 ms: a deleted znode keeps no time)     ``broker.session.timeout.ms``
+a controller again          ``/controller``'s ``ctime`` (a broker won the   the ``LeaderChange`` control record a new
+                            election once the znode was gone)               Raft leader writes first in its epoch
+the partition led again     the partition's ``.../state`` znode ``mtime``   ``PartitionChangeRecord`` with a new
+                                                                            ``leader``
+==========================  ==============================================  ===========================================
 
 Times are seconds after the SIGKILL (the host's wall clock; ZooKeeper and the controllers run on it too).
 KRaft records are read from a surviving node's copy of ``__cluster_metadata`` with
@@ -32,7 +33,7 @@ from ..tools.metadata_log import metadata_log_df
 def _zk_json(cluster, path):
     try:
         data, stat = cluster.zk.get(path)
-    except Exception:   # NoNodeError while there is none
+    except Exception:   # noqa: BLE001 - NoNodeError while there is none
         return None, None
     return json.loads(data), stat
 
@@ -59,9 +60,10 @@ def kill_and_watch(cluster, victim: int, topic: str, timeout_s: float = 90.0) ->
     """SIGKILL ``victim`` and wait for the failover; the moments of each event (see the module docstring).
 
     ``topic`` must have a partition that ``victim`` leads, unless ``victim`` is a controller and no broker (KRaft
-    with separate controllers: then only the election is timed, the other moments are None). Returns ``{"mode", "victim", "was_controller",
-    "partition", "killed_at" (epoch seconds), "detected_s", "new_controller_s" (None if the victim was not the
-    controller), "new_controller", "new_leader_s", "new_leader"}``. TimeoutError if it does not happen."""
+    with separate controllers: then only the election is timed, the other moments are None). Returns ``{"mode",
+    "victim", "was_controller", "partition", "killed_at" (epoch seconds), "detected_s", "new_controller_s" (None
+    if the victim was not the controller), "new_controller", "new_leader_s", "new_leader"}``. TimeoutError if it
+    does not happen."""
     led = _led_partitions(cluster, topic, victim) if victim in getattr(cluster, "broker_ids", [victim]) else []
     was_controller = cluster.controller == victim
     if not led and not was_controller:
@@ -107,7 +109,8 @@ def kraft_failover_records(cluster, victim: int, topic: str, partition: int, sin
     node = node if node is not None else cluster.controller
     df = metadata_log_df(cluster.metadata_log_dir(node))
     topic_records = df[df["type"] == "TOPIC_RECORD"]
-    topic_id = topic_records[topic_records["data"].map(lambda d: d["name"]) == topic]["data"].map(lambda d: d["topicId"])
+    named = topic_records[topic_records["data"].map(lambda d: d["name"]) == topic]
+    topic_id = named["data"].map(lambda d: d["topicId"])
     topic_id = topic_id.iloc[-1] if len(topic_id) else None
 
     def relevant(row) -> bool:
@@ -131,7 +134,7 @@ def _watch_kraft(cluster, victim, topic, partition, killed_at, was_controller, d
     while time.time() < deadline:
         try:
             records = kraft_failover_records(cluster, victim, topic, partition, killed_at)
-        except Exception:   # no controller for a moment, or a file being written: look again
+        except Exception:   # noqa: BLE001 - no controller for a moment, or a file being written: look again
             records = None
         if records is not None and len(records):
             fenced = records[records["type"].isin(["BROKER_REGISTRATION_CHANGE_RECORD", "FENCE_BROKER_RECORD"])]
@@ -148,6 +151,7 @@ def _watch_kraft(cluster, victim, topic, partition, killed_at, was_controller, d
                         "new_controller_s": float(elected["t"].iloc[0]) if was_controller else None,
                         "new_controller": int(elected["data"].iloc[0]["leaderId"]) if was_controller
                         else cluster.controller,
-                        "new_leader_s": float(leaders["t"].iloc[0]), "new_leader": int(leaders["data"].iloc[0]["leader"])}
+                        "new_leader_s": float(leaders["t"].iloc[0]),
+                        "new_leader": int(leaders["data"].iloc[0]["leader"])}
         time.sleep(0.2)
     raise TimeoutError(f"KRaft mode: no complete failover of node {victim} within the timeout")

@@ -82,7 +82,7 @@ class ClusterInspection:
         """The id in ``/controller`` (the broker that won the election), or None while there is none."""
         try:
             data, _ = self._zk_read("get", zk_data.CONTROLLER)
-        except Exception:   # NoNodeError (no controller right now), or ZooKeeper is unreachable
+        except Exception:   # noqa: BLE001 - NoNodeError (no controller right now), or ZooKeeper is unreachable
             return None
         try:
             return zk_data.decode_controller(data)
@@ -98,7 +98,7 @@ class ClusterInspection:
         with self._res.lock:
             try:
                 registered = {int(i) for i in self._zk_read("get_children", zk_data.BROKER_IDS)}
-            except Exception:   # ZooKeeper unreachable: unknown
+            except Exception:   # noqa: BLE001 - ZooKeeper unreachable: unknown
                 registered = None
             controller = self.controller
             rows = [{"id": b.id, "host": b.host, "port": b.port, "pid": b.pid, "alive": self._state(b),

@@ -88,7 +88,7 @@ class KRaftCluster(BrokerLifecycle):
 
     mode = "kraft"
 
-    def __init__(self, brokers: int = 3, dir: str | None = None, backend=None, combined: bool = False,
+    def __init__(self, brokers: int = 3, dir: str | None = None, backend=None, combined: bool = False,  # noqa: A002 - the public keyword
                  controllers: int = 3, host: str = "127.0.0.1", base_port: int | None = None,
                  timeout_s: float = 90.0, wait: bool = True, **broker_configs):
         if brokers < 1:
@@ -105,7 +105,7 @@ class KRaftCluster(BrokerLifecycle):
         self._leader_hint: int | None = None
         began = time.monotonic()
         if dir is None:
-            res.temp_dir = dir = tempfile.mkdtemp(prefix="kafkalab-kraft-")
+            res.temp_dir = dir = tempfile.mkdtemp(prefix="kafkalab-kraft-")  # noqa: A001 - the dir parameter
         self.dir = os.path.abspath(dir)
         os.makedirs(self.dir, exist_ok=True)
         _refuse_a_running_cluster(self.dir)
@@ -187,8 +187,7 @@ class KRaftCluster(BrokerLifecycle):
         with open(b.log_path, "ab") as log:
             log.write(f"--- kafkalab: starting node {b.id} ({b.roles}) at "
                       f"{time.strftime('%Y-%m-%d %H:%M:%S')} ---\n".encode())
-        offset = os.path.getsize(b.log_path)
-        own = res.owns_processes
+        offset, own = os.path.getsize(b.log_path), res.owns_processes
         cmd = self.backend.command(self._write_properties(b), b.roles)
         b.process = spawn(cmd, b.log_path, env=self.backend.env(b.id, self.dir),
                           watchdog=res.watchdog if own else None, tie_to_this_process=own)
@@ -196,7 +195,7 @@ class KRaftCluster(BrokerLifecycle):
         try:
             import psutil
             b.create_time = psutil.Process(b.process.pid).create_time()
-        except Exception:
+        except Exception:   # noqa: BLE001 - psutil missing or the process gone: no create time
             b.create_time = None
         b.state = "starting"
         return offset
@@ -224,12 +223,13 @@ class KRaftCluster(BrokerLifecycle):
                     self._check_alive(b, "before the quorum elected a leader")
             if time.monotonic() > deadline:
                 logs = ", ".join(b.log_path for b in self._all_nodes() if "controller" in b.roles)
-                raise TimeoutError(f"the controllers elected no leader within {self.timeout_s:.0f} s; their logs: {logs}")
+                raise TimeoutError(f"the controllers elected no leader within {self.timeout_s:.0f} s; "
+                                   f"their logs: {logs}")
             time.sleep(0.1)
 
     def _wait_ready(self, b: _Broker, deadline: float, log_offset: int = 0) -> None:
         """A controller: its CONTROLLER listener accepts connections. A broker: it answers Metadata listing itself
-        (registered and unfenced) and its backend agrees (``broker_ready``: a mini broker's log since ``log_offset``)."""
+        (registered, unfenced) and its backend agrees (``broker_ready``: a mini broker's log since ``log_offset``)."""
         while True:
             self._check_alive(b, "before it was ready")
             if "broker" in b.roles:
@@ -492,7 +492,7 @@ class KRaftCluster(BrokerLifecycle):
         os.replace(tmp, self.state_path)
 
     @classmethod
-    def attach(cls, dir: str, timeout_s: float = 90.0) -> "KRaftCluster":
+    def attach(cls, dir: str, timeout_s: float = 90.0) -> "KRaftCluster":  # noqa: A002 - the public keyword
         """Control a KRaft cluster another process started, from its ``cluster.json``; ``close()`` here only
         disconnects (``shutdown()`` stops it)."""
         with open(os.path.join(dir, "cluster.json")) as f:
@@ -503,8 +503,8 @@ class KRaftCluster(BrokerLifecycle):
         self._finalizer = weakref.finalize(self, res.shutdown)
         mini = state.get("backend") == "mini"   # the mini KRaft cluster: no Kafka distribution
         self.backend = MiniKRaftBackend() if mini else KRaftBackend(state.get("kafka_home"))
-        self.dir, self.owner_pid, self.timeout_s = os.path.abspath(state.get("dir", dir)), state.get("owner_pid"), timeout_s
-        self.start_time_s, self.combined = None, bool(state.get("combined"))
+        self.dir, self.owner_pid = os.path.abspath(state.get("dir", dir)), state.get("owner_pid")
+        self.timeout_s, self.start_time_s, self.combined = timeout_s, None, bool(state.get("combined"))
         self.configs, self.cluster_id, self._leader_hint = dict(state.get("configs", {})), state["cluster_id"], None
         nodes = state.get("nodes", [])
         self.host = nodes[0]["host"] if nodes else "127.0.0.1"
@@ -577,7 +577,7 @@ def _refuse_a_running_cluster(directory: str) -> None:
             continue
 
 
-def kraft_cluster(brokers: int = 3, dir: str | None = None, backend="kafka", **kwargs) -> KRaftCluster:
+def kraft_cluster(brokers: int = 3, dir: str | None = None, backend="kafka", **kwargs) -> KRaftCluster:  # noqa: A002 - the public keyword
     """``kafkalab.cluster(brokers, mode="kraft", backend="kafka")``: see :class:`KRaftCluster`."""
     if backend == "mini":   # Python controllers and brokers (kafkalab.controller, kafkalab.kraft), or combined nodes
         return KRaftCluster(brokers=brokers, dir=dir, backend=MiniKRaftBackend(), **kwargs)
@@ -596,5 +596,5 @@ def _close_all() -> None:
     for c in list(_OPEN):
         try:
             c.close()
-        except Exception:
+        except Exception:   # noqa: BLE001 - at exit: close the others whatever one raises
             pass

@@ -59,7 +59,7 @@ class BrokerLifecycle:
         try:
             import psutil
             b.create_time = psutil.Process(b.process.pid).create_time()
-        except Exception:
+        except Exception:   # noqa: BLE001 - psutil missing or the process gone: no create time
             b.create_time = None
         b.state = "starting"
         return offset

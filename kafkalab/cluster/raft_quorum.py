@@ -79,8 +79,8 @@ class RaftQuorum:
     def start_node(self, node_id: int) -> None:
         voters = ",".join(f"{i}@{h}:{p}" for i, (h, p) in self.voters.items())
         cmd = [sys.executable, "-m", self.module, "--node-id", str(node_id), "--voters", voters,
-               "--metadata-log-dir", self.node_dir(node_id), "--cluster-id", self.cluster_id, "--parent-pid", str(os.getpid()), "--seed",
-               str(node_id * 7919 + int(time.time() * 1000) % 1000)]
+               "--metadata-log-dir", self.node_dir(node_id), "--cluster-id", self.cluster_id,
+               "--parent-pid", str(os.getpid()), "--seed", str(node_id * 7919 + int(time.time() * 1000) % 1000)]
         for name, value in self.configs.items():
             cmd += ["--config", f"{name}={value}"]
         os.makedirs(self.node_dir(node_id), exist_ok=True)

@@ -123,7 +123,7 @@ class _Resources:
                 try:
                     self.zk_client.stop()
                     self.zk_client.close()
-                except Exception:
+                except Exception:   # noqa: BLE001 - a broken ZooKeeper client must not stop the shutdown
                     pass
             if self.owns_processes:
                 _stop_brokers(list(self.brokers.values()), self.stop_timeout_s)

@@ -120,7 +120,8 @@ class ClusterControlManager:
         existing = self.registrations.get(broker_id)
         if existing is not None and self.heartbeat_manager.has_valid_session(broker_id) \
                 and existing.incarnation_id != incarnation:
-            raise KafkaError(ErrorCode.DUPLICATE_BROKER_REGISTRATION, "Another broker is registered with that broker id.")
+            raise KafkaError(ErrorCode.DUPLICATE_BROKER_REGISTRATION,
+                             "Another broker is registered with that broker id.")
         if getattr(request, "is_migrating_zk_broker", False):
             raise KafkaError(ErrorCode.BROKER_ID_NOT_REGISTERED, "Controller does not support registering ZK brokers.")
         log_dirs = list(getattr(request, "log_dirs", None) or [])
@@ -130,8 +131,8 @@ class ClusterControlManager:
             if len(set(log_dirs)) != len(log_dirs):
                 raise KafkaError(ErrorCode.INVALID_REGISTRATION, "Duplicate directory ID in request")
         data = {"broker_id": broker_id, "is_migrating_zk_broker": False, "incarnation_id": request.incarnation_id,
-                "end_points": [{"name": e.name, "host": e.host, "port": e.port, "security_protocol": e.security_protocol}
-                               for e in request.listeners or []],
+                "end_points": [{"name": e.name, "host": e.host, "port": e.port,
+                                "security_protocol": e.security_protocol} for e in request.listeners or []],
                 "features": [{"name": f.name, "min_supported_version": f.min_supported_version,
                               "max_supported_version": f.max_supported_version} for f in request.features or []],
                 "rack": request.rack, "log_dirs": log_dirs}
@@ -143,7 +144,8 @@ class ClusterControlManager:
             data.update(broker_epoch=new_broker_epoch, fenced=True, in_controlled_shutdown=False)
             self.heartbeat_manager.remove(broker_id)
         self.heartbeat_manager.touch(broker_id)
-        return [ApiMessageAndVersion("RegisterBrokerRecord", REGISTER_BROKER_RECORD_VERSION, data)], data["broker_epoch"]
+        return ([ApiMessageAndVersion("RegisterBrokerRecord", REGISTER_BROKER_RECORD_VERSION, data)],
+                data["broker_epoch"])
 
     def check_broker_epoch(self, broker_id: int, broker_epoch: int) -> BrokerRegistration:
         registration = self.registrations.get(broker_id)

@@ -83,7 +83,8 @@ async def handle_delete_topics(controller, request) -> dict:
     try:
         results = await controller.delete_topics(request)
     except KafkaError as exc:
-        names = list(getattr(request, "topic_names", None) or []) + [t.name for t in getattr(request, "topics", None) or []]
+        names = list(getattr(request, "topic_names", None) or [])
+        names += [t.name for t in getattr(request, "topics", None) or []]
         results = [{"name": n, "error_code": int(exc.code), "error_message": exc.message} for n in names]
     return {"throttle_time_ms": 0, "responses": results}
 

@@ -66,7 +66,8 @@ async def handle_envelope(apis: dict, request) -> dict:
                                                               f"unknown API key {api_key}")
     if api_key not in FORWARDABLE or api_key not in apis:
         return _envelope_error(ErrorCode.INVALID_REQUEST,
-                               f"API {FORWARDABLE.get(api_key, api_key)} is not enabled or is not eligible for forwarding")
+                               f"API {FORWARDABLE.get(api_key, api_key)} is not enabled or is not eligible "
+                               "for forwarding")
     if len(request.client_host_address or b"") not in (4, 16):
         return _envelope_error(ErrorCode.INVALID_REQUEST, "Failed to parse client address from envelope")
     request_cls, response_cls, lo, hi, handler = apis[api_key]
@@ -75,7 +76,7 @@ async def handle_envelope(apis: dict, request) -> dict:
                                                               f"v{version} is not supported (v{lo}-v{hi})")
     try:
         inner = request_cls.decode(data, version=version, header=True)
-    except Exception as exc:
+    except Exception as exc:   # noqa: BLE001 - bytes from the wire: any decode failure is answered
         return _envelope_error(ErrorCode.UNSUPPORTED_VERSION, f"Failed to parse forwarded request: {exc!r}")
     if null_violation(request_cls, version, inner) is not None:
         return _envelope_error(ErrorCode.UNSUPPORTED_VERSION, "Failed to parse forwarded request: a null where "

@@ -170,7 +170,8 @@ class PartitionChangeBuilder:
         self._maybe_populate_target_elr()
         self._try_election(record)
         self._maybe_update_record_elr(record)
-        if "isr" not in record and (self.target_isr or self.elr_enabled) and self.target_isr != list(self.partition.isr):
+        if "isr" not in record and (self.target_isr or self.elr_enabled) \
+                and self.target_isr != list(self.partition.isr):
             record["isr"] = self.target_isr
         self._maybe_update_last_known_leader(record)
         if "leader_recovery_state" not in record and self.target_leader_recovery_state != \

@@ -328,7 +328,8 @@ class QuorumController:
                          "should_shut_down": shut_down}
 
     async def elect_leaders(self, election_type: int, partitions) -> list:
-        """ElectLeaders: the elections' PartitionChangeRecords, committed -> [(topic, [(partition, error, message)])]."""
+        """ElectLeaders: the elections' PartitionChangeRecords, committed -> [(topic, [(partition, error,
+        message)])]."""
         return await self.write(lambda: self.replication.elect_leaders(election_type, partitions))
 
     async def create_topics(self, request) -> list[dict]:

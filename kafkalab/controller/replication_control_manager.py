@@ -149,11 +149,13 @@ class ReplicationControlManager:
             try:
                 assignment = dict(enumerate(self.place(partitions, factor)))
             except KafkaError as exc:
-                raise KafkaError(exc.code, f"Unable to replicate the partition {factor} time(s): {exc.message}") from None
+                raise KafkaError(exc.code,
+                                 f"Unable to replicate the partition {factor} time(s): {exc.message}") from None
         topic_id = topic_id or uuid.uuid4()
         records = [ApiMessageAndVersion("TopicRecord", 0, {"name": t.name, "topic_id": topic_id})]
         records += [ApiMessageAndVersion("ConfigRecord", 0, {"resource_type": TOPIC_RESOURCE, "resource_name": t.name,
-                                                             "name": n, "value": v}) for n, v in sorted(configs.items())]
+                                                             "name": n, "value": v})
+                    for n, v in sorted(configs.items())]
         for p, replicas in sorted(assignment.items()):
             isr = [b for b in replicas if b in usable] or list(replicas)
             records.append(self.partition_record(topic_id, p, replicas, isr))
@@ -241,8 +243,8 @@ class ReplicationControlManager:
 
     def _builder(self, topic, p: int, part: PartitionRegistration, acceptable=None) -> PartitionChangeBuilder:
         usable = set(self.cluster.usable())
-        return PartitionChangeBuilder(part, topic.id, p, acceptable or usable.__contains__, self.effective_min_isr(topic),
-                                      self.is_elr_enabled())
+        return PartitionChangeBuilder(part, topic.id, p, acceptable or usable.__contains__,
+                                      self.effective_min_isr(topic), self.is_elr_enabled())
 
     def generate_leader_and_isr_updates(self, partitions, broker_to_remove: int = NO_LEADER,
                                         broker_to_add: int = NO_LEADER,

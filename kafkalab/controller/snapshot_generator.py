@@ -10,8 +10,8 @@ no snapshot is sent around except to a replica that fell behind the leader's log
 * **what** (:func:`snapshot_records`, the image written as records, in the order of Kafka's
   ``MetadataImage.write``): the FeatureLevelRecords (``metadata.version`` first), a RegisterBrokerRecord
   per broker (its current fenced / controlled-shutdown state inside), per topic its TopicRecord and
-  PartitionRecords, the topics' ConfigRecords, then those of BROKER and GROUP resources, the ProducerIdsRecord (broker id -1, as Kafka's
-  ``ProducerIdsImage`` writes it);
+  PartitionRecords, the topics' ConfigRecords, then those of BROKER and GROUP resources, the ProducerIdsRecord
+  (broker id -1, as Kafka's ``ProducerIdsImage`` writes it);
 * **the id**: (the replayed offset, the epoch of the last record it covers), ``lastContainedLogTimestamp``
   that record's batch's timestamp;
 * after each snapshot the log is cleaned as retention allows (``metadata.max.retention.bytes`` / ``.ms``,

@@ -55,7 +55,8 @@ def free_port() -> int:
 
 
 def bootstrap_of(kafka) -> str:
-    """``bootstrap.servers`` of what a lesson has: ``kafkalab.connect()``'s LabKafka, a Cluster, a MiniBroker, a string."""
+    """``bootstrap.servers`` of what a lesson has: ``kafkalab.connect()``'s LabKafka, a Cluster, a MiniBroker,
+    a string."""
     if isinstance(kafka, str):
         servers = kafka.strip()
     else:
@@ -342,11 +343,13 @@ class ConnectCluster:
             if ready:
                 return status
             if time.monotonic() > deadline:
-                raise ConnectError(f"connector {name!r} is not RUNNING on a live worker after {timeout:.0f} s: {status}")
+                raise ConnectError(f"connector {name!r} is not RUNNING on a live worker after {timeout:.0f} s: "
+                                   f"{status}")
             time.sleep(0.2)
 
     def offsets(self, name: str) -> list[dict]:
-        """KIP-875's ``GET /connectors/{name}/offsets``: the connector's source (or sink) offsets, as Connect reads them."""
+        """KIP-875's ``GET /connectors/{name}/offsets``: the connector's source (or sink) offsets, as Connect reads
+        them."""
         return rest.connector_offsets(self._url(), name)
 
     def source_offsets(self, connector: str | None = None, latest: bool = True) -> list[dict]:

@@ -81,7 +81,7 @@ class BrokerLifecycleManager:
                 await self._heartbeat()
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:   # no controller answered in time: try again
+            except Exception as exc:   # noqa: BLE001 - no controller answered in time: try again
                 log.info("broker %d: %s failed: %r", self.broker_id,
                          "registration" if self.broker_epoch < 0 else "heartbeat", exc)
                 await asyncio.sleep(RETRY_BACKOFF_S)

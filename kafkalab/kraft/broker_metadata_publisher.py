@@ -60,8 +60,9 @@ class BrokerMetadataPublisher:
                 part.partition_epoch, list(part.replicas)))
         topic_states = [(topics[t].name, t, states) for t, states in by_topic.items()]
         # a deleted topic: leader -2 (LeaderDuringDelete) takes it out of the cache, as UpdateMetadata does
-        topic_states += [(name, topic_id, [LeaderAndIsrPartitionState(name, p, rm.controller_epoch, LEADER_DURING_DELETE,
-                                                                      -1, [], -1, []) for p in parts])
+        topic_states += [(name, topic_id, [LeaderAndIsrPartitionState(name, p, rm.controller_epoch,
+                                                                      LEADER_DURING_DELETE, -1, [], -1, [])
+                                           for p in parts])
                          for name, topic_id, parts in delta.removed]
         await broker.apply_update_metadata(controller_id, topic_states, live)
         for topic_id in delta.topics | set(by_topic):
@@ -89,9 +90,9 @@ class BrokerMetadataPublisher:
     def _publish_group_configs(self, image) -> None:
         """KIP-932 group configs (GROUP ConfigRecords) to the share partition manager."""
         shares = self.broker.share_partition_manager
-        configuration = getattr(image, "configuration", None)
-        if shares is None or configuration is None:
+        if shares is None:
             return
+        configuration = image.configuration
         wanted = {name: dict(c) for (kind, name), c in configuration.config_data.items() if kind == GROUP_RESOURCE}
         for group in set(wanted) | set(shares.group_configs):
             if shares.group_configs.get(group, {}) != wanted.get(group, {}):

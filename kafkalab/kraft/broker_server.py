@@ -125,7 +125,8 @@ class BrokerServer(BaseBroker):
             self._metadata_task = asyncio.get_running_loop().create_task(self._metadata_loop())
             return
         cfg = self.config
-        raft_config = RaftConfig(self.broker_id, self.voters, fetch_timeout_ms=cfg["controller.quorum.fetch.timeout.ms"],
+        raft_config = RaftConfig(self.broker_id, self.voters,
+                                 fetch_timeout_ms=cfg["controller.quorum.fetch.timeout.ms"],
                                  request_timeout_ms=cfg["controller.quorum.request.timeout.ms"],
                                  cluster_id=self.cluster_id)
         self.raft_client = KafkaRaftClient(raft_config, self.metadata_log_dir, random.Random())
@@ -198,7 +199,8 @@ class BrokerServer(BaseBroker):
     # -- stopping ---------------------------------------------------------------------------------------
 
     async def controlled_shutdown(self) -> bool:
-        timeout_s = self.config["controlled.shutdown.max.retries"] * self.config["controlled.shutdown.retry.backoff.ms"] / 1000
+        timeout_s = (self.config["controlled.shutdown.max.retries"]
+                     * self.config["controlled.shutdown.retry.backoff.ms"] / 1000)
         done = await self.lifecycle.controlled_shutdown(max(timeout_s, 5.0)) if self.lifecycle else False
         log.info("broker %d: controlled shutdown %s", self.broker_id, "done" if done else "timed out")
         return done

@@ -37,7 +37,8 @@ class KRaftAdminManager(AdminManager):
                                                                      else -1),
             "replication_factor": -1 if assignments else (replication_factor if replication_factor is not None
                                                            else -1),
-            "assignments": [{"partition_index": p, "broker_ids": list(b)} for p, b in sorted((assignments or {}).items())],
+            "assignments": [{"partition_index": p, "broker_ids": list(b)}
+                            for p, b in sorted((assignments or {}).items())],
             "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()]}],
             "timeout_ms": 0, "validate_only": bool(validate_only)})
 

@@ -21,8 +21,9 @@ Start: the controller first (its listener, the Raft client, the QuorumController
 is ready once the active controller has unfenced it. Stop: the broker first (its controlled shutdown asks
 the active controller, maybe this one), then the controller (an active controller resigns:
 EndQuorumEpoch), then the shared Raft client. Between the two, a mini simplification: the node stays a voter
-while other brokers are still in controlled shutdown (see :meth:`KafkaRaftServer._linger_as_voter`). A SIGKILL takes both roles at once: the quorum elects
-another leader and the new active controller fences the broker when its session times out.
+while other brokers are still in controlled shutdown (see :meth:`KafkaRaftServer._linger_as_voter`). A SIGKILL
+takes both roles at once: the quorum elects another leader and the new active controller fences the broker when
+its session times out.
 
 :func:`kraft_server` gives the server ``process.roles`` asks for (``broker``: a
 :class:`~kafkalab.kraft.broker_server.BrokerServer`; ``broker,controller``: a :class:`KafkaRaftServer`), what

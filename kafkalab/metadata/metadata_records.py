@@ -1,4 +1,5 @@
-"""The records of KRaft's metadata log, ``__cluster_metadata``, decoded as ``kafka-dump-log.sh --cluster-metadata-decoder``.
+"""The records of KRaft's metadata log, ``__cluster_metadata``, decoded as ``kafka-dump-log.sh
+--cluster-metadata-decoder``.
 
 In KRaft mode there is no ZooKeeper: everything ZooKeeper held (brokers,
 topics, partitions with their leader and ISR, configs, producer-id blocks,
@@ -168,7 +169,7 @@ def decode_metadata_record(value: bytes | None) -> MetadataRecord:
                                      f"(0-{cls.max_version})")
         try:
             message = cls.decode(buf, version=version, header=False)
-        except Exception as exc:  # truncated or damaged bytes can fail the codec in many ways: report, never crash
+        except Exception as exc:   # noqa: BLE001 - damaged bytes fail the codec in many ways: reported
             raise MetadataParseError(f"{name} v{version} cannot be read: {type(exc).__name__}: {exc}") from None
         data = fields_json(cls._struct, message, version)
     left = len(buf.read())
@@ -198,7 +199,7 @@ def decode_control_record(type_id: int, value: bytes | None) -> tuple[str, int, 
     version = min(max(struct.unpack_from(">h", value)[0], 0), cls.max_version)   # its first field is its version
     try:
         message = cls.decode(io.BytesIO(bytes(value)), version=version, header=False)
-    except Exception as exc:
+    except Exception as exc:   # noqa: BLE001 - damaged bytes can fail the codec in many ways: reported
         raise MetadataParseError(f"{name} cannot be read: {type(exc).__name__}: {exc}") from None
     return name, version, fields_json(cls._struct, message, version)
 

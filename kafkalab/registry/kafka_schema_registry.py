@@ -140,7 +140,8 @@ class KafkaSchemaRegistry:
                 self._subjects.pop(subject, None)
             return
         parsed = schemas.parse(value["schema"], value.get("schemaType"), value.get("references"))
-        self._subjects.setdefault(subject, {})[version] = SchemaVersion(subject, version, value["id"], parsed, bool(value.get("deleted")))
+        self._subjects.setdefault(subject, {})[version] = SchemaVersion(subject, version, value["id"], parsed,
+                                                                        bool(value.get("deleted")))
         self._max_id = max(self._max_id, value["id"])
 
     # ---- reading ------------------------------------------------------------------------------------------

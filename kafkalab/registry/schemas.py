@@ -78,7 +78,7 @@ def _parse_avro(text: str) -> ParsedSchema:
         raise errors.invalid_schema(str(e)) from None
     try:
         fastavro.parse_schema(document)
-    except Exception as e:   # fastavro raises SchemaParseException, UnknownType, ValueError, ...
+    except Exception as e:   # noqa: BLE001 - fastavro raises SchemaParseException, UnknownType, ValueError, ...
         raise errors.invalid_schema(str(e)) from None
     identity = json.dumps(parsed.to_json(), sort_keys=True, separators=(",", ":"))
     return ParsedSchema(AVRO, _compact(document), identity, parsed)

@@ -45,7 +45,8 @@ import warnings
 
 from .source import NAME, KafkaDataSource, kafka_schema
 
-__all__ = ["session", "stop", "kafka_format", "log_path", "work_dir", "remove_orphaned_dirs", "KafkaDataSource", "NAME", "kafka_schema"]
+__all__ = ["session", "stop", "kafka_format", "log_path", "work_dir", "remove_orphaned_dirs", "KafkaDataSource", "NAME",
+           "kafka_schema"]
 
 BUILTIN_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
 

@@ -209,7 +209,7 @@ class StreamsApp:
                 raise self._fail(f"Kafka Streams stopped ({self.state}, exit code {self.process.poll()})")
             try:
                 behind = {k: v for k, v in self.lag().items() if v}
-            except Exception as e:   # the broker is briefly unreachable, the group is rebalancing, ...
+            except Exception as e:   # noqa: BLE001 - the broker is briefly unreachable, the group is rebalancing, ...
                 behind = {"error": str(e)}
             if not behind:
                 return

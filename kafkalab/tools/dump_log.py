@@ -175,7 +175,7 @@ def _read_batch(buf: bytes, position: int, header: BatchHeader, decode_records: 
         except KafkaError as exc:
             info.is_valid = False
             errors.append(f"records cannot be read: {exc.message}")
-        except Exception as exc:  # damaged bytes can break a decoder in many ways; report, don't crash
+        except Exception as exc:   # noqa: BLE001 - damaged bytes can break a decoder in many ways; report, don't crash
             info.is_valid = False
             errors.append(f"records cannot be read: {type(exc).__name__}: {exc}")
     info.error = "; ".join(errors) or None

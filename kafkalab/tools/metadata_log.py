@@ -18,7 +18,8 @@ import struct
 
 from .dump_log import iter_segment
 from ..metadata.metadata_records import (
-    CHECKPOINT_SUFFIX, CONTROL_RECORD_TYPES, CONTROL_SCHEMAS, MetadataParseError, decode_control_record, decode_metadata_record,
+    CHECKPOINT_SUFFIX, CONTROL_RECORD_TYPES, CONTROL_SCHEMAS, MetadataParseError, decode_control_record,
+    decode_metadata_record,
 )
 
 COLUMNS = ["offset", "timestamp", "epoch", "control", "type", "version", "data", "file"]

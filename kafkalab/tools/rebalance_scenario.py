@@ -242,7 +242,7 @@ def run_protocols(bootstrap: str, topic: str, partitions: int, session_ms: int, 
             group = f"{group_prefix}-{protocol.split()[0]}-{protocol.split()[-1].strip('()').lower()}"
             runs[protocol] = run_protocol(protocol, bootstrap, topic, group, partitions, session_ms,
                                           timeout=timeout, admin=admin)
-        except BaseException as exc:   # reported below, in the caller's thread
+        except BaseException as exc:   # noqa: BLE001 - reported below, in the caller's thread
             errors.append(exc)
     threads = [threading.Thread(target=one, args=(p,)) for p in protocols]
     for t in threads:

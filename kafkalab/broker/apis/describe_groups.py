@@ -41,7 +41,8 @@ async def handle_describe_groups(ctx, request):
                 if v >= 6:  # a KIP-848 consumer group is "not a classic group" (Kafka 4.4's words)
                     entry.update(error_code=ErrorCode.GROUP_ID_NOT_FOUND,
                                  error_message=f"Group {group_id} is not a classic group."
-                                 if group_id in coordinator.consumer_groups or group_id in coordinator.share_groups else f"Group {group_id} not found.")
+                                 if group_id in coordinator.consumer_groups or group_id in coordinator.share_groups
+                                 else f"Group {group_id} not found.")
             else:
                 summary.pop("generation_id", None)
                 entry.update(summary)

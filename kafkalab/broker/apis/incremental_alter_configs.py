@@ -13,8 +13,8 @@ a non-list config is INVALID_CONFIG; ``validate_only`` checks and changes nothin
 
 v0   resources with (name, operation, value), validate_only
 v1   flexible
-Resources: TOPIC (2); GROUP (32, KIP-932's ``share.auto.offset.reset``: SET and DELETE). BROKER (4) gets INVALID_REQUEST: the mini broker has no
-dynamic broker configs (KIP-226), set them when starting it.
+Resources: TOPIC (2); GROUP (32, KIP-932's ``share.auto.offset.reset``: SET and DELETE). BROKER (4) gets
+INVALID_REQUEST: the mini broker has no dynamic broker configs (KIP-226), set them when starting it.
 Simplified: APPEND/SUBTRACT without an override start from the topic's effective
 value (Kafka starts from the built-in default, ignoring a broker-wide setting).
 """

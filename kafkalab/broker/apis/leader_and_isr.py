@@ -52,7 +52,7 @@ def check_controller_epoch(broker, controller_epoch: int, update: bool = True) -
     The newest epoch lives in the ReplicaManager (Kafka's ``ReplicaManager.controllerEpoch``), shared by
     LeaderAndIsr, UpdateMetadata and StopReplica."""
     rm = broker.replica_manager
-    current = getattr(rm, "controller_epoch", -1)
+    current = rm.controller_epoch
     if controller_epoch < current:
         raise KafkaError(ErrorCode.STALE_CONTROLLER_EPOCH,
                          f"controller epoch {controller_epoch} is older than {current}")
@@ -87,8 +87,6 @@ async def handle_leader_and_isr(ctx, request):
     try:
         errors = broker.replica_manager.become_leader_or_follower(
             request.controller_id, request.controller_epoch, states, topic_ids, live_leaders)
-        if hasattr(errors, "__await__"):
-            errors = await errors
     except KafkaError as exc:
         log.info("broker %d: LeaderAndIsr from controller %d refused: %s", broker.broker_id,
                  request.controller_id, exc.message)

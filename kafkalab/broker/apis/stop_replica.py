@@ -33,8 +33,6 @@ async def handle_stop_replica(ctx, request):
                   for t in request.topic_states or [] for p in t.partition_states]
     try:
         errors = broker.replica_manager.stop_replicas(request.controller_id, request.controller_epoch, partitions)
-        if hasattr(errors, "__await__"):
-            errors = await errors
     except KafkaError as exc:
         log.info("broker %d: StopReplica from controller %d refused: %s", broker.broker_id,
                  request.controller_id, exc.message)

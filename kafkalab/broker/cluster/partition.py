@@ -278,8 +278,8 @@ class Partition(IsrMaintenance):
                     del self.remote_replicas[r]
         else:
             self.remote_replicas.clear()
-        self.adding_replicas = list(getattr(state, "adding_replicas", []) or [])
-        self.removing_replicas = list(getattr(state, "removing_replicas", []) or [])
+        self.adding_replicas = list(state.adding_replicas or [])
+        self.removing_replicas = list(state.removing_replicas or [])
         self.partition_state = CommittedPartitionState(frozenset(isr))
 
     def stop_being_leader(self) -> None:

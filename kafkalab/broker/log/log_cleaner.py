@@ -62,7 +62,8 @@ import os
 import struct
 from dataclasses import dataclass, field
 
-from ..common.records import CONTROL_MASK, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK, BatchHeader, build_batch, compute_crc, iter_records
+from ..common.records import (CONTROL_MASK, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK, BatchHeader, build_batch,
+                              compute_crc, iter_records)
 from .offset_checkpoint import read_checkpoint, write_checkpoint
 from .segment import CLEANED_FILE_SUFFIX, MAX_RELATIVE_OFFSET, LogSegment
 

@@ -46,7 +46,8 @@ import time
 import numpy as np
 
 from ..common.errors import ErrorCode, KafkaError
-from ..common.records import COMPRESSION_NAMES, HEADER_SIZE, MAX_INFLATION, BatchHeader, decompress, iter_batches, validate_batch
+from ..common.records import (COMPRESSION_NAMES, HEADER_SIZE, MAX_INFLATION, BatchHeader, decompress, iter_batches,
+                              validate_batch)
 
 LONG_MAX = 2**63 - 1
 NO_TIMESTAMP = -1   # a record without a timestamp is never out of range (Kafka's validateTimestamp)

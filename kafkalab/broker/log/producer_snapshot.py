@@ -141,7 +141,7 @@ def marker_coordinator_epoch(batch) -> int:
     """The coordinator epoch written in a COMMIT/ABORT marker batch (-1 if it cannot be read)."""
     try:
         record = next(iter_records(batch), None)
-    except Exception:  # a control batch we cannot decode: keep the default, as for a missing value
+    except Exception:   # noqa: BLE001 - a control batch we cannot decode: keep the default, as for a missing value
         return -1
     epoch = coordinator_epoch_of(record.value) if record is not None else None
     return -1 if epoch is None else epoch

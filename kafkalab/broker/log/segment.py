@@ -379,7 +379,8 @@ class LogSegment:
         return files + [self.txn_index.path] if os.path.exists(self.txn_index.path) else files
 
     def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
-        """Rename the files (and the ``.txnindex``, if any), e.g. ``.log.cleaned`` -> ``.log.swap`` (open handles stay valid)."""
+        """Rename the files (and the ``.txnindex``, if any), e.g. ``.log.cleaned`` -> ``.log.swap`` (open handles
+        stay valid)."""
         def renamed(path: str) -> str:
             assert path.endswith(old_suffix), (path, old_suffix)
             return path[:len(path) - len(old_suffix)] + new_suffix

@@ -104,7 +104,7 @@ class AlterPartitionManager:
                 response = await self._send(self.build_request(items))
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:   # no controller, connection refused, timeout...
+            except Exception as exc:   # noqa: BLE001 - no controller, connection refused, timeout...
                 log.info("broker %d: AlterPartition not sent (%s); retrying", self.broker_id, exc)
                 error = ErrorCode.NETWORK_EXCEPTION
             else:

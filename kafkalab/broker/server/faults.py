@@ -15,7 +15,8 @@ handling (``KafkaApis``) and its replica fetchers misbehave in four ways:
                        its answer is lost: by default the connection is closed instead of answering
                        (``close_connection=True``: the client sees a disconnect at once and
                        retries), or no answer is sent at all (``False``: the client waits its
-                       timeout: ``request.timeout.ms`` in Java, ``socket.timeout.ms`` in librdkafka). The classic cause of duplicates on retry;
+                       timeout: ``request.timeout.ms`` in Java, ``socket.timeout.ms`` in librdkafka).
+                       The classic cause of duplicates on retry;
 ``pause_replication``  this broker's replica fetchers stop fetching (all partitions, or one
                        topic or partition) for ``duration_s``: a follower that stops keeping up,
                        so it drops out of the ISR after ``replica.lag.time.max.ms``.

@@ -102,7 +102,7 @@ class ReplicaManager:
         #: ``callable(topic, index, is_leader, leader_epoch)``, told of every leadership change
         self.leadership_listeners: list[Callable[[str, int, bool, int], None]] = []
         self.replica_fetcher_manager = None    # created by the first LeaderAndIsr
-        self.alter_partition_manager = None    # idem; tests may set their own before that
+        self.alter_partition_manager: AlterPartitionManager | None = None   # idem; tests may set their own first
         self._high_watermark_checkpoints: dict[tuple[str, int], int] | None = None
         self._jobs: set[asyncio.Task] = set()       # one-off tasks (stopping idle fetchers)
         self._periodic: list[asyncio.Task] = []     # isr-expiration, highwatermark-checkpoint
@@ -509,7 +509,7 @@ class ReplicaManager:
         await asyncio.gather(*tasks, return_exceptions=True)
         if self.replica_fetcher_manager is not None:
             await self.replica_fetcher_manager.shutdown()
-        if self.alter_partition_manager is not None and hasattr(self.alter_partition_manager, "shutdown"):
+        if self.alter_partition_manager is not None:
             await self.alter_partition_manager.shutdown()
         if self._periodic:   # cluster mode ran: the HW checkpoint, as Kafka's shutdown(checkpointHW = true)
             self.checkpoint_high_watermarks()

@@ -7,12 +7,14 @@ browsing the znodes of a kafkalab cluster sees what a real cluster holds::
     /cluster/id                                   {"version":"1","id":"<cluster id>"}
     /controller                                   {"version":2,"brokerid":1,"timestamp":"...","kraftControllerEpoch":-1}
     /controller_epoch                             7
-    /brokers/ids/<id>            (ephemeral)      {"features":{},"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},
+    /brokers/ids/<id>            (ephemeral)      {"features":{},
+                                                   "listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},
                                                    "endpoints":["PLAINTEXT://127.0.0.1:9092"],"jmx_port":-1,
                                                    "port":9092,"host":"127.0.0.1","version":5,"timestamp":"..."}
     /brokers/topics/<t>                           {"partitions":{"0":[1,2,3]},"topic_id":"...","adding_replicas":{},
                                                    "removing_replicas":{},"version":3}
-    /brokers/topics/<t>/partitions/<p>/state      {"controller_epoch":1,"leader":1,"version":1,"leader_epoch":0,"isr":[1,2,3]}
+    /brokers/topics/<t>/partitions/<p>/state      {"controller_epoch":1,"leader":1,"version":1,"leader_epoch":0,
+                                                   "isr":[1,2,3]}
     /config/topics/<t>                            {"version":1,"config":{"retention.ms":"60000"}}
     /config/changes/config_change_<seq>           {"version":2,"entity_path":"topics/<t>"}
     /admin/delete_topics/<t>                      (a marker: the controller deletes the topic)

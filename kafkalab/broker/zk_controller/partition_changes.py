@@ -253,7 +253,7 @@ class PartitionChanges:
             try:
                 await self.event_manager.put("AutoPreferredReplicaLeaderElection",
                                              self._check_and_trigger_auto_leader_rebalance)
-            except Exception:   # not controller any more, or a failed event: next round
+            except Exception:   # noqa: BLE001 - not controller any more, or a failed event: next round
                 pass
 
     async def _check_and_trigger_auto_leader_rebalance(self) -> None:

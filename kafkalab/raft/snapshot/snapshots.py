@@ -1,4 +1,5 @@
-"""``Snapshots``: where a KRaft snapshot lives and what its file names say (Kafka's ``org.apache.kafka.snapshot.Snapshots``).
+"""``Snapshots``: where a KRaft snapshot lives and what its file names say (Kafka's
+``org.apache.kafka.snapshot.Snapshots``).
 
 * ``<end offset, 20 digits>-<epoch, 10 digits>.checkpoint``: a finished (*frozen*) snapshot; the end
   offset is the first offset it does **not** cover, the epoch that of the last record it covers;

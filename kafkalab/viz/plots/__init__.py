@@ -30,6 +30,7 @@ from .style import (BROKER_COLOURS, GRID, HIGH_WATERMARK, HIGHLIGHT, PARTITION_C
 from .timelines import failover_timeline, lag_over_time, over_time
 
 __all__ = ["records_per_partition", "latency_distributions", "failover_timeline", "segments_over_time",
-           "compacted_log", "failover_comparison", "lag_over_time", "throughput_latency", "bars", "over_time", "new_figure", "styled",
+           "compacted_log", "failover_comparison", "lag_over_time", "throughput_latency", "bars", "over_time",
+           "new_figure", "styled",
            "partition_colour", "broker_colour", "STYLE", "SIZES", "PASTEL", "PARTITION_COLOURS", "BROKER_COLOURS",
            "GRID", "HIGHLIGHT", "HIGH_WATERMARK"]

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from .style import (SIZES, PARTITION_COLOURS, HIGHLIGHT, partition_colour, styled, _figure_for, _thousands, _grid, _finish,
-    _reference)
+from .style import (SIZES, PARTITION_COLOURS, HIGHLIGHT, partition_colour, styled, _figure_for, _thousands, _grid,
+    _finish, _reference)
 
 
 def records_per_partition(counts, *, title: str | None = None, ax=None, highlight: Mapping | None = None,

@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from .style import (SIZES, PARTITION_COLOURS, styled, _figure_for, _log_x, _thousands, _grid, _finish, _frame, _place_notes)
+from .style import (SIZES, PARTITION_COLOURS, styled, _figure_for, _log_x, _thousands, _grid, _finish, _frame,
+    _place_notes)
 
 
 def latency_distributions(samples, *, unit: str = "ms", title: str | None = None, ax=None) -> Figure:
@@ -78,9 +79,10 @@ def throughput_latency(frame, x: str, y: str, label: str | None = None, *, annot
     with styled():
         for i, (value, rows) in enumerate(groups):
             rows = rows.sort_values(x)
-            name = None if label is None else f"{label}={value:,}" if isinstance(value, (int, np.integer)) else f"{label}={value}"
-            ax.plot(rows[x].astype(float), rows[y].astype(float), "o-", color=PARTITION_COLOURS[i % len(PARTITION_COLOURS)],
-                    label=name)
+            name = None if label is None else \
+                f"{label}={value:,}" if isinstance(value, (int, np.integer)) else f"{label}={value}"
+            ax.plot(rows[x].astype(float), rows[y].astype(float), "o-",
+                    color=PARTITION_COLOURS[i % len(PARTITION_COLOURS)], label=name)
             if annotate is not None:
                 for note, px, py in zip(rows[annotate], rows[x], rows[y]):
                     note = f"{note:g}" if isinstance(note, (int, float, np.number)) else note

@@ -14,7 +14,8 @@ def _snapshots(frame) -> list[tuple[str, pd.DataFrame]]:
     try:
         pairs = [(str(label), seg) for label, seg in frame]
     except (TypeError, ValueError):
-        raise TypeError("segments_over_time needs a DataFrame with a 'snapshot' column or (label, frame) pairs") from None
+        raise TypeError("segments_over_time needs a DataFrame with a 'snapshot' column or (label, frame) "
+                        "pairs") from None
     if not pairs:
         raise ValueError("segments_over_time needs at least one snapshot")
     for label, seg in pairs:

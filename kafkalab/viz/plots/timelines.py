@@ -49,7 +49,8 @@ def failover_timeline(timeline, *, events=(), title: str | None = None, shade=No
     events = _events(events)
     df = df.sort_values("t")
     t = df["t"].astype(float)
-    isr_size = df["isr_size"] if "isr_size" in df.columns else df["isr"].map(lambda ids: len(ids) if ids is not None else 0)
+    isr_size = df["isr_size"] if "isr_size" in df.columns else \
+        df["isr"].map(lambda ids: len(ids) if ids is not None else 0)
     brokers = [int(c[4:]) for c in leo_columns]
     leaders = sorted({int(x) for x in pd.to_numeric(df["leader"], errors="coerce").dropna()} | set(brokers))
 
@@ -73,7 +74,8 @@ def failover_timeline(timeline, *, events=(), title: str | None = None, shade=No
             if not went_quiet:
                 ax_offsets.plot(t, leo, label=f"LEO of broker {broker}", color=colour, lw=1, ls="--")
                 continue
-            ax_offsets.plot(t, leo, "-o", ms=2.5, lw=1.2, color=colour, label=f"LEO of broker {broker} (dots: answered)")
+            ax_offsets.plot(t, leo, "-o", ms=2.5, lw=1.2, color=colour,
+                            label=f"LEO of broker {broker} (dots: answered)")
             known = pd.DataFrame({"t": t, "leo": leo}).dropna()
             for i in np.flatnonzero(known["t"].diff().to_numpy() > GAP_S):
                 before, after = known.iloc[i - 1], known.iloc[i]
@@ -161,7 +163,8 @@ def _lag_between(df, x, offsets, *, title, ax, xlabel) -> Figure:
         high = pd.to_numeric(df[high_column]).astype(float).to_numpy()
         position = pd.to_numeric(df[position_column]).astype(float).to_numpy()
     except (TypeError, ValueError):
-        raise ValueError(f"lag_over_time: columns {high_column!r} and {position_column!r} must be offsets (numbers)") from None
+        raise ValueError(f"lag_over_time: columns {high_column!r} and {position_column!r} must be offsets "
+                         "(numbers)") from None
     lag = high - position
     fig, ax = _figure_for(ax, SIZES["lines"])
     with styled():

@@ -128,7 +128,8 @@ class ConsumerGroupHeartbeats:
         else:
             member = group.members.get(r.member_id)
             if member is None:
-                raise _err(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {r.member_id} is not a member of group {group.group_id}.")
+                raise _err(ErrorCode.UNKNOWN_MEMBER_ID,
+                           f"Member {r.member_id} is not a member of group {group.group_id}.")
             if r.instance_id is not None and member.instance_id != r.instance_id:
                 raise _err(ErrorCode.FENCED_INSTANCE_ID, f"Static member {r.member_id} with instance id "
                            f"{r.instance_id} is fenced: {member.instance_id} holds the member id.")
@@ -339,14 +340,16 @@ class ConsumerGroupHeartbeats:
             self._fence_member(group, member, "session timed out (group.consumer.session.timeout.ms)")
 
     def _schedule_rebalance_timeout(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
-        """A member asked to revoke must do so within its rebalance timeout (max.poll.interval.ms), else it is fenced."""
+        """A member asked to revoke must do so within its rebalance timeout (max.poll.interval.ms), else it is
+        fenced."""
         if member.state != MemberState.UNREVOKED_PARTITIONS:
             if member.rebalance_handle is not None:
                 member.rebalance_handle.cancel()
                 member.rebalance_handle = None
             return
         if member.rebalance_handle is None and member.rebalance_timeout_ms > 0:
-            member.rebalance_handle = self.loop.call_later(member.rebalance_timeout_ms / 1000, self._on_rebalance_timeout,
+            member.rebalance_handle = self.loop.call_later(member.rebalance_timeout_ms / 1000,
+                                                           self._on_rebalance_timeout,
                                                            group, member.member_id, member.member_epoch)
 
     def _on_rebalance_timeout(self, group: ConsumerGroup, member_id: str, epoch: int) -> None:

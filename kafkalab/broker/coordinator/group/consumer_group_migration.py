@@ -211,7 +211,8 @@ class ConsumerGroupMigration:
         holder = self.groups.get(group.group_id)
         classic = GroupMetadata(group.group_id, GroupState.STABLE)
         if holder is not None:
-            classic.offsets, classic.pending_transactional_offsets = holder.offsets, holder.pending_transactional_offsets
+            classic.offsets = holder.offsets
+            classic.pending_transactional_offsets = holder.pending_transactional_offsets
         classic.generation_id = group.group_epoch
         for m in group.members.values():
             if m.member_id == leaving_member_id:
@@ -258,7 +259,7 @@ class ConsumerGroupMigration:
             return join_result(member_id, ErrorCode.MEMBER_ID_REQUIRED)
         try:
             subscription = decode_subscription(protocols[0][1])
-        except Exception:
+        except Exception:   # noqa: BLE001 - a client's bytes: any decode failure is its error
             return join_result(member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         member = group.members.get(member_id)
         if member is not None and not member.uses_classic_protocol:
@@ -298,7 +299,8 @@ class ConsumerGroupMigration:
         member.subscribed_topic_names = topics
         group.update_member(member)
         # the partitions the subscription says it owns (eager assignors: none) stand for what a heartbeat reports
-        owned = self._by_ids((tp.topic, tp.partitions) for tp in (getattr(subscription, "owned_partitions", None) or []))
+        owned = self._by_ids((tp.topic, tp.partitions)
+                             for tp in (getattr(subscription, "owned_partitions", None) or []))
         updated = self._update_group_and_reconcile(group, member, bump, owned)
         group.maybe_update_state()
         if updated.join_handle is not None:
@@ -410,14 +412,16 @@ class ConsumerGroupMigration:
     # -- a classic member's timers -----------------------------------------------------------------
 
     def _schedule_classic_join_timeout(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
-        """Kafka's ``scheduleConsumerGroupJoinTimeoutIfAbsent``: told to rejoin, it must within its rebalance timeout."""
+        """Kafka's ``scheduleConsumerGroupJoinTimeoutIfAbsent``: told to rejoin, it must within its rebalance
+        timeout."""
         if member.join_handle is None:
             member.join_handle = self.loop.call_later(
                 max(member.rebalance_timeout_ms, 0) / 1000, self._on_classic_timeout, group, member.member_id,
                 "the classic member failed to join within the rebalance timeout")
 
     def _schedule_classic_sync_timeout(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
-        """Kafka's ``scheduleConsumerGroupSyncTimeout``: after its JoinGroup, a SyncGroup within the rebalance timeout."""
+        """Kafka's ``scheduleConsumerGroupSyncTimeout``: after its JoinGroup, a SyncGroup within the rebalance
+        timeout."""
         if member.sync_handle is not None:
             member.sync_handle.cancel()
         member.sync_handle = self.loop.call_later(max(member.rebalance_timeout_ms, 0) / 1000, self._on_classic_timeout,

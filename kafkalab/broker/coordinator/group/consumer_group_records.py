@@ -123,7 +123,8 @@ def _value(kind: int, **fields) -> bytes:
 
 
 def _partitions(assignment, cls) -> list:
-    return [cls(topic_id=t, partitions=sorted(p)) for t, p in sorted(assignment.items(), key=lambda kv: str(kv[0])) if p]
+    return [cls(topic_id=t, partitions=sorted(p))
+            for t, p in sorted(assignment.items(), key=lambda kv: str(kv[0])) if p]
 
 
 def _with_epochs(member: ConsumerGroupMember, assignment, cls) -> list:
@@ -144,7 +145,8 @@ def group_records(group: ConsumerGroup, topic_ids: dict[str, object]) -> dict[by
     tm = ConsumerGroupPartitionMetadataValue.TopicMetadata
     out[_key(4, gid)] = _value(4, topics=[tm(topic_id=topic_ids[name], topic_name=name, num_partitions=n,
                                              partition_metadata=[])
-                                          for name, n in sorted(group.subscription_metadata.items()) if name in topic_ids])
+                                          for name, n in sorted(group.subscription_metadata.items())
+                                          if name in topic_ids])
     out[_key(3, gid)] = _value(3, epoch=group.group_epoch)
     tp7 = ConsumerGroupTargetAssignmentMemberValue.TopicPartition
     for member_id, target in group.target_assignment.items():
@@ -208,7 +210,7 @@ class ConsumerGroupPersister:
             return
         try:
             self.manager._append(group_id, records)
-        except Exception as exc:  # the next change writes what is still missing
+        except Exception as exc:   # noqa: BLE001 - the next change writes what is still missing
             log.warning("group %s: writing %d consumer group records failed: %s", group_id, len(records), exc)
             return
         self.written[group_id] = now
@@ -221,7 +223,7 @@ def replay(group_id: str, records: dict[bytes, bytes]) -> ConsumerGroup | None:
     for key, value in records.items():
         try:
             decoded[key] = decode(key, value)
-        except Exception as exc:   # never fatal: the record is skipped
+        except Exception as exc:   # noqa: BLE001 - never fatal: the record is skipped
             log.warning("group %s: skipping unreadable consumer group record: %r", group_id, exc)
     epochs = [v for kind, _, v in decoded.values() if kind == 3]
     if not epochs:
@@ -253,7 +255,8 @@ def replay(group_id: str, records: dict[bytes, bytes]) -> ConsumerGroup | None:
                                                    for t in v.partitions_pending_revocation}
                 for t in [*v.assigned_partitions, *v.partitions_pending_revocation]:
                     if t.assignment_epochs and len(t.assignment_epochs) == len(t.partitions):   # Kafka 4.4's
-                        m.assignment_epochs.update({(t.topic_id, p): e for p, e in zip(t.partitions, t.assignment_epochs)})
+                        m.assignment_epochs.update({(t.topic_id, p): e
+                                                    for p, e in zip(t.partitions, t.assignment_epochs)})
     for m in members.values():
         group.update_member(m)
     group.maybe_update_state()

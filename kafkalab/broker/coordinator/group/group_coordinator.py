@@ -135,10 +135,7 @@ class GroupCoordinator(JoinSyncHandlers, Rebalancing, MemberSessions, GroupOffse
         """Load groups and offsets from ``__consumer_offsets``; members loaded must heartbeat again."""
         self.loop = asyncio.get_running_loop()
         if self.in_cluster:  # groups are loaded partition by partition, as this broker becomes their leader
-            rm = self.broker.replica_manager
-            if not hasattr(rm, "leadership_listeners"):
-                rm.leadership_listeners = []
-            rm.leadership_listeners.append(self.on_leadership_change)
+            self.broker.replica_manager.leadership_listeners.append(self.on_leadership_change)
             self._schedule_cleanup()
             return
         self.groups, consumer_records = self.manager.load_all()

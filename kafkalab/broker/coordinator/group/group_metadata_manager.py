@@ -275,7 +275,7 @@ class GroupMetadataManager:
             if len(key_bytes) >= 2 and record_type(key_bytes) in RECORD_TYPES:   # a KIP-848 consumer group record
                 try:
                     group_id = decode_consumer_group_record(key_bytes, None)[1].group_id
-                except Exception as exc:
+                except Exception as exc:   # noqa: BLE001 - an unreadable record is skipped, never fatal
                     log.warning("skipping unreadable %s record: %r", OFFSETS_TOPIC, exc)
                     continue
                 consumer_records.setdefault(group_id, {})[key_bytes] = value_bytes
@@ -283,7 +283,7 @@ class GroupMetadataManager:
             try:
                 key = decode_key(key_bytes)
                 value = decode_value(key, value_bytes)
-            except Exception as exc:  # a record we cannot read is skipped, never fatal
+            except Exception as exc:   # noqa: BLE001 - a record we cannot read is skipped, never fatal
                 log.warning("skipping unreadable %s record: %r", OFFSETS_TOPIC, exc)
                 continue
             if isinstance(key, OffsetCommitKey):
@@ -296,7 +296,7 @@ class GroupMetadataManager:
                 try:
                     key = decode_key(key_bytes)
                     value = decode_value(key, value_bytes)
-                except Exception as exc:
+                except Exception as exc:   # noqa: BLE001 - an unreadable record is skipped, never fatal
                     log.warning("skipping unreadable %s record: %r", OFFSETS_TOPIC, exc)
                     continue
                 if isinstance(key, OffsetCommitKey) and value is not None:

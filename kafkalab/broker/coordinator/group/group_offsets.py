@@ -66,11 +66,11 @@ class GroupOffsets:
         return result
 
     async def commit_offsets_and_wait(self, group_id: str, generation_id: int, member_id: str,
-                                      instance_id: str | None,
-                                      offsets: dict[tuple[str, int], OffsetAndMetadata]) -> dict[tuple[str, int], ErrorCode]:
+                                      instance_id: str | None, offsets: dict[tuple[str, int], OffsetAndMetadata]
+                                      ) -> dict[tuple[str, int], ErrorCode]:
         """OffsetCommit as the handler calls it: in cluster mode the commit waits for the ISR of its
         ``__consumer_offsets`` partition (acks=all); a standalone broker is its own ISR."""
-        if not (self.in_cluster and hasattr(self.broker.replica_manager, "append_records_and_wait")):
+        if not self.in_cluster:
             return self.commit_offsets(group_id, generation_id, member_id, instance_id, offsets)
         prepared = self._prepare_commit(group_id, generation_id, member_id, instance_id, offsets)
         if isinstance(prepared, dict):

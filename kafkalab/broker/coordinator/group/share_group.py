@@ -17,8 +17,9 @@ every subscribed partition is assigned to at least one member subscribed to its 
 partitions as members, the partitions are dealt round-robin (member counts differ by at most one); with more
 members than partitions, every member gets one partition, and the partitions are shared (partition *i* goes to
 members *i*, *i + P*, *i + 2P*, ...). Both shapes are what Kafka 4.4 assigns (measured with ShareGroupDescribe:
-2 members on 3 partitions, 4 on 2; ``test_simple_assignor_spreads_partitions``); which member gets which partition may differ: Kafka's builders
-are also sticky across epochs, kafkalab's recomputes from the sorted member ids.
+2 members on 3 partitions, 4 on 2; ``test_simple_assignor_spreads_partitions``); which member gets which
+partition may differ: Kafka's builders are also sticky across epochs, kafkalab's recomputes from the sorted
+member ids.
 """
 from __future__ import annotations
 

@@ -130,10 +130,7 @@ class ShareCoordinator:
 
     def start(self) -> None:
         if self.in_cluster:   # loaded partition by partition, as this broker becomes their leader
-            rm = self.broker.replica_manager
-            if not hasattr(rm, "leadership_listeners"):
-                rm.leadership_listeners = []
-            rm.leadership_listeners.append(self.on_leadership_change)
+            self.broker.replica_manager.leadership_listeners.append(self.on_leadership_change)
         else:
             self.load()
 

@@ -88,9 +88,8 @@ class TransactionCoordinator:
             return ErrorCode.CONCURRENT_TRANSACTIONS, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         if meta.state == S.DEAD:
             return ErrorCode.CONCURRENT_TRANSACTIONS, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
-        if expected_producer_id != NO_PRODUCER_ID and not (
-                (expected_producer_id, expected_epoch) in ((meta.producer_id, meta.producer_epoch),
-                                                           (meta.last_producer_id, meta.last_producer_epoch))):
+        if expected_producer_id != NO_PRODUCER_ID and (expected_producer_id, expected_epoch) not in (
+                (meta.producer_id, meta.producer_epoch), (meta.last_producer_id, meta.last_producer_epoch)):
             # KIP-360: a producer asking to bump an epoch that is no longer the current one was fenced
             return ErrorCode.PRODUCER_FENCED, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         try:
@@ -333,10 +332,7 @@ class TransactionCoordinator:
 
     async def start(self) -> None:
         if self.in_cluster:   # loaded partition by partition, as this broker becomes their leader
-            rm = self.broker.replica_manager
-            if not hasattr(rm, "leadership_listeners"):
-                rm.leadership_listeners = []
-            rm.leadership_listeners.append(self.on_leadership_change)
+            self.broker.replica_manager.leadership_listeners.append(self.on_leadership_change)
         else:
             await self.load()
         cfg = self.broker.config

@@ -209,7 +209,7 @@ class TransactionStateManager:
         for key, value in self.read_records(only_partition):
             try:
                 latest[read_key(key)] = read_value(value)
-            except Exception as exc:   # a record we cannot read is skipped, never fatal
+            except Exception as exc:   # noqa: BLE001 - a record we cannot read is skipped, never fatal
                 log.warning("skipping unreadable %s record: %r", TRANSACTION_STATE_TOPIC, exc)
         loaded = []
         for txn_id, value in latest.items():
@@ -254,4 +254,5 @@ class TransactionStateManager:
         """Idle transactional ids past ``transactional.id.expiration.ms`` (Kafka's ``shouldExpire``)."""
         now = now_ms() if now is None else now
         horizon = now - self.config["transactional.id.expiration.ms"]
-        return [m for m in self.transactions.values() if m.state in EXPIRABLE and m.txn_last_update_timestamp <= horizon]
+        return [m for m in self.transactions.values()
+                if m.state in EXPIRABLE and m.txn_last_update_timestamp <= horizon]
