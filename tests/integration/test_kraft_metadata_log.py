@@ -104,22 +104,33 @@ def test_a_snapshot_holds_the_topic_between_header_and_footer(files):
     assert "orders" in set(df[df["type"] == "TOPIC_RECORD"]["data"].map(lambda x: x["name"]))
 
 
-def test_kafka_snapshots_load_in_kafkalab_snapshot_reader(files):
+def test_kafka_snapshots_load_in_kafkalab_snapshot_reader(stopped_cluster, files):
     """Kafka 4.4's own snapshots load in kafkalab's RecordsSnapshotReader and into a broker's MetadataImage:
-    the topic, its three partitions, the combined nodes as registered brokers, metadata.version."""
+    the combined nodes as registered brokers, metadata.version, and, in every snapshot taken after the topic was
+    created (every node has one), the topic and its three partitions. A node writes a snapshot every 2 s from its
+    start, so on a loaded machine one can come before the topic exists; that one is read for the rest."""
     from kafkalab.controller.quorum_controller import replay_record
     from kafkalab.controller.snapshot_generator import load_snapshot
     from kafkalab.kraft.metadata_image import MetadataImage
     from kafkalab.raft.snapshot import RecordsSnapshotReader
-    snapshots = [f for f in files if f.endswith(".checkpoint") and not f.endswith("00000000000000000000-0000000000.checkpoint")]
-    for path in snapshots:
-        reader = RecordsSnapshotReader(path)
-        assert reader.last_contained_log_timestamp > 0 and reader.records, path
-        image = MetadataImage()
-        assert load_snapshot(image, reader, replay_record) == reader.snapshot_id.offset
-        topics = {t.name: t for t in image.replication.topics.values()}
-        assert image.features.metadata_version > 0 and sorted(image.cluster.registrations) == [1, 2, 3], path
-        assert "orders" in topics and sorted(topics["orders"].partitions) == [0, 1, 2], path
+    _, dirs, _, _ = stopped_cluster
+    for d in dirs.values():
+        df = metadata_log_df(d)
+        orders = df[(df["type"] == "TOPIC_RECORD") & (df["data"].map(lambda x: x.get("name")) == "orders")]
+        created_at = int(orders["offset"].min())   # the offset of the topic's TopicRecord in this node's log
+        snapshots = sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".checkpoint")
+                           and f != "00000000000000000000-0000000000.checkpoint")
+        readers = {path: RecordsSnapshotReader(path) for path in snapshots}
+        after = [path for path, reader in readers.items() if reader.snapshot_id.offset > created_at]
+        assert after, f"{d}: no snapshot past the topic's record (offset {created_at}): {snapshots}"
+        for path, reader in readers.items():
+            assert reader.last_contained_log_timestamp > 0 and reader.records, path
+            image = MetadataImage()
+            assert load_snapshot(image, reader, replay_record) == reader.snapshot_id.offset
+            assert image.features.metadata_version > 0 and sorted(image.cluster.registrations) == [1, 2, 3], path
+            if path in after:
+                topics = {t.name: t for t in image.replication.topics.values()}
+                assert "orders" in topics and sorted(topics["orders"].partitions) == [0, 1, 2], path
 
 
 def test_kill_and_watch_times_the_election_then_the_fencing(stopped_cluster):
