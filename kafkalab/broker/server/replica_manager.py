@@ -168,7 +168,10 @@ class ReplicaManager:
             info = self._append(partition, records, required_acks)
         except KafkaError as exc:
             start = -1 if partition is None or exc.code in _NO_LOG_START_OFFSET else partition.log.log_start_offset
-            return LogAppendResult(error=exc, log_start_offset=start)
+            # kept without its traceback and chained errors: they hold the frames of the append (the request's
+            # records, a decompressed batch) alive for as long as the result lives
+            exc.__context__ = exc.__cause__ = None
+            return LogAppendResult(error=exc.with_traceback(None), log_start_offset=start)
         result = LogAppendResult(info, log_start_offset=info.log_start_offset)
         if required_acks == -1:   # wait only if the high watermark is not past the records yet (never standalone)
             required = info.last_offset + 1
