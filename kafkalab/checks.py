@@ -110,26 +110,14 @@ def read_partition(bootstrap_servers: str, topic: str, partition: int = 0, timeo
     The check's own reader: it assigns the partition (no consumer group is
     involved, nothing is committed) and stops at the high watermark.
     """
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    from .lessons.reading import watermark_offsets
 
     consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": f"kafkalab-check-{uuid.uuid4().hex[:8]}",
                          "enable.auto.commit": False})
     try:
-        asked = time.monotonic()
-        while True:
-            try:
-                low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
-                break
-            except KafkaException as exc:
-                # a retriable error, e.g. OFFSET_NOT_AVAILABLE from a new leader whose high watermark has not caught
-                # up yet (right after a leader change, as Kafka answers): ask again, as a client's own lookups do
-                err = exc.args[0]
-                retry = err.retriable() or err.code() in (KafkaError.OFFSET_NOT_AVAILABLE,
-                                                          KafkaError.LEADER_NOT_AVAILABLE,
-                                                          KafkaError.NOT_LEADER_FOR_PARTITION)
-                if not retry or time.monotonic() - asked > timeout:
-                    raise
-                time.sleep(0.2)
+        low, high = watermark_offsets(consumer, topic, partition, timeout)
         consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
         records, deadline = [], time.monotonic() + timeout
         while (not records or records[-1].offset() < high - 1) and high > low and time.monotonic() < deadline:

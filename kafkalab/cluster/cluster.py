@@ -69,7 +69,7 @@ from ..broker.mini import config_name
 from .configs import LAB_DEFAULTS, LabDefault, lab_configs  # noqa: F401 -- all three importable from here too
 from .fault_controls import FaultControls
 from .inspection import ClusterInspection, ZooKeeperUnavailable, timed_zk_read  # noqa: F401 -- as are these
-from .kafka_backend import RESERVED, KafkaBackend, MiniBackend, config_value, make_backend
+from .kafka_backend import RESERVED, MiniBackend, config_value, make_backend
 from .lifecycle import BrokerLifecycle
 from .processes import Watchdog, pdeathsig_preexec
 from .resources import _Broker, _outside_control_socket, _Resources
@@ -132,8 +132,7 @@ class Cluster(ClusterInspection, BrokerLifecycle, FaultControls):
                 for b in res.brokers.values():
                     self._wait_registered(b, deadline)
                 self._wait_controller(deadline)
-                if isinstance(self.backend, KafkaBackend):
-                    self._wait_serving(deadline)
+                self._wait_serving(deadline)
             self.start_time_s = time.monotonic() - began
             self._write_state()
         except BaseException:

@@ -125,10 +125,10 @@ class BrokerLifecycle:
             time.sleep(0.05)
 
     def _wait_serving(self, deadline: float) -> None:
-        """Kafka's brokers: until each one's Metadata names every broker and the controller. Registered in
-        ZooKeeper is not yet known to the controller: until its UpdateMetadata reached a broker, that broker
-        answers with no controller, and a CreateTopics finds "0 available brokers". (A mini broker answers
-        from the controller's state as soon as it registers, so this is for the Kafka backend.)"""
+        """Until each broker's Metadata names every broker and the controller. Registered in ZooKeeper is
+        not yet known to the controller: until the controller's UpdateMetadata reached a broker, that broker's
+        metadata cache is empty, so its Metadata answer names no brokers and no controller, and a CreateTopics
+        finds "0 available brokers". Kafka's brokers and the mini brokers both answer so (ZkMetadataCache)."""
         from .kafka_requests import metadata_answer, metadata_request
         want = set(self._res.brokers)
         for b in self._res.brokers.values():

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 
-from confluent_kafka import Consumer, IsolationLevel, TopicPartition
+from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, TopicPartition
 
 from ..broker.mini import config_name
 
@@ -31,6 +31,29 @@ def client_config(kafka, **overrides) -> dict:
         config.update({config_name(k): v for k, v in overrides.items()})
         return config
     return kafka.client_config(**overrides)
+
+
+# What a ListOffsets may answer for a while after a leader change, as Kafka itself does: the broker asked is no longer
+# the leader (the client's metadata was older than the change), or the new leader's high watermark has not caught up
+RETRIABLE_OFFSETS_ERRORS = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                            KafkaError.OFFSET_NOT_AVAILABLE)
+
+
+def watermark_offsets(consumer: Consumer, topic: str, partition: int, timeout_s: float = 20.0,
+                      cached: bool = False) -> tuple[int, int]:
+    """``consumer.get_watermark_offsets()`` — (log start offset, high watermark) — asked again after a retriable
+    error for up to ``timeout_s``, as a client's own offset lookups do: librdkafka hands a NOT_LEADER_OR_FOLLOWER
+    of a ListOffsets to the caller, which, right after a failover or a preferred leader election, can meet
+    a broker that has just stopped leading the partition."""
+    asked = time.monotonic()
+    while True:
+        try:
+            return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s, cached=cached)
+        except KafkaException as exc:
+            err = exc.args[0]
+            if not (err.retriable() or err.code() in RETRIABLE_OFFSETS_ERRORS) or time.monotonic() - asked > timeout_s:
+                raise
+            time.sleep(0.2)
 
 
 def _consumer(kafka, logger=None, **overrides) -> Consumer:
@@ -47,7 +70,7 @@ def read_values(kafka, topic: str, partition: int = 0, group_id: str = "kafkalab
     """
     consumer = _consumer(kafka, logger, group_id=group_id)
     try:
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=20)
+        low, high = watermark_offsets(consumer, topic, partition, 20)
         consumer.assign([TopicPartition(topic, partition, low)])
         values, deadline = [], time.monotonic() + timeout_s
         while low + len(values) < high and time.monotonic() < deadline:
@@ -118,7 +141,7 @@ def read_to_end(kafka, topic: str, isolation_level: str, partition: int = 0, gro
     try:
         reader.assign([TopicPartition(topic, partition, 0)])
         end = (stable_end(kafka, topic, partition) if isolation_level == "read_committed"
-               else reader.get_watermark_offsets(TopicPartition(topic, partition), timeout=10, cached=False)[1])
+               else watermark_offsets(reader, topic, partition, 10)[1])
         values, position, deadline = [], -1, time.monotonic() + timeout_s   # position: the last offset returned
         while position < end - 1 and time.monotonic() < deadline:     # the last offset is a marker or a record
             batch = reader.consume(1000, timeout=0.5)

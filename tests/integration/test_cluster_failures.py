@@ -20,6 +20,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.helpers import cluster_helpers
 import kafkalab
+from kafkalab.lessons.reading import watermark_offsets
 from tests.helpers.cluster_helpers import broker_states, duplicates_report, leader_of, partition_row, restore_brokers
 
 pytestmark = pytest.mark.cluster
@@ -78,7 +79,7 @@ def consume_all(cluster, topic: str, partitions: int) -> dict[int, list[tuple[in
     try:
         ends = {}
         for p in range(partitions):
-            ends[p] = c.get_watermark_offsets(TopicPartition(topic, p), timeout=20)[1]
+            ends[p] = watermark_offsets(c, topic, p, 20)[1]   # asks again after a NOT_LEADER (a leader moved)
         c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         out: dict[int, list[tuple[int, bytes]]] = {p: [] for p in range(partitions)}
         deadline = time.monotonic() + WAIT_S
