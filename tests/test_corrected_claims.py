@@ -1,8 +1,10 @@
-"""Claims a fact-check against Kafka 3.9 found wrong or misleading, and their corrections.
+"""Claims a fact-check found wrong or misleading, and their corrections (Kafka 3.9 for ZooKeeper mode and the
+lessons up to 06; Kafka 4.x, librdkafka, Kafka Connect and Confluent's schema registry for lessons 07-10).
 
 Each entry names the file, a phrase of the wrong wording that must not come back, and a phrase of
-the correction that must stay, with the source that settles it. Notebooks are searched in their
-markdown cells, the docs as they are, with whitespace folded (a re-wrapped line still counts).
+the correction that must stay, with the source that settles it. Notebooks are searched in all their
+cells (a code cell's comment is a claim too), the docs as they are, with whitespace folded (a re-wrapped
+line still counts).
 """
 from __future__ import annotations
 
@@ -75,6 +77,62 @@ CLAIMS = [
      "and an entry can point at the last of several batches",
      "pairs the call's largest offset with the file position of the call's *first* batch",
      "LogSegment.append: offsetIndex().append(largestOffset, physicalPosition) once per call"),
+    # lessons 07-10, checked against Kafka 4.x, Kafka Connect 3.9 and Confluent's schema registry
+    ("docs/schema-registry.md",
+     "| 42201 invalid schema, 409 incompatible |",
+     "40901 incompatible (HTTP 409)",
+     "Confluent schema-registry Errors.java: INCOMPATIBLE_SCHEMA_ERROR_CODE = 40901 (since 8.0.4 / 8.1.2 / 8.2.0)"),
+    ("notebooks/08_schemas_and_pipelines.ipynb",
+     "assert (refused.http_status_code, refused.error_code) == (409, 409)",
+     "HTTP **409** (Conflict) and Confluent's error code **40901**",
+     "Confluent schema-registry Errors.java: INCOMPATIBLE_SCHEMA_ERROR_CODE = 40901"),
+    ("notebooks/08_schemas_and_pipelines.ipynb",
+     "(Confluent's format: `keytype` `SCHEMA`, `CONFIG`, `DELETE_SUBJECT` or `NOOP`)",
+     "Confluent's registry has eight key types",
+     "Confluent schema-registry SchemaRegistryKeyType: ASSOC, CONFIG, SCHEMA, MODE, NOOP, DELETE_SUBJECT, "
+     "CLEAR_SUBJECT, CONTEXT"),
+    ("notebooks/08_schemas_and_pipelines.ipynb",
+     "`exactly.once.source.support=enabled` (the whole cluster) and, per connector, `exactly.once.support=required`, "
+     "a source task's records",
+     "`required` only adds a preflight check",
+     "Kafka 3.9 DistributedConfig EXACTLY_ONCE_SOURCE_SUPPORT_DOC (preparing, then enabled); SourceConnectorConfig "
+     "EXACTLY_ONCE_SUPPORT_DOC (default requested; required forces a preflight check)"),
+    ("notebooks/08_schemas_and_pipelines.ipynb",
+     "lists the few worker configs the lab changes, e.g. `offset.flush.interval.ms` 1 s instead of 60 s).",
+     "`offset.storage.partitions` 5 instead of Kafka's 25",
+     "Kafka 3.9 DistributedConfig: offset.storage.partitions 25, status.storage.partitions 5"),
+    ("notebooks/08_schemas_and_pipelines.ipynb",
+     "but not Protobuf or schema references. ## 5 · Kafka Connect",
+     "its compatibility is checked only under `NONE`",
+     "docs/schema-registry.md: JSON Schema compatibility only under NONE; Confluent checks it at every level"),
+    ("notebooks/07_exactly_once.ipynb",
+     "default since Kafka 3.0 / librdkafka's opt-in",
+     "not applied in 3.0.0 and 3.1.0 (KAFKA-13598)",
+     "KAFKA-13598; ProducerConfig (idempotence only without conflicting configs); Connect's "
+     "Worker.baseProducerConfigs sets enable.idempotence=false"),
+    ("notebooks/07_exactly_once.ipynb",
+     "asks the group coordinator to commit the offsets *as part of the transaction* (AddOffsetsToTxn, TxnOffsetCommit)",
+     "AddOffsetsToTxn to the **transaction coordinator**",
+     "Kafka 3.9 TransactionManager: AddOffsetsToTxn to the transaction coordinator, TxnOffsetCommit to the group "
+     "coordinator"),
+    ("notebooks/07_exactly_once.ipynb",
+     "34-byte entry per aborted transaction — producer id, first offset",
+     "a 2-byte entry version (0), then four 8-byte fields",
+     "Kafka 3.9 AbortedTxn.java: VERSION_SIZE 2 + 4 x 8 = TOTAL_SIZE 34"),
+    ("notebooks/09_share_groups.ipynb",
+     "early access in Kafka 4.0, on by default in Kafka 4.4",
+     "production-ready and on by default since 4.2",
+     "KIP-932: early access in 4.0, preview in 4.1, production-ready in 4.2; share.version 2 in 4.4"),
+    ("notebooks/09_share_groups.ipynb",
+     "(Kafka 4.4's ShareGroupConfig: a 30 s acquisition lock,",
+     "5 s heartbeats and a 45 s session (GroupCoordinatorConfig's",
+     "Kafka 4.x GroupCoordinatorConfig: group.share.session.timeout.ms 45000 (min 45000), "
+     "group.share.heartbeat.interval.ms 5000 (min 5000); ShareGroupConfig: record lock 30000 (min 15000)"),
+    ("notebooks/10_kraft.ipynb",
+     "each is a broker, and each is a **voter** of the Raft quorum listed in `controller.quorum.voters`; the quorum's "
+     "elected leader is the **active controller**. Kafka's",
+     "`controller.quorum.voters` is the *static* quorum",
+     "KIP-853; Kafka 4.x documentation: controller.quorum.bootstrap.servers and dynamic quorums"),
 ]
 
 
@@ -88,7 +146,7 @@ def text_of(rel: str) -> str:
     if rel.endswith(".ipynb"):
         with open(path) as f:
             nb = json.load(f)
-        return words("\n\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"))
+        return words("\n\n".join("".join(c["source"]) for c in nb["cells"]))
     with open(path) as f:
         return words(f.read())
 

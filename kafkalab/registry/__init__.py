@@ -11,7 +11,7 @@ Modules, named after the classes of Confluent's registry they stand for:
 * :mod:`~kafkalab.registry.kafka_store` -- ``KafkaStore``: the compacted ``_schemas`` topic, read back at start
 * :mod:`~kafkalab.registry.compatibility` -- the compatibility levels (BACKWARD, FORWARD, FULL, ..._TRANSITIVE)
 * :mod:`~kafkalab.registry.schemas` -- Avro and JSON Schema parsing and Avro's schema resolution (Apache ``avro``)
-* :mod:`~kafkalab.registry.errors` -- Confluent's error codes (40401, 40402, 40403, 42201, 409, ...)
+* :mod:`~kafkalab.registry.errors` -- Confluent's error codes (40401, 40402, 40403, 40901, 42201, ...)
 
 Why not a real registry: Confluent's is not on the package registries this project reaches, Karapace is not
 installable from PyPI, and Apicurio Registry 3.3.3 on Maven Central cannot be started from what is published

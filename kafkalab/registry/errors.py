@@ -18,7 +18,7 @@ class RestError(Exception):
 
     @property
     def status(self) -> int:
-        """The HTTP status: the error code's first three digits (40401 -> 404; 409 stays 409)."""
+        """The HTTP status: the error code's first three digits (40401 -> 404, 40901 -> 409)."""
         code = self.error_code
         while code >= 1000:
             code //= 10
@@ -63,9 +63,10 @@ def subject_compatibility_not_configured(subject: str) -> RestError:
     return RestError(40408, f"Subject '{subject}' does not have subject-level compatibility configured")
 
 
-# 409: the schema breaks the subject's compatibility rule
+# 409: the schema breaks the subject's compatibility rule. Confluent's registry answered error code 409 itself up to
+# 8.0.3 / 8.1.1; since 8.0.4, 8.1.2 and 8.2.0 its Errors.INCOMPATIBLE_SCHEMA_ERROR_CODE is 40901, which kafkalab serves
 def incompatible_schema(subject: str, details: list[str]) -> RestError:
-    return RestError(409, f"Schema being registered is incompatible with an earlier schema for subject "
+    return RestError(40901, f"Schema being registered is incompatible with an earlier schema for subject "
                           f"\"{subject}\", details: {details}")
 
 

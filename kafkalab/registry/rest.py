@@ -8,7 +8,7 @@
 ``POST /subjects/{s}``                                       is this schema registered under s? (40401, 40403)
 ``DELETE /subjects/{s}[?permanent=true]``                    soft, then hard delete (40401, 40404, 40405)
 ``GET /subjects/{s}/versions``                               ``[1, 2, ...]`` (40401)
-``POST /subjects/{s}/versions``                              register: ``{"id": N}`` (42201, 409)
+``POST /subjects/{s}/versions``                              register: ``{"id": N}`` (42201, 40901)
 ``GET /subjects/{s}/versions/{v}[/schema|/referencedby]``    a version; ``v`` = n or ``latest`` (40402, 42202)
 ``DELETE /subjects/{s}/versions/{v}[?permanent=true]``       (40402, 40406, 40407)
 ``POST /compatibility/subjects/{s}/versions[/{v}]``          ``{"is_compatible": bool}`` (``?verbose=true``)

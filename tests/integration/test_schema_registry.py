@@ -292,7 +292,7 @@ def test_compatibility_levels(rest, why, level, earlier, new, compatible):
         assert status == 200 and "id" in body
         assert rest.get(f"/subjects/{subject}/versions")[1] == list(range(1, len(earlier) + 2))
     else:
-        assert_error((status, body), 409, 409)
+        assert_error((status, body), 409, 40901)
         assert "incompatible" in body["message"]
         assert rest.get(f"/subjects/{subject}/versions")[1] == list(range(1, len(earlier) + 1))
 
@@ -525,7 +525,7 @@ def test_schema_registry_client_api(registry):
     with pytest.raises(SchemaRegistryError) as e:
         client.register_schema("api-value", Schema(json.dumps({"type": "record", "name": "Api", "fields": [
             {"name": "name", "type": "int"}]}), "AVRO"))
-    assert (e.value.http_status_code, e.value.error_code) == (409, 409)
+    assert (e.value.http_status_code, e.value.error_code) == (409, 40901)
 
 
 # ---- the command line ---------------------------------------------------------------------------------------------

@@ -57,7 +57,8 @@ def test_level_names():
 
 def test_error_status_is_the_code_s_first_three_digits():
     assert errors.subject_not_found("s").status == 404
-    assert errors.incompatible_schema("s", []).status == 409
+    assert errors.incompatible_schema("s", []).status == 409   # error code 40901, as Confluent 8.x answers
+    assert errors.incompatible_schema("s", []).body()["error_code"] == 40901
     assert errors.invalid_schema("x").body() == {"error_code": 42201, "message": "Invalid schema: x"}
 
 
