@@ -124,6 +124,12 @@ class MiniBroker:
         return self.server.port
 
     @property
+    def metrics_url(self) -> str | None:
+        """``http://host:port/metrics``: this broker's Kafka metrics as Prometheus text, under the JMX exporter's
+        names (None with ``kafkalab.metrics.port=-1`` or ``kafkalab.metrics.enabled=false``)."""
+        return self.server.metrics_url
+
+    @property
     def closed(self) -> bool:
         return not self._thread.is_alive()
 

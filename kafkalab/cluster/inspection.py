@@ -93,8 +93,8 @@ class ClusterInspection:
     def brokers(self):
         """One row per broker: id, host, port, pid, alive (running / paused / stopped / killed / exited /
         starting), registered (its /brokers/ids znode exists; None while ZooKeeper cannot be reached),
-        is_controller, log_dir, log.
-        A pandas DataFrame (a list of dicts without pandas)."""
+        is_controller, log_dir, log, metrics_url (where a mini broker serves its Kafka metrics as Prometheus text;
+        None for Kafka's own brokers). A pandas DataFrame (a list of dicts without pandas)."""
         with self._res.lock:
             try:
                 registered = {int(i) for i in self._zk_read("get_children", zk_data.BROKER_IDS)}
@@ -104,7 +104,7 @@ class ClusterInspection:
             rows = [{"id": b.id, "host": b.host, "port": b.port, "pid": b.pid, "alive": self._state(b),
                      "registered": None if registered is None else b.id in registered,
                      "is_controller": b.id == controller,
-                     "log_dir": b.log_dir, "log": b.log_path}
+                     "log_dir": b.log_dir, "log": b.log_path, "metrics_url": b.metrics_url}
                     for b in sorted(self._res.brokers.values(), key=lambda b: b.id)]
         try:
             import pandas as pd
