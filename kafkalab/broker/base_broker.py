@@ -122,6 +122,7 @@ class BaseBroker:
         log_manager: LogManager | None = None
         try:  # Kafka's LogManager.createAndValidateLogDirs: the directory must exist (or be creatable) and be writable
             log_manager = self.log_manager = LogManager(self.log_dir, config, lock_dir=True)  # one broker per directory
+            log_manager.metrics = self.metrics
             self.metadata_cache = MetadataCache(self.log_dir, metadata_mode)
             with tempfile.TemporaryFile(dir=self.log_dir):
                 pass
