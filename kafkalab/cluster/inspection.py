@@ -112,6 +112,19 @@ class ClusterInspection:
             return rows
         return pd.DataFrame(rows)
 
+    def metrics(self, names=None):
+        """The Kafka metrics of every running broker, scraped from its ``metrics_url``: a pandas DataFrame with the
+        columns broker, metric (the Prometheus name, as the JMX exporter's example Kafka configuration names it,
+        e.g. ``kafka_server_replicamanager_underreplicatedpartitions``), labels (a dict), value, time. ``names``: a
+        metric name or prefix, or a list of them, to keep only those. A broker that is down, paused or serves no
+        metrics (Kafka's own brokers, for now) has no rows."""
+        from .metrics import metrics_frame, name_filter
+        name_filter(names)   # bad names fail before any scrape
+        with self._res.lock:
+            urls = {b.id: b.metrics_url for b in sorted(self._res.brokers.values(), key=lambda b: b.id)
+                    if b.metrics_url and self._state(b) == "running"}
+        return metrics_frame(urls, names)
+
     def broker_log(self, broker_id: int, lines: int = 30) -> str:
         """The last ``lines`` lines of a broker's output (``broker-<id>.log``)."""
         return tail(self._broker(broker_id).log_path, lines)

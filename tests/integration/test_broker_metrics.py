@@ -176,3 +176,23 @@ def test_produce_fetch_and_delete_as_kafka_counts_them(tmp_path):
         assert not left, left
         assert m[("kafka_server_replicamanager_partitioncount", ())] == partitions_in_metadata(admin, broker)[0]
         assert messages_in_but_offsets(m) == n + 1   # (the deletion wrote the group's offset tombstones)
+
+
+def test_mini_broker_metrics_as_a_dataframe(tmp_path):
+    from confluent_kafka import Producer
+
+    with kafkalab.mini(log_dir=str(tmp_path / "b"), **NO_RETENTION_CHECK) as broker:
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+        for i in range(7):
+            producer.produce("frame", b"%d" % i)
+        producer.flush(30)
+        df = broker.metrics("kafka_server_brokertopicmetrics_messagesin")
+        assert set(df.metric) == {"kafka_server_brokertopicmetrics_messagesin_total"}
+        assert set(df.broker) == {broker.server.broker_id}
+        per_topic = {row.labels.get("topic"): row.value for row in df.itertuples()}
+        assert per_topic == {None: 7.0, "frame": 7.0}
+        everything = broker.metrics()
+        assert {"kafka_log_log_logendoffset", "kafka_server_replicamanager_leadercount"} <= set(everything.metric)
+    with kafkalab.mini(log_dir=str(tmp_path / "c"), **{"kafkalab.metrics.port": -1}) as broker:
+        with pytest.raises(RuntimeError, match="serves no metrics"):
+            broker.metrics()
