@@ -69,63 +69,61 @@ class KafkaApis:
             load_all()
 
     async def handle(self, request: Request) -> bytes | bytearray | None:
-        if self.request_metrics is None:
-            return await self._handle(request)
-        request.start_s = time.perf_counter()
-        token = current_request.set(request)   # the purgatories add their waiting to request.remote_time_s
+        timed = self.request_metrics is not None   # Kafka's RequestMetrics
+        if timed:
+            request.start_s = time.perf_counter()
+            token = current_request.set(request)   # the purgatories add their waiting to request.remote_time_s
         try:
-            return await self._handle(request)
-        finally:
-            current_request.reset(token)
-
-    async def _handle(self, request: Request) -> bytes | bytearray | None:
-        # 1. lookup
-        spec = self.registry.lookup(request)
-        if spec is None:
-            return self.registry.unsupported_api_versions(request.correlation_id)
-        # 2. decode
-        body = self.registry.decode(spec, request)
-        if self.request_metrics is not None:
-            request.metric_name = ((FOLLOWER_FETCH if _fetch_replica_id(body) >= 0 else CONSUMER_FETCH)
-                                   if spec.name == "Fetch" else spec.name)
-            request.on_sent = self._request_sent
-        # 3. forward (KafkaBroker contract: forwarding_manager is None but on a KRaft broker)
-        forwarding = self.broker.forwarding_manager
-        if forwarding is not None and spec.key in forwarding.forwarded_apis:   # KRaft: the controller decides
-            return await forwarding.forward(request.frame, body, request.client_host, request.api_version,
-                                            request.correlation_id)
-        ctx = RequestContext(self.broker, spec.key, request.api_version, request.correlation_id,
-                             body.header.client_id, request.client_host, request.connection_id, self.quotas)
-        # 4. count
-        self._count(ctx.client_id, spec.name, request.api_version)
-        # 5. handle (or a lab fault)
-        metered = self.quotas.enabled
-        started = time.perf_counter() if metered else 0.0
-        fault = self.faults.on_request(spec.name, body) if self.faults.active else None
-        result: dict | None
-        if fault is not None and fault.fail is not None:   # answered with the error, the request not run
-            result = self.faults.answer_failed(spec.name, body, fault.fail)
-        else:
-            result = await spec.handler(ctx, body)
-        handler_s = time.perf_counter() - started if metered else 0.0
-        if fault is not None:
-            if fault.delay_s:
-                await asyncio.sleep(fault.delay_s)
-            if fault.drop:
-                if fault.close_connection:
-                    raise CloseConnection(f"fault: {spec.name} response dropped")
+            # 1. lookup
+            spec = self.registry.lookup(request)
+            if spec is None:
+                return self.registry.unsupported_api_versions(request.correlation_id)
+            # 2. decode
+            body = self.registry.decode(spec, request)
+            if timed:
+                request.metric_name = ((FOLLOWER_FETCH if _fetch_replica_id(body) >= 0 else CONSUMER_FETCH)
+                                       if spec.name == "Fetch" else spec.name)
+                request.on_sent = self._request_sent
+            # 3. forward (KafkaBroker contract: forwarding_manager is None but on a KRaft broker)
+            forwarding = self.broker.forwarding_manager
+            if forwarding is not None and spec.key in forwarding.forwarded_apis:   # KRaft: the controller decides
+                return await forwarding.forward(request.frame, body, request.client_host, request.api_version,
+                                                request.correlation_id)
+            ctx = RequestContext(self.broker, spec.key, request.api_version, request.correlation_id,
+                                 body.header.client_id, request.client_host, request.connection_id, self.quotas)
+            # 4. count
+            self._count(ctx.client_id, spec.name, request.api_version)
+            # 5. handle (or a lab fault)
+            metered = self.quotas.enabled
+            started = time.perf_counter() if metered else 0.0
+            fault = self.faults.on_request(spec.name, body) if self.faults.active else None
+            result: dict | None
+            if fault is not None and fault.fail is not None:   # answered with the error, the request not run
+                result = self.faults.answer_failed(spec.name, body, fault.fail)
+            else:
+                result = await spec.handler(ctx, body)
+            handler_s = time.perf_counter() - started if metered else 0.0
+            if fault is not None:
+                if fault.delay_s:
+                    await asyncio.sleep(fault.delay_s)
+                if fault.drop:
+                    if fault.close_connection:
+                        raise CloseConnection(f"fault: {spec.name} response dropped")
+                    return None
+            # 6. throttle, 7. encode
+            if result is None:
+                if metered:
+                    self._throttle(request, spec.name, ctx.client_id, body, 0, handler_s)
                 return None
-        # 6. throttle, 7. encode
-        if result is None:
+            encoded = self.registry.encode(spec, request.api_version, request.correlation_id, result)
             if metered:
-                self._throttle(request, spec.name, ctx.client_id, body, 0, handler_s)
-            return None
-        encoded = self.registry.encode(spec, request.api_version, request.correlation_id, result)
-        if metered:
-            throttle_ms = self._throttle(request, spec.name, ctx.client_id, body, len(encoded), handler_s)
-            if throttle_ms and "throttle_time_ms" in result:
-                encoded = self._throttled_response(spec, request, result, throttle_ms)
-        return encoded
+                throttle_ms = self._throttle(request, spec.name, ctx.client_id, body, len(encoded), handler_s)
+                if throttle_ms and "throttle_time_ms" in result:
+                    encoded = self._throttled_response(spec, request, result, throttle_ms)
+            return encoded
+        finally:
+            if timed:
+                current_request.reset(token)
 
     def _request_sent(self, request: Request, send_s: float) -> None:
         """The socket server wrote the response (or had none to write): the request's RequestMetrics."""
