@@ -322,36 +322,38 @@ class BaseBroker:
     async def stop(self, controlled: bool = True) -> None:
         """Kafka's shutdown order: (cluster mode: controlled shutdown,) stop taking requests, stop the
         jobs, then close the logs cleanly (cluster mode: then the controller and the metadata source)."""
-        self._stopping = True
-        if self.in_cluster and controlled and self._registered and self.config["controlled.shutdown.enable"]:
-            try:
-                await self.controlled_shutdown()
-            except Exception:
-                log.exception("broker %d: controlled shutdown failed; shutting down anyway", self.broker_id)
-        for task in self._background:  # at once, so that no job starts while the connections close
-            task.cancel()
-        await self.socket_server.stop()
-        if self._fault_control is not None:
-            await self._fault_control.stop()
-        await self._requests_stopped()
-        await cancel_and_wait(self._background)
-        self._background.clear()
-        await self._jobs_stopped()
-        if self.share_partition_manager is not None:
-            await self.share_partition_manager.stop()
-        if self.group_coordinator is not None:
-            await self.group_coordinator.stop()
-        if self.transaction_coordinator is not None:
-            await self.transaction_coordinator.stop()
-        await self.replica_manager.shutdown()   # cluster mode: the replica fetchers stop
-        self.log_manager.close(self._clean_shutdown_broker_epoch())
-        if self.kafka_controller is not None:
-            try:
-                await self.kafka_controller.shutdown()
-            except Exception:
-                log.exception("broker %d: error while stopping the controller", self.broker_id)
-        self._stop_metrics_server()
-        self._stop_metadata_source()
+        try:
+            self._stopping = True
+            if self.in_cluster and controlled and self._registered and self.config["controlled.shutdown.enable"]:
+                try:
+                    await self.controlled_shutdown()
+                except Exception:
+                    log.exception("broker %d: controlled shutdown failed; shutting down anyway", self.broker_id)
+            for task in self._background:  # at once, so that no job starts while the connections close
+                task.cancel()
+            await self.socket_server.stop()
+            if self._fault_control is not None:
+                await self._fault_control.stop()
+            await self._requests_stopped()
+            await cancel_and_wait(self._background)
+            self._background.clear()
+            await self._jobs_stopped()
+            if self.share_partition_manager is not None:
+                await self.share_partition_manager.stop()
+            if self.group_coordinator is not None:
+                await self.group_coordinator.stop()
+            if self.transaction_coordinator is not None:
+                await self.transaction_coordinator.stop()
+            await self.replica_manager.shutdown()   # cluster mode: the replica fetchers stop
+            self.log_manager.close(self._clean_shutdown_broker_epoch())
+            if self.kafka_controller is not None:
+                try:
+                    await self.kafka_controller.shutdown()
+                except Exception:
+                    log.exception("broker %d: error while stopping the controller", self.broker_id)
+            self._stop_metadata_source()
+        finally:   # its thread and socket go whatever failed above
+            self._stop_metrics_server()
 
     async def _requests_stopped(self) -> None:
         """Stopping: no request is served any more (a KRaft broker stops applying metadata here)."""

@@ -28,10 +28,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import socket
+import threading
+from wsgiref.simple_server import WSGIRequestHandler, make_server
 from typing import Any, Callable, Iterable, Iterator
 
 from prometheus_client.core import CollectorRegistry, Metric
-from prometheus_client.exposition import start_http_server
+from prometheus_client.exposition import ThreadingWSGIServer, make_wsgi_app
 
 from .kafka_metrics_group import Gauge, Histogram, Meter, MetricName, MetricsRegistry, quantile_of, PERCENTILES
 
@@ -42,6 +45,8 @@ _UNSAFE = re.compile(r"[^a-zA-Z0-9:_]")
 _UNDERSCORES = re.compile(r"__+")
 #: how long a scrape waits for the broker's loop to read the values
 READ_TIMEOUT_S = 5.0
+#: how often the server's thread looks whether it should stop (what stop() may wait)
+POLL_INTERVAL_S = 0.05
 
 
 def _safe(name: str) -> str:
@@ -168,8 +173,15 @@ class MetricsHttpServer:
         self._thread: Any = None
 
     def start(self) -> None:
-        self._server, self._thread = start_http_server(self.requested_port, self.host,
-                                                       registry=self.collector_registry)
+        """Bind and serve in a thread of its own (prometheus-client's WSGI app and threading server, as its
+        ``start_http_server``, but polled every :data:`POLL_INTERVAL_S` so that stopping is quick)."""
+        server_class = _IPv6Server if ":" in self.host else ThreadingWSGIServer
+        server = make_server(self.host, self.requested_port, make_wsgi_app(self.collector_registry),
+                             server_class, handler_class=_QuietHandler)
+        thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": POLL_INTERVAL_S},
+                                  name=f"kafkalab-metrics-{server.server_address[1]}", daemon=True)
+        thread.start()
+        self._server, self._thread = server, thread
 
     @property
     def port(self) -> int:
@@ -190,3 +202,15 @@ class MetricsHttpServer:
             server.server_close()
         if thread is not None:
             thread.join()
+
+
+class _QuietHandler(WSGIRequestHandler):
+    """No line on stderr per scrape."""
+
+    def log_message(self, format: str, *args) -> None:   # noqa: A002 - the overridden method's name
+        pass
+
+
+class _IPv6Server(ThreadingWSGIServer):
+    address_family = socket.AF_INET6
+
