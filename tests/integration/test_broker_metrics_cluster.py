@@ -50,6 +50,7 @@ def expected(cluster, admin, min_isr: dict[str, int]) -> dict[int, dict[str, int
     counts = {b: dict.fromkeys(["urp", "under_min", "at_min", "partitions", "leaders"], 0) for b in running(cluster)}
     partitions = 0
     offline = 0
+    imbalanced = 0
     topics = sorted(admin.list_topics(timeout=10).topics)
     for topic in topics:
         for row in cluster.describe(topic).to_dict("records"):
@@ -58,6 +59,8 @@ def expected(cluster, admin, min_isr: dict[str, int]) -> dict[int, dict[str, int
             leader = None if row["leader"] is None or pd.isna(row["leader"]) else int(row["leader"])
             if leader is None or leader < 0 or leader not in counts:
                 offline += 1
+            elif leader != replicas[0]:
+                imbalanced += 1   # led by another than its preferred (first) replica
             for b in replicas:
                 if b in counts:
                     counts[b]["partitions"] += 1
@@ -68,7 +71,8 @@ def expected(cluster, admin, min_isr: dict[str, int]) -> dict[int, dict[str, int
                 effective = min(min_isr.get(topic, 1), len(replicas))
                 c["under_min"] += len(isr) < effective
                 c["at_min"] += len(isr) == effective
-    return {"brokers": counts, "topics": len(topics), "partitions": partitions, "offline": offline}
+    return {"brokers": counts, "topics": len(topics), "partitions": partitions, "offline": offline,
+            "imbalanced": imbalanced}
 
 
 def matches(cluster, admin, min_isr) -> dict | None:
@@ -89,8 +93,8 @@ def matches(cluster, admin, min_isr) -> dict | None:
     if sum(got[b][kc + "activecontrollercount"] for b in got) != 1 or active != [cluster.controller]:
         return None
     g = got[active[0]]
-    if (g[kc + "offlinepartitionscount"], g[kc + "globaltopiccount"], g[kc + "globalpartitioncount"]) != (
-            want["offline"], want["topics"], want["partitions"]):
+    names = ("offlinepartitionscount", "preferredreplicaimbalancecount", "globaltopiccount", "globalpartitioncount")
+    if tuple(g[kc + n] for n in names) != (want["offline"], want["imbalanced"], want["topics"], want["partitions"]):
         return None
     if any(got[b][kc + "globaltopiccount"] != 0 for b in got if b != active[0]):   # only the active one counts
         return None
@@ -115,6 +119,7 @@ def test_metrics_follow_the_cluster_through_failures(tmp_path):
         healthy = wait_until(lambda: matches(cluster, admin, min_isr), "the metrics of a healthy cluster")
         assert all(c["urp"] == 0 and c["under_min"] == 0 for c in healthy["want"]["brokers"].values())
         assert healthy["want"]["offline"] == 0 and healthy["want"]["partitions"] == 3
+        assert healthy["want"]["imbalanced"] == 0
 
         # a broker that is not the controller is killed: its followers' leaders shrink their ISRs
         controller = healthy["controller"]
@@ -142,6 +147,7 @@ def test_metrics_follow_the_cluster_through_failures(tmp_path):
             sum(len(r["isr"]) < len(r["replicas"]) for r in states) == 3
         assert sum(c["under_min"] for c in down["want"]["brokers"].values()) == 3   # ISR 2 < min.insync.replicas 3
         assert meter(down, shrinks, others) > meter(healthy, shrinks, others)
+        assert down["want"]["imbalanced"] == 1   # the victim's partition has another leader now
         assert down["got"][controller][elections] > healthy["got"][controller][elections]   # its BrokerChange
 
         # it comes back and catches up: the leaders expand their ISRs again
