@@ -59,8 +59,8 @@ def expected(cluster, admin, min_isr: dict[str, int]) -> dict[int, dict[str, int
             leader = None if row["leader"] is None or pd.isna(row["leader"]) else int(row["leader"])
             if leader is None or leader < 0 or leader not in counts:
                 offline += 1
-            elif leader != replicas[0]:
-                imbalanced += 1   # led by another than its preferred (first) replica
+            if (-1 if leader is None else leader) != replicas[0]:
+                imbalanced += 1   # not led by its preferred (first) replica (no leader counts too, as in Kafka)
             for b in replicas:
                 if b in counts:
                     counts[b]["partitions"] += 1
