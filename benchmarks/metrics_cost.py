@@ -163,7 +163,7 @@ def metrics_work_us(n: int = 200_000) -> dict[str, float]:
     import timeit
 
     from kafkalab.broker.common.metrics import MetricsRegistry
-    from kafkalab.broker.network.request_channel import current_request
+    from kafkalab.broker.network.request_channel import RemoteTime, current_remote_time
     from kafkalab.broker.network.request_metrics import RequestChannelMetrics
     from kafkalab.broker.server.broker_topic_stats import BrokerTopicStats
 
@@ -178,9 +178,9 @@ def metrics_work_us(n: int = 200_000) -> dict[str, float]:
         stats.produce_appended("t", 1, 100)
 
     def timing():
-        token = current_request.set(None)
+        token = current_remote_time.set(RemoteTime())
         time.perf_counter()
-        current_request.reset(token)
+        current_remote_time.reset(token)
         time.perf_counter()
     out = {name: timeit.timeit(fn, number=n, timer=time.thread_time) / n * 1e6
            for name, fn in (("request_metrics", request_metrics), ("broker_topic_stats", topic_stats),

@@ -43,7 +43,7 @@ import collections
 import time
 
 from .apis import REGISTRY, ApiRegistry, ApiSpec, RequestContext, load_all
-from .network.request_channel import CloseConnection, Request, current_request
+from .network.request_channel import CloseConnection, RemoteTime, Request, current_remote_time
 from .network.request_metrics import CONSUMER_FETCH, FOLLOWER_FETCH, RequestChannelMetrics
 from .server.client_quota_manager import ClientQuotaManager
 from .server.faults import FaultInjector
@@ -72,7 +72,8 @@ class KafkaApis:
         timed = self.request_metrics is not None   # Kafka's RequestMetrics
         if timed:
             request.start_s = time.perf_counter()
-            token = current_request.set(request)   # the purgatories add their waiting to request.remote_time_s
+            request.remote_time = remote = RemoteTime()
+            token = current_remote_time.set(remote)   # the purgatories add their waiting to it
         try:
             # 1. lookup
             spec = self.registry.lookup(request)
@@ -123,14 +124,15 @@ class KafkaApis:
             return encoded
         finally:
             if timed:
-                current_request.reset(token)
+                current_remote_time.reset(token)
 
     def _request_sent(self, request: Request, send_s: float) -> None:
         """The socket server wrote the response (or had none to write): the request's RequestMetrics."""
         metrics = self.request_metrics
         if metrics is not None:
             total = time.perf_counter() - request.start_s
-            metrics.update(request.metric_name, request.api_version, total, request.remote_time_s, send_s,
+            remote = request.remote_time
+            metrics.update(request.metric_name, request.api_version, total, remote.seconds if remote else 0.0, send_s,
                            request.throttle_ms)
 
     def _count(self, client_id, api: str, version: int) -> None:

@@ -25,9 +25,19 @@ from typing import Callable
 HEADER_PREFIX = struct.Struct(">hhi")
 
 
-#: the request the current asyncio task is handling (set by the handler, e.g. ``KafkaApis.handle``): what a purgatory
-#: adds its waiting time to (``Request.remote_time_s``)
-current_request: "contextvars.ContextVar[Request | None]" = contextvars.ContextVar("current_request", default=None)
+class RemoteTime:
+    """The seconds a request spent parked in purgatories (Kafka's remote time), summed by the purgatories."""
+    __slots__ = ("seconds",)
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+
+#: the remote time of the request the current asyncio task is handling (set by the handler, e.g.
+#: ``KafkaApis.handle``), which a purgatory adds its waiting to. A small object, not the request: a timer or task
+#: created while handling copies the context, and must not keep the request's frame alive
+current_remote_time: "contextvars.ContextVar[RemoteTime | None]" = contextvars.ContextVar("current_remote_time",
+                                                                                         default=None)
 
 
 class InvalidRequest(Exception):
@@ -57,8 +67,8 @@ class Request:
     start_s: float = 0.0
     #: the request's name in Kafka's RequestMetrics (``Produce``, ``FetchConsumer``, ...), set with ``on_sent``
     metric_name: str = ""
-    #: seconds the request spent parked in a purgatory (Kafka's remote time), summed by the purgatories
-    remote_time_s: float = 0.0
+    #: the time it spent parked in purgatories (set by the handler only when it keeps request metrics)
+    remote_time: RemoteTime | None = None
     #: set by the handler: ``on_sent(request, send_s)`` once the response is written (``send_s``: how long the
     #: write took; 0.0 without a response), where the request's metrics are recorded
     on_sent: "Callable[[Request, float], None] | None" = None

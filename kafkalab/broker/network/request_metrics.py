@@ -9,7 +9,7 @@ Per request name (Kafka's: the API's name, e.g. ``Produce``, ``Metadata``; a Fet
 * ``LocalTimeMs``: the handler's own work (``TotalTimeMs`` without ``RemoteTimeMs`` and ``ResponseSendTimeMs``);
 * ``RemoteTimeMs``: the time parked in a purgatory (a ``DelayedProduce`` waiting for the followers, a
   ``DelayedFetch`` waiting for data, a ``DelayedDeleteRecords``), summed by the purgatories into the request
-  (:data:`~kafkalab.broker.network.request_channel.current_request`);
+  (:data:`~kafkalab.broker.network.request_channel.current_remote_time`);
 * ``ThrottleTimeMs``: the throttle time given to the client, which the connection is muted for (KIP-219);
 * ``ResponseSendTimeMs``: writing the response to the socket, until the kernel took it (``drain``).
 

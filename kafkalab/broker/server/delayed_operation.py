@@ -19,7 +19,7 @@ import collections
 import time
 from typing import Any
 
-from ..network.request_channel import current_request
+from ..network.request_channel import current_remote_time
 from ..utils.async_util import wait_done
 
 Key = tuple[str, int]
@@ -63,7 +63,7 @@ class DelayedOperation:
         self.future = asyncio.get_running_loop().create_future()
         keys = list(self.pending)
         self.purgatory.watch(keys, self)
-        request = current_request.get()
+        remote = current_remote_time.get()
         parked = time.perf_counter()
         try:
             # (not asyncio.wait_for: on Python < 3.12 it can lose a cancellation; see async_util)
@@ -74,8 +74,8 @@ class DelayedOperation:
                 self.pending.clear()
         finally:
             self.purgatory.unwatch(keys, self)
-            if request is not None:   # the request's remote time (RequestMetrics RemoteTimeMs)
-                request.remote_time_s += time.perf_counter() - parked
+            if remote is not None:   # the request's remote time (RequestMetrics RemoteTimeMs)
+                remote.seconds += time.perf_counter() - parked
         return self.results
 
 

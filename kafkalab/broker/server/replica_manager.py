@@ -61,7 +61,7 @@ from ..log.offset_checkpoint import read_checkpoint, write_checkpoint
 from ..cluster.partition import LogReadResult, Partition
 from ..common.topic import INTERNAL_TOPICS
 from ..log.log import LogAppendInfo
-from ..network.request_channel import current_request
+from ..network.request_channel import current_remote_time
 from .replica_fetcher_thread import InitialFetchState, ReplicaFetcherManager
 from .replica_manager_metrics import AlterPartitionListener
 
@@ -319,13 +319,13 @@ class ReplicaManager:
         fut = asyncio.get_running_loop().create_future()
         for key in watched:
             self._fetch_waiters[key].add(fut)
-        request = current_request.get()
+        remote = current_remote_time.get()
         parked = time.perf_counter()
         try:   # (never asyncio.wait_for here: it can lose the cancellation at shutdown, see async_util)
             await wait_done(fut, timeout_s)
         finally:
-            if request is not None:   # the Fetch's remote time (RequestMetrics RemoteTimeMs)
-                request.remote_time_s += time.perf_counter() - parked
+            if remote is not None:   # the Fetch's remote time (RequestMetrics RemoteTimeMs)
+                remote.seconds += time.perf_counter() - parked
             for key in watched:
                 waiters = self._fetch_waiters.get(key)
                 if waiters is not None:
