@@ -18,12 +18,15 @@ from .broker.mini import MiniBroker, mini
 from .cluster import Cluster
 from .cluster.processes import remove_dir_when_this_process_dies
 from .cluster.distribution import fetch_kafka
+from .cluster.metrics import metrics_frame
 from .kafka_connect import connect_cluster, fetch_connect   # after .broker.mini: its atexit runs first
 from .lab import LabKafka, connect
 from .registry import SchemaRegistry, schema_registry
 
 # an in-process broker's temporary log directory goes even when this process is killed (kill -9, nbval)
 MiniBroker.temp_dir_guard = staticmethod(remove_dir_when_this_process_dies)
+# MiniBroker.metrics(): its Prometheus text as a DataFrame, read by the lab's side
+MiniBroker.metrics_reader = staticmethod(metrics_frame)
 
 __version__ = "0.1.0"
 __all__ = ["MiniBroker", "mini", "cluster", "Cluster", "LabKafka", "connect", "fetch_kafka", "SchemaRegistry",

@@ -4,7 +4,9 @@ Runs one mini broker as its own process (what the cluster launcher starts,
 and what a test kills with SIGKILL). Prints one line once it accepts
 connections::
 
-    kafkalab broker 0 ready on 127.0.0.1:9092 log.dirs=/tmp/x
+    kafkalab broker 0 ready on 127.0.0.1:9092 metrics=http://127.0.0.1:40123/metrics log.dirs=/tmp/x
+
+(``metrics=``: where its Kafka metrics are served as Prometheus text; not there with ``kafkalab.metrics.port=-1``.)
 
 SIGTERM and SIGINT shut it down cleanly (logs flushed, checkpoints written)
 and it exits with status 0. With ``--parent-pid P`` it also shuts down when
@@ -53,8 +55,9 @@ async def run(config: BrokerConfig, parent_pid: int | None = None, server_class=
     await server.start()
     try:
         if not stop.is_set():
+            metrics = f"metrics={server.metrics_url} " if server.metrics_url else ""
             print(f"kafkalab broker {server.broker_id} ready on {server.advertised_host}:{server.advertised_port} "
-                  f"log.dirs={server.log_dir}", flush=True)
+                  f"{metrics}log.dirs={server.log_dir}", flush=True)
             await stop.wait()
     finally:
         try:

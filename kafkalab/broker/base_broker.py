@@ -48,6 +48,8 @@ from typing import TYPE_CHECKING
 
 from .cluster.partition import Partition
 from .common.errors import ErrorCode, KafkaError
+from .common.metrics import MetricsRegistry
+from .common.metrics.prometheus import MetricsHttpServer, loop_reader
 from .coordinator.group.group_coordinator import GroupCoordinator
 from .coordinator.share.share_coordinator import ShareCoordinator
 from .coordinator.transaction.transaction_coordinator import TransactionCoordinator
@@ -113,9 +115,14 @@ class BaseBroker:
             raise ValueError("log.dirs must be set")
         self.host, port = _listener_host_port(config["listeners"])
         self._metadata_mode = metadata_mode
+        #: Kafka's metrics of this broker (its Yammer registry), None if ``kafkalab.metrics.enabled`` is false;
+        #: served at ``metrics_url`` unless ``kafkalab.metrics.port`` is -1
+        self.metrics: MetricsRegistry | None = MetricsRegistry() if config["kafkalab.metrics.enabled"] else None
+        self.metrics_server: MetricsHttpServer | None = None
         log_manager: LogManager | None = None
         try:  # Kafka's LogManager.createAndValidateLogDirs: the directory must exist (or be creatable) and be writable
             log_manager = self.log_manager = LogManager(self.log_dir, config, lock_dir=True)  # one broker per directory
+            log_manager.metrics = self.metrics
             self.metadata_cache = MetadataCache(self.log_dir, metadata_mode)
             with tempfile.TemporaryFile(dir=self.log_dir):
                 pass
@@ -211,6 +218,7 @@ class BaseBroker:
             if self.transaction_coordinator is not None:
                 await self.transaction_coordinator.start()   # loads __transaction_state, aborts timed-out ones
             await self._listen()
+            self._start_metrics_server()
             if self.in_cluster:
                 await self._register()
                 await self._start_controller()
@@ -284,6 +292,29 @@ class BaseBroker:
             raise StartupError(f"Socket server failed to bind to {self.host}:{self.socket_server.port}: "
                                f"{reason}") from exc
 
+    def _start_metrics_server(self) -> None:
+        """``http://host:port/metrics`` (kafkalab's own: Kafka's metrics are JMX MBeans), read on this loop."""
+        port = self.config["kafkalab.metrics.port"]
+        if self.metrics is None or port == -1:
+            return
+        server = MetricsHttpServer(self.metrics, self.host, port, read=loop_reader(asyncio.get_running_loop()))
+        try:
+            server.start()
+        except OSError as exc:
+            raise StartupError(f"the metrics server failed to bind to {self.host}:{port} "
+                               f"(kafkalab.metrics.port): {exc.strerror or exc}") from exc
+        self.metrics_server = server
+
+    @property
+    def metrics_url(self) -> str | None:
+        """Where this broker's metrics are served as Prometheus text, once started (None: not served)."""
+        return self.metrics_server.url if self.metrics_server is not None else None
+
+    def _stop_metrics_server(self) -> None:
+        server, self.metrics_server = self.metrics_server, None
+        if server is not None:
+            server.stop()
+
     def _clean_shutdown_broker_epoch(self) -> int:
         """What the clean-shutdown marker records: nothing in ZooKeeper mode (a KRaft broker: its epoch)."""
         return -1
@@ -291,35 +322,38 @@ class BaseBroker:
     async def stop(self, controlled: bool = True) -> None:
         """Kafka's shutdown order: (cluster mode: controlled shutdown,) stop taking requests, stop the
         jobs, then close the logs cleanly (cluster mode: then the controller and the metadata source)."""
-        self._stopping = True
-        if self.in_cluster and controlled and self._registered and self.config["controlled.shutdown.enable"]:
-            try:
-                await self.controlled_shutdown()
-            except Exception:
-                log.exception("broker %d: controlled shutdown failed; shutting down anyway", self.broker_id)
-        for task in self._background:  # at once, so that no job starts while the connections close
-            task.cancel()
-        await self.socket_server.stop()
-        if self._fault_control is not None:
-            await self._fault_control.stop()
-        await self._requests_stopped()
-        await cancel_and_wait(self._background)
-        self._background.clear()
-        await self._jobs_stopped()
-        if self.share_partition_manager is not None:
-            await self.share_partition_manager.stop()
-        if self.group_coordinator is not None:
-            await self.group_coordinator.stop()
-        if self.transaction_coordinator is not None:
-            await self.transaction_coordinator.stop()
-        await self.replica_manager.shutdown()   # cluster mode: the replica fetchers stop
-        self.log_manager.close(self._clean_shutdown_broker_epoch())
-        if self.kafka_controller is not None:
-            try:
-                await self.kafka_controller.shutdown()
-            except Exception:
-                log.exception("broker %d: error while stopping the controller", self.broker_id)
-        self._stop_metadata_source()
+        try:
+            self._stopping = True
+            if self.in_cluster and controlled and self._registered and self.config["controlled.shutdown.enable"]:
+                try:
+                    await self.controlled_shutdown()
+                except Exception:
+                    log.exception("broker %d: controlled shutdown failed; shutting down anyway", self.broker_id)
+            for task in self._background:  # at once, so that no job starts while the connections close
+                task.cancel()
+            await self.socket_server.stop()
+            if self._fault_control is not None:
+                await self._fault_control.stop()
+            await self._requests_stopped()
+            await cancel_and_wait(self._background)
+            self._background.clear()
+            await self._jobs_stopped()
+            if self.share_partition_manager is not None:
+                await self.share_partition_manager.stop()
+            if self.group_coordinator is not None:
+                await self.group_coordinator.stop()
+            if self.transaction_coordinator is not None:
+                await self.transaction_coordinator.stop()
+            await self.replica_manager.shutdown()   # cluster mode: the replica fetchers stop
+            self.log_manager.close(self._clean_shutdown_broker_epoch())
+            if self.kafka_controller is not None:
+                try:
+                    await self.kafka_controller.shutdown()
+                except Exception:
+                    log.exception("broker %d: error while stopping the controller", self.broker_id)
+            self._stop_metadata_source()
+        finally:   # its thread and socket go whatever failed above
+            self._stop_metrics_server()
 
     async def _requests_stopped(self) -> None:
         """Stopping: no request is served any more (a KRaft broker stops applying metadata here)."""

@@ -28,6 +28,11 @@ the response frame (or ``None``: no response):
    throttled consumer Fetch is answered empty, as Kafka's ``getThrottledResponse``.
 7. **encode**: the response frame, with the request's correlation id.
 
+Once the socket server has written the response, ``_request_sent`` records the request in Kafka's
+``kafka.network:type=RequestMetrics`` (:mod:`kafkalab.broker.network.request_metrics`: RequestsPerSec, TotalTimeMs,
+LocalTimeMs, RemoteTimeMs, ThrottleTimeMs, ResponseSendTimeMs; a Fetch as FetchConsumer or FetchFollower), unless
+the broker keeps no metrics (``kafkalab.metrics.enabled=false``).
+
 A handler reaches the quotas through its :class:`~kafkalab.broker.apis.RequestContext`
 (``ctx.quotas``); the broker hands the quota manager and the fault injector in.
 """
@@ -38,7 +43,8 @@ import collections
 import time
 
 from .apis import REGISTRY, ApiRegistry, ApiSpec, RequestContext, load_all
-from .network.request_channel import CloseConnection, Request
+from .network.request_channel import CloseConnection, RemoteTime, Request, current_remote_time
+from .network.request_metrics import CONSUMER_FETCH, FOLLOWER_FETCH, RequestChannelMetrics
 from .server.client_quota_manager import ClientQuotaManager
 from .server.faults import FaultInjector
 from .server.kafka_broker import KafkaBroker
@@ -56,53 +62,78 @@ class KafkaApis:
         self.registry = registry
         #: (client_id, api name, api version) -> requests served
         self.request_counts: collections.Counter = collections.Counter()
+        #: Kafka's kafka.network RequestMetrics (None: the broker keeps no metrics)
+        metrics = broker.metrics
+        self.request_metrics = RequestChannelMetrics(metrics) if metrics is not None else None
         if registry is REGISTRY:
             load_all()
 
     async def handle(self, request: Request) -> bytes | bytearray | None:
-        # 1. lookup
-        spec = self.registry.lookup(request)
-        if spec is None:
-            return self.registry.unsupported_api_versions(request.correlation_id)
-        # 2. decode
-        body = self.registry.decode(spec, request)
-        # 3. forward (KafkaBroker contract: forwarding_manager is None but on a KRaft broker)
-        forwarding = self.broker.forwarding_manager
-        if forwarding is not None and spec.key in forwarding.forwarded_apis:   # KRaft: the controller decides
-            return await forwarding.forward(request.frame, body, request.client_host, request.api_version,
-                                            request.correlation_id)
-        ctx = RequestContext(self.broker, spec.key, request.api_version, request.correlation_id,
-                             body.header.client_id, request.client_host, request.connection_id, self.quotas)
-        # 4. count
-        self._count(ctx.client_id, spec.name, request.api_version)
-        # 5. handle (or a lab fault)
-        metered = self.quotas.enabled
-        started = time.perf_counter() if metered else 0.0
-        fault = self.faults.on_request(spec.name, body) if self.faults.active else None
-        result: dict | None
-        if fault is not None and fault.fail is not None:   # answered with the error, the request not run
-            result = self.faults.answer_failed(spec.name, body, fault.fail)
-        else:
-            result = await spec.handler(ctx, body)
-        handler_s = time.perf_counter() - started if metered else 0.0
-        if fault is not None:
-            if fault.delay_s:
-                await asyncio.sleep(fault.delay_s)
-            if fault.drop:
-                if fault.close_connection:
-                    raise CloseConnection(f"fault: {spec.name} response dropped")
+        timed = self.request_metrics is not None   # Kafka's RequestMetrics
+        if timed:
+            request.start_s = time.perf_counter()
+            request.remote_time = remote = RemoteTime()
+            token = current_remote_time.set(remote)   # the purgatories add their waiting to it
+        try:
+            # 1. lookup
+            spec = self.registry.lookup(request)
+            if spec is None:
+                return self.registry.unsupported_api_versions(request.correlation_id)
+            # 2. decode
+            body = self.registry.decode(spec, request)
+            if timed:
+                request.metric_name = ((FOLLOWER_FETCH if _fetch_replica_id(body) >= 0 else CONSUMER_FETCH)
+                                       if spec.name == "Fetch" else spec.name)
+                request.on_sent = self._request_sent
+            # 3. forward (KafkaBroker contract: forwarding_manager is None but on a KRaft broker)
+            forwarding = self.broker.forwarding_manager
+            if forwarding is not None and spec.key in forwarding.forwarded_apis:   # KRaft: the controller decides
+                return await forwarding.forward(request.frame, body, request.client_host, request.api_version,
+                                                request.correlation_id)
+            ctx = RequestContext(self.broker, spec.key, request.api_version, request.correlation_id,
+                                 body.header.client_id, request.client_host, request.connection_id, self.quotas)
+            # 4. count
+            self._count(ctx.client_id, spec.name, request.api_version)
+            # 5. handle (or a lab fault)
+            metered = self.quotas.enabled
+            started = time.perf_counter() if metered else 0.0
+            fault = self.faults.on_request(spec.name, body) if self.faults.active else None
+            result: dict | None
+            if fault is not None and fault.fail is not None:   # answered with the error, the request not run
+                result = self.faults.answer_failed(spec.name, body, fault.fail)
+            else:
+                result = await spec.handler(ctx, body)
+            handler_s = time.perf_counter() - started if metered else 0.0
+            if fault is not None:
+                if fault.delay_s:
+                    await asyncio.sleep(fault.delay_s)
+                if fault.drop:
+                    if fault.close_connection:
+                        raise CloseConnection(f"fault: {spec.name} response dropped")
+                    return None
+            # 6. throttle, 7. encode
+            if result is None:
+                if metered:
+                    self._throttle(request, spec.name, ctx.client_id, body, 0, handler_s)
                 return None
-        # 6. throttle, 7. encode
-        if result is None:
+            encoded = self.registry.encode(spec, request.api_version, request.correlation_id, result)
             if metered:
-                self._throttle(request, spec.name, ctx.client_id, body, 0, handler_s)
-            return None
-        encoded = self.registry.encode(spec, request.api_version, request.correlation_id, result)
-        if metered:
-            throttle_ms = self._throttle(request, spec.name, ctx.client_id, body, len(encoded), handler_s)
-            if throttle_ms and "throttle_time_ms" in result:
-                encoded = self._throttled_response(spec, request, result, throttle_ms)
-        return encoded
+                throttle_ms = self._throttle(request, spec.name, ctx.client_id, body, len(encoded), handler_s)
+                if throttle_ms and "throttle_time_ms" in result:
+                    encoded = self._throttled_response(spec, request, result, throttle_ms)
+            return encoded
+        finally:
+            if timed:
+                current_remote_time.reset(token)
+
+    def _request_sent(self, request: Request, send_s: float) -> None:
+        """The socket server wrote the response (or had none to write): the request's RequestMetrics."""
+        metrics = self.request_metrics
+        if metrics is not None:
+            total = time.perf_counter() - request.start_s
+            remote = request.remote_time
+            metrics.update(request.metric_name, request.api_version, total, remote.seconds if remote else 0.0, send_s,
+                           request.throttle_ms)
 
     def _count(self, client_id, api: str, version: int) -> None:
         key = (client_id, api, version)
@@ -112,9 +143,7 @@ class KafkaApis:
     def _throttle(self, request: Request, api: str, client_id, body, response_bytes: int, handler_s: float) -> int:
         """Record the request against the client's quotas; the connection is muted if it went over one.
         (A Fetch's time is not counted: most of it is the long poll's waiting, not work.)"""
-        replica_id = getattr(body, "replica_id", -1) if api == "Fetch" else -1
-        if api == "Fetch" and getattr(body, "replica_state", None) is not None:
-            replica_id = body.replica_state.replica_id
+        replica_id = _fetch_replica_id(body) if api == "Fetch" else -1
         throttle_ms = self.quotas.throttle_for_request(api, client_id, len(request.frame) + 4, response_bytes,
                                                        0.0 if api == "Fetch" else handler_s,
                                                        replica_id is not None and replica_id >= 0)
@@ -128,3 +157,11 @@ class KafkaApis:
             result = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": []}
         result["throttle_time_ms"] = throttle_ms
         return self.registry.encode(spec, request.api_version, request.correlation_id, result)
+
+
+def _fetch_replica_id(body) -> int:
+    """A Fetch's replica id (>= 0: a follower's; from v15 in ``replica_state``)."""
+    replica_id = getattr(body, "replica_id", -1)
+    if getattr(body, "replica_state", None) is not None:
+        replica_id = body.replica_state.replica_id
+    return -1 if replica_id is None else replica_id

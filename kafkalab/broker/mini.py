@@ -52,6 +52,9 @@ class MiniBroker:
     #: ``close()``. ``kafkalab/__init__.py`` sets it to
     #: :func:`kafkalab.cluster.processes.remove_dir_when_this_process_dies`.
     temp_dir_guard: "Callable[[str], Any] | None" = None
+    #: ``metrics_reader({broker_id: url}, names)``: the DataFrame :meth:`metrics` returns. ``kafkalab/__init__.py``
+    #: sets it to :func:`kafkalab.cluster.metrics.metrics_frame` (the broker does not import the lab).
+    metrics_reader: "Callable[..., Any] | None" = None
 
     def __init__(self, port: int = 0, log_dir: str | None = None, broker_id: int = 0,
                  host: str = "127.0.0.1", **configs):
@@ -124,6 +127,12 @@ class MiniBroker:
         return self.server.port
 
     @property
+    def metrics_url(self) -> str | None:
+        """``http://host:port/metrics``: this broker's Kafka metrics as Prometheus text, under the JMX exporter's
+        names (None with ``kafkalab.metrics.port=-1`` or ``kafkalab.metrics.enabled=false``)."""
+        return self.server.metrics_url
+
+    @property
     def closed(self) -> bool:
         return not self._thread.is_alive()
 
@@ -137,6 +146,19 @@ class MiniBroker:
                 raise RuntimeError("this broker is closed")
             future = asyncio.run_coroutine_threadsafe(run(), self._loop)
         return future.result()
+
+    def metrics(self, names=None):
+        """This broker's Kafka metrics, scraped from :attr:`metrics_url`: a pandas DataFrame with the columns
+        broker, metric (the Prometheus name, e.g. ``kafka_server_brokertopicmetrics_messagesin_total``), labels
+        (a dict), value, time. ``names``: a metric name or prefix, or a list of them, to keep only those."""
+        url = self.metrics_url
+        if url is None:
+            raise RuntimeError("this broker serves no metrics (kafkalab.metrics.port=-1 or "
+                               "kafkalab.metrics.enabled=false)")
+        reader = type(self).metrics_reader
+        if reader is None:
+            raise RuntimeError("MiniBroker.metrics_reader is not set (import kafkalab, which sets it)")
+        return reader({self.server.broker_id: url}, names)
 
     # -- lab faults (kafkalab.broker.server.faults) --------------------------------------------
 

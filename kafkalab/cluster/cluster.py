@@ -176,7 +176,7 @@ class Cluster(ClusterInspection, BrokerLifecycle, FaultControls):
                           "dir": os.path.join(self.dir, "zookeeper")},
             "bootstrap_servers": self.bootstrap_servers,
             "brokers": [{"id": b.id, "host": b.host, "port": b.port, "pid": b.pid, "create_time": b.create_time,
-                         "state": b.state, "log_dir": b.log_dir, "log": b.log_path}
+                         "state": b.state, "log_dir": b.log_dir, "log": b.log_path, "metrics_url": b.metrics_url}
                         for b in sorted(res.brokers.values(), key=lambda b: b.id)],
             "configs": dict(self.configs),
         }
@@ -221,7 +221,8 @@ class Cluster(ClusterInspection, BrokerLifecycle, FaultControls):
         for entry in brokers:
             b = _Broker(entry["id"], entry["host"], entry["port"], entry["log_dir"], entry["log"],
                         state=entry.get("state", "running"), attached_pid=entry.get("pid"),
-                        attached_create_time=entry.get("create_time"), create_time=entry.get("create_time"))
+                        attached_create_time=entry.get("create_time"), create_time=entry.get("create_time"),
+                        metrics_url=entry.get("metrics_url"))
             if b.attached_pid is not None and b.state in ("running", "paused", "starting"):
                 try:
                     psutil.Process(b.attached_pid)

@@ -93,8 +93,8 @@ class ClusterInspection:
     def brokers(self):
         """One row per broker: id, host, port, pid, alive (running / paused / stopped / killed / exited /
         starting), registered (its /brokers/ids znode exists; None while ZooKeeper cannot be reached),
-        is_controller, log_dir, log.
-        A pandas DataFrame (a list of dicts without pandas)."""
+        is_controller, log_dir, log, metrics_url (where a mini broker serves its Kafka metrics as Prometheus text;
+        None for Kafka's own brokers). A pandas DataFrame (a list of dicts without pandas)."""
         with self._res.lock:
             try:
                 registered = {int(i) for i in self._zk_read("get_children", zk_data.BROKER_IDS)}
@@ -104,13 +104,26 @@ class ClusterInspection:
             rows = [{"id": b.id, "host": b.host, "port": b.port, "pid": b.pid, "alive": self._state(b),
                      "registered": None if registered is None else b.id in registered,
                      "is_controller": b.id == controller,
-                     "log_dir": b.log_dir, "log": b.log_path}
+                     "log_dir": b.log_dir, "log": b.log_path, "metrics_url": b.metrics_url}
                     for b in sorted(self._res.brokers.values(), key=lambda b: b.id)]
         try:
             import pandas as pd
         except ImportError:
             return rows
         return pd.DataFrame(rows)
+
+    def metrics(self, names=None):
+        """The Kafka metrics of every running broker, scraped from its ``metrics_url``: a pandas DataFrame with the
+        columns broker, metric (the Prometheus name, as the JMX exporter's example Kafka configuration names it,
+        e.g. ``kafka_server_replicamanager_underreplicatedpartitions``), labels (a dict), value, time. ``names``: a
+        metric name or prefix, or a list of them, to keep only those. A broker that is down, paused or serves no
+        metrics (Kafka's own brokers, for now) has no rows."""
+        from .metrics import metrics_frame, name_filter
+        name_filter(names)   # bad names fail before any scrape
+        with self._res.lock:
+            urls = {b.id: b.metrics_url for b in sorted(self._res.brokers.values(), key=lambda b: b.id)
+                    if b.metrics_url and self._state(b) == "running"}
+        return metrics_frame(urls, names)
 
     def broker_log(self, broker_id: int, lines: int = 30) -> str:
         """The last ``lines`` lines of a broker's output (``broker-<id>.log``)."""

@@ -44,6 +44,8 @@ KAFKA_ONLY_DEFAULTS = {
 }
 
 READY_LINE = re.compile(r"kafkalab broker (\d+) ready on (\S+):(\d+)")
+#: the ready line's ``metrics=URL``: where the broker serves its Kafka metrics (kafkalab.metrics.port)
+READY_METRICS = re.compile(r"kafkalab broker (\d+) ready on \S+:\d+ metrics=(\S+)")
 
 
 def config_value(value) -> str:
@@ -84,6 +86,15 @@ class MiniBackend:
             if int(m.group(1)) == broker_id:
                 return int(m.group(3))
         return None
+
+    def ready_metrics_url(self, log_text: str, broker_id: int) -> str | None:
+        """The metrics URL of the broker's last ``ready`` line in ``log_text`` (None: it serves none)."""
+        url = None
+        for m in READY_LINE.finditer(log_text):
+            if int(m.group(1)) == broker_id:
+                found = READY_METRICS.match(log_text, m.start())
+                url = found.group(2) if found else None
+        return url
 
 
 class KafkaDistributionError(RuntimeError):
@@ -194,6 +205,9 @@ class KafkaBackend:
 
     def ready_port(self, log_text: str, broker_id: int) -> int | None:
         return None   # the port is known beforehand; readiness is the ZooKeeper registration
+
+    def ready_metrics_url(self, log_text: str, broker_id: int) -> str | None:
+        return None   # Kafka's metrics are JMX MBeans (the jmx_prometheus_javaagent is not wired yet)
 
 
 def _escape(value: str) -> str:

@@ -85,11 +85,13 @@ class BrokerLifecycle:
             try:
                 with open(b.log_path, "rb") as f:
                     f.seek(log_offset)
-                    port = self.backend.ready_port(f.read().decode(errors="replace"), b.id)
+                    text = f.read().decode(errors="replace")
+                port = self.backend.ready_port(text, b.id)
             except OSError:
                 port = None
             if port:
                 b.port = port
+                b.metrics_url = self.backend.ready_metrics_url(text, b.id)
                 b.state = "running"
                 return
             if time.monotonic() > deadline:

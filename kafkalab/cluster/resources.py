@@ -42,6 +42,7 @@ class _Broker:
     registration_czxid: int | None = None   # of the /brokers/ids/<id> znode we saw last
     roles: str = "broker"                   # KRaft: process.roles ("broker", "controller", "broker,controller")
     controller_port: int | None = None      # KRaft: the CONTROLLER listener's port of a controller
+    metrics_url: str | None = None          # a mini broker's http://host:port/metrics (its ready line says)
 
     @property
     def pid(self) -> int | None:

@@ -22,7 +22,8 @@ yaml = pytest.importorskip("yaml")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 #: PyPI name -> conda-forge package name, where they differ
-CONDA_NAMES = {"confluent-kafka": "python-confluent-kafka", "matplotlib": "matplotlib-base"}
+CONDA_NAMES = {"confluent-kafka": "python-confluent-kafka", "matplotlib": "matplotlib-base",
+               "prometheus-client": "prometheus_client"}
 
 
 def pyproject() -> dict:

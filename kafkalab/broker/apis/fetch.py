@@ -134,7 +134,13 @@ async def handle_fetch(ctx, request):
     params = _fetch_params(ctx, request)
     fetch_infos = [_partition_data(name, p) for name, _, partitions in topics for p in partitions]
     # read, and wait for min_bytes in the fetch purgatory
-    results = iter(await ctx.broker.replica_manager.fetch_messages(params, fetch_infos))
+    read = await ctx.broker.replica_manager.fetch_messages(params, fetch_infos)
+    stats = ctx.broker.replica_manager.broker_topic_stats
+    if stats is not None and not params.is_from_follower:   # Kafka's updateBytesOut: a consumer's bytes
+        for info, result in zip(fetch_infos, read):
+            if info.topic is not None and result.records:
+                stats.bytes_out(info.topic, len(result.records))
+    results = iter(read)
     # build the response
     responses = [{"topic": name, "topic_id": topic_id, "partitions": [
         _partition_response(ctx, name, p.partition, next(results)) for p in partitions]}

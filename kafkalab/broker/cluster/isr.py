@@ -190,7 +190,10 @@ class IsrMaintenance:
             log.debug("%s: ignoring AlterPartition answer for %s, state is now %s", self.name, pending,
                       self.partition_state)
             return False
+        listener = self.alter_partition_listener
         if error != ErrorCode.NONE:
+            if listener is not None:   # Kafka's handleAlterPartitionError: every error is a failed ISR update
+                listener.mark_failed()
             if error in (ErrorCode.OPERATION_NOT_ATTEMPTED, ErrorCode.INELIGIBLE_REPLICA):
                 self.partition_state = pending.last_committed_state   # explicitly not applied
                 if isinstance(pending, PendingExpandIsr):
@@ -217,9 +220,16 @@ class IsrMaintenance:
         if leader_epoch != self.leader_epoch or partition_epoch < self.partition_epoch:
             log.debug("%s: ignoring stale AlterPartition answer (epoch %d, partition epoch %d)", self.name,
                       leader_epoch, partition_epoch)
+            if listener is not None:
+                listener.mark_failed()
             return False
         self.partition_state = CommittedPartitionState(frozenset(isr or ()), leader_recovery_state)
         self.partition_epoch = partition_epoch
+        if listener is not None:   # the proposed change is committed (Kafka's PendingPartitionChange.notifyListener)
+            if isinstance(pending, PendingExpandIsr):
+                listener.mark_isr_expand()
+            elif isinstance(pending, PendingShrinkIsr):
+                listener.mark_isr_shrink()
         for r in isr or ():
             self.isr_expansion_refused.pop(r, None)
         log.info("%s: ISR updated to %s, partition epoch %d%s", self.name, sorted(isr or ()), partition_epoch,

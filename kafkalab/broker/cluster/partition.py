@@ -130,6 +130,9 @@ class Partition(IsrMaintenance):
         #: ``alter_partition(partition, pending_state)`` sends an ISR change to the controller (set by the
         #: ReplicaManager; unit tests answer for the controller themselves)
         self.alter_partition: Callable | None = None
+        #: Kafka's ``AlterPartitionListener``: ``mark_isr_expand``, ``mark_isr_shrink``, ``mark_failed`` (the
+        #: ReplicaManager's ISR meters; None without metrics)
+        self.alter_partition_listener = None
         #: called when the HW moved or the ISR changed: wakes DelayedProduces and Fetches (Kafka's
         #: ``tryCompleteDelayedRequests``)
         self.on_delayed_requests: Callable[["Partition"], None] | None = None

@@ -52,6 +52,7 @@ try:
 except ImportError:  # Windows: no flock, the directory is not locked
     fcntl = None
 
+from ..common.metrics import KafkaMetricsGroup, MetricsRegistry
 from .log_config import ConfigValues, LogConfig
 from .log import UnifiedLog, parse_partition_dir
 from .log_cleaner import CleanerStats, LogCleaner
@@ -133,6 +134,8 @@ class LogManager:
         self._recovery_points = read_checkpoint(os.path.join(log_dir, RECOVERY_POINT_CHECKPOINT))
         self._log_start_offsets = read_checkpoint(os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT))
         self.cleaner = LogCleaner(log_dir)
+        #: the broker's metrics registry (set by the broker; None: no metrics): each log's kafka.log:type=Log gauges
+        self.metrics: MetricsRegistry | None = None
 
     def get_or_create_log(self, topic: str, partition: int, log_config: LogConfig) -> UnifiedLog:
         key = (topic, partition)
@@ -143,6 +146,8 @@ class LogManager:
                               recovery_point=self._recovery_points.get(key, 0),
                               had_clean_shutdown=self.had_clean_shutdown)
             self.logs[key] = log_
+            if self.metrics is not None:
+                _new_log_metrics(self.metrics, log_)
         return log_
 
     def get_log(self, topic: str, partition: int) -> UnifiedLog | None:
@@ -154,6 +159,9 @@ class LogManager:
         self._log_start_offsets.pop((topic, partition), None)
         self.cleaner.forget(topic, partition)
         if log_ is not None:
+            if self.metrics is not None:   # Kafka's removeLogMetrics: a deleted log's series go
+                KafkaMetricsGroup(self.metrics, "kafka.log", "Log").remove_metrics(
+                    LOG_METRIC_NAMES, {"topic": topic, "partition": partition})
             log_.delete()
 
     # -- retention, compaction, flushing ---------------------------------------------
@@ -251,6 +259,19 @@ class LogManager:
         """Let another broker use the directory (``close()`` does it last; a failed start too)."""
         if self.dir_lock is not None:
             self.dir_lock.release()
+
+
+#: Kafka's ``UnifiedLog.newMetrics``: kafka.log:type=Log,name=N,topic=T,partition=P
+LOG_METRIC_NAMES = ("NumLogSegments", "LogStartOffset", "LogEndOffset", "Size")
+
+
+def _new_log_metrics(registry: MetricsRegistry, log_: UnifiedLog) -> None:
+    group = KafkaMetricsGroup(registry, "kafka.log", "Log")
+    tags = {"topic": log_.topic, "partition": log_.partition}
+    group.new_gauge("NumLogSegments", lambda: len(log_.segments), tags)
+    group.new_gauge("LogStartOffset", lambda: log_.log_start_offset, tags)
+    group.new_gauge("LogEndOffset", lambda: log_.log_end_offset, tags)
+    group.new_gauge("Size", lambda: log_.size, tags)
 
 
 def _fsync_and_close(fds: list[int]) -> None:

@@ -16,11 +16,28 @@ Two exceptions travel the other way and close the connection:
 """
 from __future__ import annotations
 
+import contextvars
 import struct
 from dataclasses import dataclass
+from typing import Callable
 
 #: the request header's fixed start: api_key int16, api_version int16, correlation_id int32
 HEADER_PREFIX = struct.Struct(">hhi")
+
+
+class RemoteTime:
+    """The seconds a request spent parked in purgatories (Kafka's remote time), summed by the purgatories."""
+    __slots__ = ("seconds",)
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+
+#: the remote time of the request the current asyncio task is handling (set by the handler, e.g.
+#: ``KafkaApis.handle``), which a purgatory adds its waiting to. A small object, not the request: a timer or task
+#: created while handling copies the context, and must not keep the request's frame alive
+current_remote_time: "contextvars.ContextVar[RemoteTime | None]" = contextvars.ContextVar("current_remote_time",
+                                                                                         default=None)
 
 
 class InvalidRequest(Exception):
@@ -46,6 +63,15 @@ class Request:
     client_host: str
     #: set by the handler when the client went over a quota: the connection is muted for so long
     throttle_ms: int = 0
+    #: when the handler took it (``time.perf_counter()``; set by the handler only when it keeps request metrics)
+    start_s: float = 0.0
+    #: the request's name in Kafka's RequestMetrics (``Produce``, ``FetchConsumer``, ...), set with ``on_sent``
+    metric_name: str = ""
+    #: the time it spent parked in purgatories (set by the handler only when it keeps request metrics)
+    remote_time: RemoteTime | None = None
+    #: set by the handler: ``on_sent(request, send_s)`` once the response is written (``send_s``: how long the
+    #: write took; 0.0 without a response), where the request's metrics are recorded
+    on_sent: "Callable[[Request, float], None] | None" = None
 
     @classmethod
     def parse(cls, frame: bytes, connection_id: int, client_host: str) -> "Request":

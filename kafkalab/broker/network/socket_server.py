@@ -41,6 +41,7 @@ import asyncio
 import itertools
 import logging
 import struct
+import time
 from typing import Awaitable, Callable
 
 from ..utils.async_util import cancel_and_wait
@@ -113,9 +114,16 @@ class SocketServer:
                     raise InvalidRequest(f"connection closed {size} bytes into a frame") from None
                 request = Request.parse(frame, conn_id, peer[0])
                 response = await self.handler(request)
+                on_sent = request.on_sent
+                send_s = 0.0
                 if response is not None:
+                    started = time.perf_counter() if on_sent is not None else 0.0
                     writer.write(response)
                     await writer.drain()
+                    if on_sent is not None:
+                        send_s = time.perf_counter() - started
+                if on_sent is not None:   # the request's metrics (KafkaApis), once its response is written
+                    on_sent(request, send_s)
                 if request.throttle_ms:  # throttled: read nothing more from this client until the time has passed
                     await asyncio.sleep(request.throttle_ms / 1000)
         except InvalidRequest as exc:

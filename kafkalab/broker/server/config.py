@@ -177,6 +177,12 @@ _BROKER_ONLY: list[ConfigDef] = [
     _d("quota.window.size.seconds", "int", 1, "Time span of each quota sample", _positive),
     _d("replica.high.watermark.checkpoint.interval.ms", "long", 5000, "How often high watermarks are "
        "written to replication-offset-checkpoint", _positive),
+    # -- kafkalab's own (not in Kafka, whose metrics are JMX MBeans): the metrics served as Prometheus text ------
+    _d("kafkalab.metrics.enabled", "bool", True, "kafkalab's own, not in Kafka: keep Kafka's metrics "
+       "(kafka.server, kafka.network, kafka.log, kafka.controller) and serve them; false: none are kept"),
+    _d("kafkalab.metrics.port", "int", 0, "kafkalab's own, not in Kafka: the port of http://<host>:<port>/metrics, "
+       "this broker's metrics as Prometheus text under the JMX exporter's names (0: a free port; -1: no server, "
+       "the metrics are still kept)", _between(-1, 65535)),
 ]
 
 #: Broker configs (server.properties), including the broker-wide topic defaults.

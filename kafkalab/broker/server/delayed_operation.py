@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import time
 from typing import Any
 
+from ..network.request_channel import current_remote_time
 from ..utils.async_util import wait_done
 
 Key = tuple[str, int]
@@ -61,6 +63,8 @@ class DelayedOperation:
         self.future = asyncio.get_running_loop().create_future()
         keys = list(self.pending)
         self.purgatory.watch(keys, self)
+        remote = current_remote_time.get()
+        parked = time.perf_counter()
         try:
             # (not asyncio.wait_for: on Python < 3.12 it can lose a cancellation; see async_util)
             if not await wait_done(self.future, max(timeout_ms, 0) / 1000):
@@ -70,6 +74,8 @@ class DelayedOperation:
                 self.pending.clear()
         finally:
             self.purgatory.unwatch(keys, self)
+            if remote is not None:   # the request's remote time (RequestMetrics RemoteTimeMs)
+                remote.seconds += time.perf_counter() - parked
         return self.results
 
 
@@ -82,6 +88,10 @@ class DelayedOperationPurgatory:
 
     def __len__(self) -> int:
         return len({op for ops in self._watchers.values() for op in ops})
+
+    def watched(self) -> int:
+        """The watches: one per partition an operation waits on (Kafka's ``PurgatorySize``)."""
+        return sum(len(ops) for ops in list(self._watchers.values()))
 
     def watch(self, keys, op: DelayedOperation) -> None:
         for key in keys:

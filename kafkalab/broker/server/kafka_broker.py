@@ -33,6 +33,7 @@ from .metadata_mode import MetadataMode
 if TYPE_CHECKING:
     from ..cluster.partition import Partition
     from ..cluster.partition_state import LeaderAndIsrPartitionState
+    from ..common.metrics import MetricsRegistry
     from ..coordinator.group.group_coordinator import GroupCoordinator
     from ..coordinator.share.share_coordinator import ShareCoordinator
     from ..coordinator.transaction.transaction_coordinator import TransactionCoordinator
@@ -114,6 +115,8 @@ class KafkaBroker(Protocol):
     cluster_id: str
     #: the asyncio loop the broker runs on, once started
     loop: asyncio.AbstractEventLoop | None
+    #: Kafka's metrics of this broker (its Yammer registry); None if ``kafkalab.metrics.enabled`` is false
+    metrics: MetricsRegistry | None
 
     @property
     def metadata_mode(self) -> MetadataMode: ...

@@ -44,11 +44,14 @@ import collections
 import logging
 import os
 import shutil
+import time
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from ..utils.async_util import wait_done
+from . import replica_manager_metrics
 from .alter_partition_manager import AlterPartitionManager
+from .broker_topic_stats import BrokerTopicStats
 from .delayed_delete_records import DelayedDeleteRecords
 from .delayed_fetch import DelayedFetch, FetchParams, FetchPartitionData
 from .delayed_operation import DelayedOperationPurgatory
@@ -58,7 +61,9 @@ from ..log.offset_checkpoint import read_checkpoint, write_checkpoint
 from ..cluster.partition import LogReadResult, Partition
 from ..common.topic import INTERNAL_TOPICS
 from ..log.log import LogAppendInfo
+from ..network.request_channel import current_remote_time
 from .replica_fetcher_thread import InitialFetchState, ReplicaFetcherManager
+from .replica_manager_metrics import AlterPartitionListener
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +112,13 @@ class ReplicaManager:
         self._jobs: set[asyncio.Task] = set()       # one-off tasks (stopping idle fetchers)
         self._periodic: list[asyncio.Task] = []     # isr-expiration, highwatermark-checkpoint
         self._shut_down = False
+        #: Kafka's BrokerTopicStats and the ISR meters; None without metrics (kafkalab.metrics.enabled=false)
+        self.broker_topic_stats: BrokerTopicStats | None = None
+        self.alter_partition_listener: AlterPartitionListener | None = None
+        registry = broker.metrics if broker is not None else None
+        if registry is not None:
+            self.broker_topic_stats = BrokerTopicStats(registry)
+            self.alter_partition_listener = replica_manager_metrics.register(self, registry)
 
     @property
     def config(self):
@@ -121,6 +133,7 @@ class ReplicaManager:
         if self.broker is not None:
             partition.replica_lag_time_max_ms = self.broker.config["replica.lag.time.max.ms"]
         partition.alter_partition = self._alter_partition
+        partition.alter_partition_listener = self.alter_partition_listener
 
     def remove_partition(self, topic: str, index: int) -> Partition | None:
         """Stop hosting a partition; a Fetch or Produce waiting on it answers at once (Kafka's stopPartitions)."""
@@ -130,6 +143,9 @@ class ReplicaManager:
         self.notify_data_arrived(topic, index)
         self.produce_purgatory.check_and_complete((topic, index))
         self.delete_records_purgatory.check_and_complete((topic, index))
+        stats = self.broker_topic_stats
+        if stats is not None and partition is not None and not any(t == topic for t, _ in self.partitions):
+            stats.remove_metrics(topic)   # the topic's last partition here: its BrokerTopicMetrics go
         return partition
 
     def get_partition(self, topic: str, index: int) -> Partition:
@@ -150,11 +166,22 @@ class ReplicaManager:
     def append_records(self, topic: str, index: int, records: bytes, required_acks: int,
                        from_coordinator: bool = False) -> LogAppendInfo:
         """Append to the partition this broker leads (raises KafkaError); the coordinators' appends."""
-        return self._append(self.get_partition(topic, index), records, required_acks, from_coordinator)
+        stats = self.broker_topic_stats
+        if stats is not None:
+            stats.produce_tried(topic)
+        try:
+            return self._append(self.get_partition(topic, index), records, required_acks, from_coordinator)
+        except KafkaError as exc:
+            if stats is not None:
+                stats.produce_failed(topic, exc.code)
+            raise
 
     def _append(self, partition: Partition, records: bytes, required_acks: int,
                 from_coordinator: bool = False) -> LogAppendInfo:
         info = partition.append_records_to_leader(records, required_acks, from_coordinator)
+        stats = self.broker_topic_stats
+        if stats is not None:
+            stats.produce_appended(partition.topic, info.records_count, len(records))
         if not info.duplicate:
             self.notify_data_arrived(partition.topic, partition.index)
         return info
@@ -163,10 +190,15 @@ class ReplicaManager:
         """A Produce's append to one partition (Kafka's ``appendToLocalLog``): never raises a KafkaError, it
         is the result's ``error``; for ``required_acks == -1`` the offset the high watermark must reach."""
         partition = None
+        stats = self.broker_topic_stats
+        if stats is not None:
+            stats.produce_tried(topic)
         try:
             partition = self.get_partition(topic, index)
             info = self._append(partition, records, required_acks)
         except KafkaError as exc:
+            if stats is not None:
+                stats.produce_failed(topic, exc.code)
             start = -1 if partition is None or exc.code in _NO_LOG_START_OFFSET else partition.log.log_start_offset
             # kept without its traceback and chained errors: they hold the frames of the append (the request's
             # records, a decompressed batch) alive for as long as the result lives
@@ -241,7 +273,13 @@ class ReplicaManager:
         (:meth:`read_from_local_log`) and, when fewer than ``min_bytes`` are ready, wait in the fetch
         purgatory (:class:`~kafkalab.broker.server.delayed_fetch.DelayedFetch`) up to ``max_wait_ms``.
         One ``LogReadResult`` per partition, in the order asked."""
-        return await DelayedFetch(self, params, fetch_infos).run()
+        results = await DelayedFetch(self, params, fetch_infos).run()
+        stats = self.broker_topic_stats
+        if stats is not None:   # Kafka marks them after the first read; here once the Fetch is answered
+            for info, result in zip(fetch_infos, results):
+                if info.topic is not None:
+                    stats.fetch_read(info.topic, result.error_code)
+        return results
 
     def read_from_local_log(self, params: FetchParams, fetch_infos: list[FetchPartitionData],
                             update_fetch_state: bool) -> tuple[list[LogReadResult], int, bool]:
@@ -281,9 +319,13 @@ class ReplicaManager:
         fut = asyncio.get_running_loop().create_future()
         for key in watched:
             self._fetch_waiters[key].add(fut)
+        remote = current_remote_time.get()
+        parked = time.perf_counter()
         try:   # (never asyncio.wait_for here: it can lose the cancellation at shutdown, see async_util)
             await wait_done(fut, timeout_s)
         finally:
+            if remote is not None:   # the Fetch's remote time (RequestMetrics RemoteTimeMs)
+                remote.seconds += time.perf_counter() - parked
             for key in watched:
                 waiters = self._fetch_waiters.get(key)
                 if waiters is not None:

@@ -28,11 +28,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Awaitable, Callable
+import time
+from typing import TYPE_CHECKING, Awaitable, Callable
 
 from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, SessionExpiredError
 
 from ..zk.kafka_zk_client import ControllerMovedError
+
+if TYPE_CHECKING:
+    from ..common.metrics import Timer
 
 log = logging.getLogger(__name__)
 
@@ -46,13 +50,17 @@ ZOOKEEPER_UNAVAILABLE = (ConnectionLoss, SessionExpiredError, ConnectionClosedEr
 
 class ControllerEventManager:
     def __init__(self, controller_id: int, on_controller_moved: Callable[[], Awaitable[None]],
-                 on_zookeeper_unavailable: Callable[[str], None] | None = None):
+                 on_zookeeper_unavailable: Callable[[str], None] | None = None,
+                 event_timers: "dict[str, Timer] | None" = None):
         """``on_controller_moved`` is awaited when a handler finds it lost the controllership
         (a ZooKeeper write fenced by a newer controller epoch): Kafka's ``maybeResign``.
         ``on_zookeeper_unavailable(event name)`` is called when a handler failed for want of ZooKeeper."""
         self.controller_id = controller_id
         self.on_controller_moved = on_controller_moved
         self.on_zookeeper_unavailable = on_zookeeper_unavailable
+        #: event name -> the timer of its controller state (ControllerStats' ...RateAndTimeMs); each event's
+        #: processing is timed, failed ones too (Yammer's ``Timer.time``)
+        self.event_timers = event_timers or {}
         self.loop: asyncio.AbstractEventLoop | None = None
         self.closed = False
         self._queue: asyncio.Queue | None = None
@@ -104,6 +112,8 @@ class ControllerEventManager:
             name, handler, args, future = await self._queue.get()
             if future.done():
                 continue
+            timer = self.event_timers.get(name)
+            started = time.perf_counter() if timer is not None else 0.0
             try:
                 result = await handler(*args)
             except asyncio.CancelledError:
@@ -128,4 +138,7 @@ class ControllerEventManager:
                 log.exception("controller %d: error processing %s", self.controller_id, name)
                 future.set_exception(exc)
                 continue
+            finally:
+                if timer is not None:
+                    timer.update((time.perf_counter() - started) * 1000.0)
             future.set_result(result)

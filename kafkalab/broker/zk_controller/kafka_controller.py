@@ -63,6 +63,7 @@ from ..zk.kafka_zk_client import EventType
 from .broker_changes import BrokerChanges
 from .controller_channel_manager import ControllerBrokerRequestBatch, ControllerChannelManager
 from .controller_context import ControllerContext
+from .controller_metrics import ControllerStats, register_controller_gauges
 from .controller_event_manager import ControllerEventManager, NotControllerError
 from .controller_failover import ControllerFailover
 from .partition_changes import AUTO_REBALANCE_FIRST_DELAY_S, PREFERRED, UNCLEAN, PartitionChanges
@@ -84,7 +85,13 @@ class KafkaController(ControllerFailover, BrokerChanges, PartitionChanges):
         self.active_controller_id = -1
         self.channel_manager: ControllerChannelManager | None = None
         self.batch: ControllerBrokerRequestBatch | None = None
-        self.event_manager = ControllerEventManager(self.broker_id, self._maybe_resign, self._on_zookeeper_unavailable)
+        #: Kafka's ControllerStats (None: the broker keeps no metrics); the KafkaController gauges beside it
+        registry = broker.metrics
+        self.stats: ControllerStats | None = ControllerStats(registry) if registry is not None else None
+        if registry is not None:
+            register_controller_gauges(self, registry)
+        self.event_manager = ControllerEventManager(self.broker_id, self._maybe_resign, self._on_zookeeper_unavailable,
+                                                    self.stats.event_timers if self.stats is not None else None)
         self.partition_state_machine = PartitionStateMachine(self)
         self.replica_state_machine = ReplicaStateMachine(self)
         self.topic_deletion_manager = TopicDeletionManager(self)

@@ -169,6 +169,9 @@ class PartitionStateMachine(ControllerComponent):
                 continue
             results[tp] = written[tp]
             if tp in unclean_ones:
+                stats = self.controller.stats
+                if stats is not None:   # ControllerStats UncleanLeaderElectionsPerSec
+                    stats.unclean_leader_election_rate.mark()
                 log.warning("controller %d: UNCLEAN leader election for %s-%d: broker %d, not in the ISR, "
                             "is the leader now; records it did not have are lost", self.controller_id, tp[0], tp[1],
                             written[tp].leader)

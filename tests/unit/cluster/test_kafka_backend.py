@@ -167,3 +167,17 @@ def test_config_values():
 def test_unknown_backend():
     with pytest.raises(ValueError, match="'mini' or 'kafka'"):
         make_backend("confluent")
+
+
+def test_a_mini_broker_s_ready_line_gives_its_port_and_metrics_url():
+    """The launcher learns a broker process's metrics URL from its ready line (python -m kafkalab.broker)."""
+    backend = MiniBackend()
+    log = ("kafkalab broker 1 ready on 127.0.0.1:9001 metrics=http://127.0.0.1:40001/metrics log.dirs=/a\n"
+           "kafkalab broker 2 ready on 127.0.0.1:9002 log.dirs=/b\n"
+           "kafkalab broker 3 ready on 127.0.0.1:9003 metrics=http://127.0.0.1:40003/metrics log.dirs=/c\n"
+           "kafkalab broker 3 ready on 127.0.0.1:9003 metrics=http://127.0.0.1:40333/metrics log.dirs=/c\n")
+    assert backend.ready_port(log, 1) == 9001
+    assert backend.ready_metrics_url(log, 1) == "http://127.0.0.1:40001/metrics"
+    assert backend.ready_metrics_url(log, 2) is None          # kafkalab.metrics.port=-1: none served
+    assert backend.ready_metrics_url(log, 3) == "http://127.0.0.1:40333/metrics"   # the latest start's
+    assert backend.ready_metrics_url(log, 4) is None
