@@ -28,7 +28,8 @@ class ControllerNode:
     def __init__(self, config: RaftConfig, metadata_log_dir: str, idle_interval_ms: int = 500,
                  rng: random.Random | None = None, listen: tuple[str, int] | None = None,
                  session_timeout_ms: int = 9000, default_num_partitions: int = 1,
-                 default_replication_factor: int = 1, log_segment_bytes: int | None = None, **controller_configs):
+                 default_replication_factor: int = 1, log_segment_bytes: int | None = None, metrics=None,
+                 **controller_configs):
         snapshot_settings = {arg: controller_configs.pop(arg) for arg in SNAPSHOT_CONFIGS.values()
                              if arg in controller_configs}
         self.config = config
@@ -41,6 +42,11 @@ class ControllerNode:
                                            snapshot_generator=SnapshotGenerator(**snapshot_settings),
                                            **controller_configs)
         register_controller_apis(self.raft.server, self.controller)
+        #: Kafka's metrics of this controller (a MetricsRegistry: raft-metrics and KafkaController), or None
+        self.metrics = metrics
+        if metrics is not None:
+            self.raft.client.enable_metrics(metrics)
+            self.controller.enable_metrics(metrics)
 
     @property
     def client(self):

@@ -101,6 +101,8 @@ class QuorumController:
         self.bootstrap_levels = bootstrap_levels
         #: the next offset to replay: every committed record below it has been applied
         self.applied_offset = 0
+        #: Kafka's QuorumControllerMetrics, when the node keeps metrics (:meth:`enable_metrics`)
+        self.metrics = None
         #: the Raft epoch this controller is active in, None while it is not
         self.active_epoch: int | None = None
         self.replayed: list[tuple[int, str]] = []      # (offset, record type), for tests and notebooks
@@ -120,6 +122,10 @@ class QuorumController:
 
     async def stop(self) -> None:
         await cancel_and_wait(self._tasks)
+
+    def enable_metrics(self, registry) -> None:
+        from .quorum_controller_metrics import QuorumControllerMetrics
+        self.metrics = QuorumControllerMetrics(registry, self)
 
     @property
     def is_active(self) -> bool:
@@ -264,6 +270,8 @@ class QuorumController:
                 if registration is None or registration.fenced or self.cluster.heartbeat_manager is None \
                         or self.cluster.heartbeat_manager.has_valid_session(broker_id):
                     return [], None
+                if self.metrics is not None:
+                    self.metrics.timed_out_broker_heartbeats += 1
                 log.info("node %d: broker %d missed its session (%d ms): fencing it", self.raft.node_id,
                          broker_id, self.cluster.session_timeout_ms)
                 return self.replication.handle_broker_removed(broker_id) + [self.cluster.fence_record(broker_id)], None

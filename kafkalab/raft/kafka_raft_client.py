@@ -103,9 +103,16 @@ class KafkaRaftClient:
         #: {"epoch", "at" (monotonic), "fetched"} for each leadership given up by check-quorum
         self.check_quorum_resignations: list[dict] = []
         self.snapshot_fetches: list[dict] = []   # snapshots fetched and installed (fetch_snapshot.py)
+        #: Kafka's KafkaRaftMetrics, when the node keeps metrics (:meth:`enable_metrics`)
+        self.metrics = None
         self.snapshot_chunks_served = 0          # FetchSnapshot chunks this node answered as leader
 
     # -- life cycle ------------------------------------------------------------------------------
+
+    def enable_metrics(self, registry) -> None:
+        """Keep Kafka's raft-metrics in ``registry`` (a MetricsRegistry)."""
+        from .kafka_raft_metrics import KafkaRaftMetrics
+        self.metrics = KafkaRaftMetrics(registry, self)
 
     async def start(self) -> None:
         self.quorum.initialize()
@@ -161,16 +168,21 @@ class KafkaRaftClient:
         if not isinstance(state, LeaderState):
             raise NotLeaderError(f"node {self.node_id} is {state.name} in epoch {state.epoch}, not the leader")
         base = self.log.append_as_leader([(None, v) for v in values], state.epoch)
+        if self.metrics is not None:
+            self.metrics.on_leader_append(base + len(values) - 1, len(values), self.now_ms())
         self._on_leader_append(state)
         return base + len(values) - 1
 
     def _on_leader_append(self, state: LeaderState) -> None:
         if state.update_local_end_offset(self.log.end_offset, self.now_ms()):
-            self.high_watermark = state.high_watermark
-        self.notify()
+            self.update_leader_high_watermark(state)
+        else:
+            self.notify()
 
     def update_leader_high_watermark(self, state: LeaderState) -> None:
         self.high_watermark = state.high_watermark
+        if self.metrics is not None and self.high_watermark is not None:
+            self.metrics.on_high_watermark(self.high_watermark, self.now_ms())
         self.notify()
 
     # -- state changes -------------------------------------------------------------------------------
@@ -182,6 +194,8 @@ class KafkaRaftClient:
         if epoch > quorum.epoch:
             if leader_id >= 0 and leader_id != self.node_id:
                 quorum.transition_to_follower(epoch, leader_id)
+                if self.metrics is not None:
+                    self.metrics.on_leader_known(self.now_ms())
             else:
                 quorum.transition_to_unattached(epoch)
             self.notify()
@@ -189,6 +203,8 @@ class KafkaRaftClient:
               and (isinstance(quorum.state, (UnattachedState, VotedState, CandidateState))
                    or (isinstance(quorum.state, ProspectiveState) and quorum.state.leader < 0))):
             quorum.transition_to_follower(epoch, leader_id)
+            if self.metrics is not None:
+                self.metrics.on_leader_known(self.now_ms())
             self.notify()
 
     def become_prospective(self) -> None:
@@ -222,6 +238,8 @@ class KafkaRaftClient:
         if isinstance(self.quorum.state, ProspectiveState):
             self._end_pre_vote(self.quorum.state)
         self.quorum.transition_to_candidate()
+        if self.metrics is not None:
+            self.metrics.on_election_start(self.now_ms())
         log.info("node %d: candidate in epoch %d", self.node_id, self.quorum.epoch)
         self.notify()
         self._start_election_requests(pre_vote=False)
@@ -232,6 +250,8 @@ class KafkaRaftClient:
         if not (isinstance(state, CandidateState) and state.won):
             return
         leader = self.quorum.transition_to_leader(self.log.end_offset)
+        if self.metrics is not None:
+            self.metrics.on_leader_known(self.now_ms())
         # the first record of the epoch: LeaderChange (control), who leads and who voted for it
         self.log.append_as_leader([(control_key(LEADER_CHANGE), encode_leader_change(
             self.node_id, sorted(leader.voters), sorted(leader.granting_voters)))], leader.epoch, control=True)
@@ -463,7 +483,10 @@ class KafkaRaftClient:
                 self.high_watermark = max(self.high_watermark or 0, snapshot.end_offset)
             return
         if p.records:
+            before = self.log.end_offset
             self.log.append_as_follower(bytes(p.records))
+            if self.metrics is not None:
+                self.metrics.on_fetched(self.log.end_offset - before, self.now_ms())
         if p.high_watermark is not None and p.high_watermark >= 0:
             hw = min(p.high_watermark, self.log.end_offset)
             if self.high_watermark is None or hw > self.high_watermark:

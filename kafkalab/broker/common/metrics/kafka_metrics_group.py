@@ -40,6 +40,9 @@ class MetricName:
     type: str
     name: str
     tags: tuple[tuple[str, str], ...] = ()
+    #: a Kafka (``org.apache.kafka.common.metrics``) metric, not a Yammer one: the MBean is ``group:type=T`` and
+    #: ``name`` its attribute, e.g. ``kafka.server:type=raft-metrics`` attribute ``current-leader``
+    kafka_metric: bool = False
 
     @classmethod
     def of(cls, group: str, type_: str, name: str, tags: dict | None = None) -> "MetricName":
@@ -56,12 +59,21 @@ class MetricName:
             raise ValueError(f"{group}:{type_},{name}: at most two tags, not {dict(items)}")
         return cls(group, type_, name, items)
 
+    @classmethod
+    def of_kafka_metric(cls, group: str, type_: str, name: str) -> "MetricName":
+        """A Kafka metric (``Metrics.metricName(name, group)`` in Kafka's code, e.g. ``KafkaRaftMetrics``'):
+        the MBean ``group:type=type_`` with the attribute ``name``."""
+        checked = cls.of(group, type_, name)
+        return cls(checked.group, checked.type, checked.name, (), kafka_metric=True)
+
     @property
     def mbean_name(self) -> str:
+        if self.kafka_metric:
+            return f"{self.group}:type={self.type}"
         return ",".join([f"{self.group}:type={self.type}", f"name={self.name}"] + [f"{k}={v}" for k, v in self.tags])
 
     def __str__(self) -> str:
-        return self.mbean_name
+        return f"{self.mbean_name} {self.name}" if self.kafka_metric else self.mbean_name
 
 
 class Gauge:
@@ -69,13 +81,13 @@ class Gauge:
     kind = "gauge"
     __slots__ = ("fn",)
 
-    def __init__(self, fn: Callable[[], float]):
+    def __init__(self, fn: Callable[[], float | str]):
         if not callable(fn):
             raise TypeError(f"a gauge needs a callable, not {fn!r}")
         self.fn = fn
 
     @property
-    def value(self) -> float:
+    def value(self) -> float | str:
         return self.fn()
 
 
@@ -167,7 +179,7 @@ class MetricsRegistry:
                 metric = self._metrics[name] = make()
             return metric
 
-    def new_gauge(self, name: MetricName, fn: Callable[[], float]) -> Gauge:
+    def new_gauge(self, name: MetricName, fn: Callable[[], float | str]) -> Gauge:
         """A gauge; registered again under the same name, the new callable replaces the old one (the object it
         read, e.g. a re-created partition's log, is gone)."""
         gauge = Gauge(fn)

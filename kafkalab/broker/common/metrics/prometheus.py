@@ -13,6 +13,11 @@ MBean (attribute)                                      Prometheus sample
 ``kafka.X:type=T,name=N[,k=v...]`` (Value)             ``kafka_x_t_n{k="v",...}`` gauge
 ``kafka.X:type=T,name=N[,k=v...]`` (Count)             ``kafka_x_t_n_count{...}`` (a histogram or timer)
 ``kafka.X:type=T,name=N[,k=v...]`` (99thPercentile)    ``kafka_x_t_n{...,quantile="0.99"}``
+``kafka.server:type=T`` (``a-b``), a Kafka metric      ``kafka_server_t_a_b`` gauge (``kafka-kraft-3_0_0.yml``'s rules
+                                                       for raft-metrics: ``kafka_server_raft_metrics_current_leader``)
+``kafka.server:type=raft-metrics`` (current-state)     ``kafka_server_raft_metrics_current_state_info{state="leader"}``
+                                                       1 (a string: the other string-valued Kafka metrics are left
+                                                       out, as the exporter leaves out what no rule matches)
 =====================================================  =============================================================
 
 Names are lowercased (label names are not), characters Prometheus does not allow become ``_`` and runs of ``_``
@@ -58,6 +63,10 @@ def prometheus_name(name: MetricName, attribute: str = "Value") -> str:
     ``NNthPercentile``): e.g. ``kafka_server_replicamanager_underreplicatedpartitions``."""
     domain = name.group.split(".", 1)[1]
     base = f"kafka_{domain}_{name.type}_"
+    if name.kafka_metric:   # kafka.server<type=(.+)><>([a-z-]+) -> kafka_server_$1_$2 (a -total one: a counter)
+        if attribute != "Value":
+            raise ValueError(f"a Kafka metric has one value, not {attribute!r}")
+        return _safe((base + name.name).lower())
     if attribute == "Count":
         m = _PER_SEC.fullmatch(name.name)
         full = base + (f"{m.group(1)}_total" if m else f"{name.name}_count")
@@ -85,7 +94,12 @@ def snapshot(registry: MetricsRegistry) -> Snapshot:
     for name, metric in registry.items():
         if isinstance(metric, Gauge):
             try:
-                value = float(metric.value)
+                raw = metric.value
+                if isinstance(raw, str):   # a Kafka metric's string (raft-metrics current-state)
+                    if name.kafka_metric and name.name == "current-state":
+                        out.append((name, "info", raw))
+                    continue
+                value = float(raw)
             except Exception:   # noqa: BLE001 - one bad gauge must not end the scrape
                 log.debug("gauge %s failed", name, exc_info=True)
                 continue
@@ -109,8 +123,14 @@ def prometheus_samples(values: Snapshot) -> list[Metric]:
 
     for name, kind, value in values:
         labels = dict(name.tags)
-        doc = f"{name.group}:type={name.type},name={name.name}"
-        if kind == "gauge":
+        doc = name.mbean_name if name.kafka_metric else f"{name.group}:type={name.type},name={name.name}"
+        if kind == "info":   # kafka-kraft-3_0_0.yml: current-state: ([a-z]+) -> ..._current_state_info{state=$1} 1
+            info = prometheus_name(name) + "_info"
+            family(info, f"{doc} {name.name}", "gauge").add_sample(info, {**labels, "state": value}, 1.0)
+        elif kind == "gauge" and name.kafka_metric and name.name.endswith("-total"):
+            family(prometheus_name(name).removesuffix("_total"), f"{doc} {name.name}", "counter").add_sample(
+                prometheus_name(name), labels, value)
+        elif kind == "gauge":
             family(_family_name(name), doc, "gauge").add_sample(prometheus_name(name), labels, value)
         elif kind == "meter" and _PER_SEC.fullmatch(name.name):
             family(_family_name(name), doc, "counter").add_sample(prometheus_name(name, "Count"), labels, value)

@@ -1,0 +1,50 @@
+"""Kafka (not Yammer) metrics in the registry and their Prometheus names, as the JMX exporter's example KRaft
+configuration (``kafka-kraft-3_0_0.yml``) names ``kafka.server<type=raft-metrics><>current-leader``."""
+from __future__ import annotations
+
+import math
+
+import pytest
+from prometheus_client.core import CollectorRegistry
+from prometheus_client.exposition import generate_latest
+
+from kafkalab.broker.common.metrics import MetricName, MetricsRegistry
+from kafkalab.broker.common.metrics.prometheus import KafkaCollector, prometheus_name
+
+
+def test_a_kafka_metric_is_an_mbean_with_one_attribute_and_named_as_the_kraft_rules_name_it():
+    name = MetricName.of_kafka_metric("kafka.server", "raft-metrics", "current-leader")
+    assert name.mbean_name == "kafka.server:type=raft-metrics"
+    assert str(name) == "kafka.server:type=raft-metrics current-leader"
+    assert prometheus_name(name) == "kafka_server_raft_metrics_current_leader"
+    assert prometheus_name(MetricName.of_kafka_metric("kafka.server", "raft-metrics", "commit-latency-avg")) == \
+        "kafka_server_raft_metrics_commit_latency_avg"
+    with pytest.raises(ValueError):
+        prometheus_name(name, "Count")
+    with pytest.raises(ValueError):
+        MetricName.of_kafka_metric("kafka.server", "raft metrics", "x")
+    # a Yammer metric of the same words is another metric
+    assert MetricName.of("kafka.server", "raft-metrics", "current-leader") != name
+
+
+def scrape(registry: MetricsRegistry) -> str:
+    collectors = CollectorRegistry(auto_describe=False)
+    collectors.register(KafkaCollector(registry))   # type: ignore[arg-type]
+    return generate_latest(collectors).decode()
+
+
+def test_current_state_is_an_info_sample_other_strings_are_left_out_and_numbers_are_gauges():
+    registry = MetricsRegistry()
+    state = ["leader"]
+    registry.new_gauge(MetricName.of_kafka_metric("kafka.server", "raft-metrics", "current-state"), lambda: state[0])
+    registry.new_gauge(MetricName.of_kafka_metric("kafka.server", "raft-metrics", "other-string"), lambda: "x")
+    registry.new_gauge(MetricName.of_kafka_metric("kafka.server", "raft-metrics", "current-epoch"), lambda: 7)
+    registry.new_gauge(MetricName.of_kafka_metric("kafka.server", "raft-metrics", "commit-latency-max"),
+                       lambda: math.nan)
+    text = scrape(registry)
+    assert 'kafka_server_raft_metrics_current_state_info{state="leader"} 1.0' in text
+    assert "other_string" not in text
+    assert "kafka_server_raft_metrics_current_epoch 7.0" in text
+    assert "kafka_server_raft_metrics_commit_latency_max NaN" in text
+    state[0] = "follower"
+    assert 'kafka_server_raft_metrics_current_state_info{state="follower"} 1.0' in scrape(registry)
