@@ -7,8 +7,11 @@ The same arguments as ``python -m kafkalab.raft``, and the controller's configs:
 (default 9000), ``num.partitions`` and ``default.replication.factor`` (CreateTopics' -1), ``min.insync.replicas`` and
 ``unclean.leader.election.enable`` (topic defaults the elections use), ``auto.leader.rebalance.enable``,
 ``leader.imbalance.check.interval.seconds`` and ``leader.imbalance.per.broker.percentage``, besides
-``controller.quorum.*`` and ``metadata.max.idle.interval.ms``. It prints ``kafkalab raft node N ready on
-HOST:PORT`` once its listener is up; SIGTERM stops it cleanly (an active controller resigns first).
+``controller.quorum.*`` and ``metadata.max.idle.interval.ms``; ``kafkalab.metrics.enabled`` (default true) and
+``kafkalab.metrics.port`` (default 0: a free port; -1: not served), as a mini broker's. It prints ``kafkalab raft
+node N ready on HOST:PORT metrics=URL`` once its listener is up (``metrics=``: where Kafka's raft-metrics and
+KafkaController metrics are served as Prometheus text; not there when not served); SIGTERM stops it cleanly (an
+active controller resigns first).
 """
 from __future__ import annotations
 
@@ -21,11 +24,14 @@ from .snapshot_generator import SNAPSHOT_CONFIGS
 CONTROLLER_CONFIGS = {"broker.session.timeout.ms": "session_timeout_ms", "num.partitions": "default_num_partitions",
                       "default.replication.factor": "default_replication_factor",
                       "metadata.log.segment.bytes": "log_segment_bytes", **SNAPSHOT_CONFIGS,
-                      **LEADERSHIP_CONFIGS}
+                      **LEADERSHIP_CONFIGS,
+                      "kafkalab.metrics.enabled": "metrics_enabled", "kafkalab.metrics.port": "metrics_port"}
+#: as a broker's (kafkalab/broker/server/config.py): Kafka's metrics kept, served on a free port
+DEFAULTS = {"metrics_enabled": 1, "metrics_port": 0}
 
 
 def main(argv=None) -> int:
-    return raft_main(argv, node_class=ControllerNode, node_configs=CONTROLLER_CONFIGS)
+    return raft_main(argv, node_class=ControllerNode, node_configs=CONTROLLER_CONFIGS, node_defaults=DEFAULTS)
 
 
 if __name__ == "__main__":

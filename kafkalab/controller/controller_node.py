@@ -7,8 +7,11 @@ event loop for tests.
 """
 from __future__ import annotations
 
+import asyncio
 import random
 
+from ..broker.common.metrics import MetricsRegistry
+from ..broker.common.metrics.prometheus import MetricsHttpServer, loop_reader
 from ..raft.kafka_raft_client import RaftConfig
 from ..raft.raft_node import RaftNode
 from .controller_apis import register_controller_apis
@@ -29,7 +32,7 @@ class ControllerNode:
                  rng: random.Random | None = None, listen: tuple[str, int] | None = None,
                  session_timeout_ms: int = 9000, default_num_partitions: int = 1,
                  default_replication_factor: int = 1, log_segment_bytes: int | None = None, metrics=None,
-                 **controller_configs):
+                 metrics_enabled: bool = False, metrics_port: int = -1, **controller_configs):
         snapshot_settings = {arg: controller_configs.pop(arg) for arg in SNAPSHOT_CONFIGS.values()
                              if arg in controller_configs}
         self.config = config
@@ -42,11 +45,30 @@ class ControllerNode:
                                            snapshot_generator=SnapshotGenerator(**snapshot_settings),
                                            **controller_configs)
         register_controller_apis(self.raft.server, self.controller)
-        #: Kafka's metrics of this controller (a MetricsRegistry: raft-metrics and KafkaController), or None
-        self.metrics = metrics
+        #: Kafka's metrics of this controller (a MetricsRegistry: raft-metrics and KafkaController), or None;
+        #: ``metrics_enabled`` (kafkalab.metrics.enabled) makes one, served at ``metrics_url`` on ``metrics_port``
+        #: (kafkalab.metrics.port; 0: a free one, -1: not served)
+        self.metrics: MetricsRegistry | None = None
+        if metrics is None and metrics_enabled:
+            metrics = MetricsRegistry()
         if metrics is not None:
-            self.raft.client.enable_metrics(metrics)
-            self.controller.enable_metrics(metrics)
+            self.enable_metrics(metrics)
+        if not isinstance(metrics_port, int) or not -1 <= metrics_port <= 65535:
+            raise ValueError(f"kafkalab.metrics.port must be -1 (not served), 0 (a free port) to 65535, "
+                             f"not {metrics_port!r}")
+        self.metrics_port = metrics_port
+        self.metrics_server: MetricsHttpServer | None = None
+
+    def enable_metrics(self, registry: MetricsRegistry) -> None:
+        """Keep Kafka's raft-metrics and KafkaController metrics in ``registry`` (a combined node: its broker's)."""
+        self.metrics = registry
+        self.raft.client.enable_metrics(registry)
+        self.controller.enable_metrics(registry)
+
+    @property
+    def metrics_url(self) -> str | None:
+        """Where this controller's metrics are served as Prometheus text, once started (None: not served)."""
+        return self.metrics_server.url if self.metrics_server is not None else None
 
     @property
     def client(self):
@@ -59,7 +81,17 @@ class ControllerNode:
     async def start(self) -> None:
         await self.raft.start()
         await self.controller.start()
+        if self.metrics is not None and self.metrics_port != -1:
+            server = MetricsHttpServer(self.metrics, self.server.host, self.metrics_port,
+                                       read=loop_reader(asyncio.get_running_loop()))
+            server.start()
+            self.metrics_server = server
 
     async def stop(self, resign: bool = True) -> None:
-        await self.controller.stop()
-        await self.raft.stop(resign=resign)
+        try:
+            await self.controller.stop()
+            await self.raft.stop(resign=resign)
+        finally:
+            server, self.metrics_server = self.metrics_server, None
+            if server is not None:
+                server.stop()

@@ -90,6 +90,8 @@ class KafkaRaftServer:
             log_segment_bytes=config["metadata.log.segment.bytes"],
             **{arg: config[name] for name, arg in {**SNAPSHOT_CONFIGS, **LEADERSHIP_CONFIGS}.items()})
         self.broker = BrokerServer(config, raft_client=self.controller.client)
+        if self.broker.metrics is not None:   # one registry, served at the broker's metrics_url (as Kafka's one JMX)
+            self.controller.enable_metrics(self.broker.metrics)
 
     # what python -m kafkalab.kraft prints and the tests look at: the broker's
     @property

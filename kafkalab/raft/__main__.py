@@ -49,7 +49,10 @@ async def run(node: RaftNode, parent_pid: int | None) -> None:
         loop.add_signal_handler(sig, stop.set)
     watcher = loop.create_task(watch_parent(parent_pid, stop)) if parent_pid else None
     await node.start()
-    print(f"kafkalab raft node {node.config.node_id} ready on {node.server.host}:{node.server.port}", flush=True)
+    url = getattr(node, "metrics_url", None)   # a ControllerNode's Kafka metrics (python -m kafkalab.controller)
+    metrics = f" metrics={url}" if url else ""
+    print(f"kafkalab raft node {node.config.node_id} ready on {node.server.host}:{node.server.port}{metrics}",
+          flush=True)
     try:
         await stop.wait()
     finally:
@@ -58,16 +61,17 @@ async def run(node: RaftNode, parent_pid: int | None) -> None:
             watcher.cancel()
 
 
-def main(argv=None, node_class=RaftNode, node_configs: dict | None = None) -> int:
+def main(argv=None, node_class=RaftNode, node_configs: dict | None = None, node_defaults: dict | None = None) -> int:
     """The command line; ``python -m kafkalab.controller`` calls it with its ``ControllerNode`` and the
-    controller's own configs (``node_configs``: config name -> the node's keyword argument)."""
+    controller's own configs (``node_configs``: config name -> the node's keyword argument; ``node_defaults``:
+    keyword argument -> its value when not given)."""
     import random
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     node_configs = node_configs or {}
     try:
         voters = parse_voters(args.voters)
-        raft_settings, node_settings, idle_ms = {}, {}, 500
+        raft_settings, node_settings, idle_ms = {}, dict(node_defaults or {}), 500
         for item in args.config:
             name, sep, value = (part.strip() for part in item.partition("="))
             value = {"true": "1", "false": "0"}.get(value.lower(), value)    # boolean configs as 1/0
