@@ -52,6 +52,7 @@ import weakref
 
 from .kafka_requests import metadata_answer, metadata_request
 from .kraft_config import CONTROLLER_ID_BASE, KRaftBackend, effective_configs, new_cluster_id, voters_string
+from .kraft_inspection import KRaftInspection
 from .lifecycle import BrokerLifecycle
 from .mini_kraft import MiniKRaftBackend
 from .offsets import describe_rows
@@ -82,7 +83,7 @@ class _KRaftResources(_Resources):
             super().shutdown()
 
 
-class KRaftCluster(BrokerLifecycle):
+class KRaftCluster(KRaftInspection, BrokerLifecycle):
     """A running KRaft cluster of Kafka 4.x processes; see the module docstring. Made by :func:`kraft_cluster`
     (``kafkalab.cluster(..., mode="kraft")``)."""
 
@@ -236,19 +237,27 @@ class KRaftCluster(BrokerLifecycle):
                 try:
                     if b.id in metadata_answer(metadata_request(b.host, b.port, [], 1.0))["brokers"] and \
                             self.backend.broker_ready(b.id, b.log_path, log_offset):
+                        b.metrics_url = self._ready_line(b, log_offset)[1]
                         return
                 except (OSError, ValueError, EOFError):
                     pass
             else:
                 try:
                     socket.create_connection((b.host, b.controller_port), timeout=1.0).close()
-                    return
+                    ready, b.metrics_url = self._ready_line(b, log_offset)
+                    if ready:
+                        return
                 except OSError:
                     pass
             if time.monotonic() > deadline:
                 raise TimeoutError(f"node {b.id} ({b.roles}) was not ready within {self.timeout_s:.0f} s; "
                                    f"{self._log_excerpt(b)}")
             time.sleep(0.1)
+
+    def _ready_line(self, b: _Broker, log_offset: int) -> tuple[bool, str | None]:
+        """A mini node's ready line since ``log_offset`` and its metrics URL (Kafka's nodes: ready, no URL)."""
+        node_ready = getattr(self.backend, "node_ready", None)   # MiniKRaftBackend's
+        return node_ready(b.id, b.log_path, log_offset) if node_ready else (True, None)
 
     # -- controls (kill, stop, pause, resume come from BrokerLifecycle) ----------------------------
 
@@ -380,52 +389,6 @@ class KRaftCluster(BrokerLifecycle):
                     continue
         return None
 
-    def _rows(self, nodes: list[_Broker]) -> list[dict]:
-        with self._res.lock:
-            registered = self._registrations() if any("broker" in b.roles for b in nodes) else None
-            answer = self._quorum_answer()
-            status = {}
-            if answer is not None:
-                status = {r["node_id"]: r["status"] for r in quorum_table(answer).to_dict("records")}
-            rows = []
-            for b in nodes:
-                reg = None if registered is None or "broker" not in b.roles else registered.get(b.id)
-                rows.append({"id": b.id, "roles": b.roles, "host": b.host, "port": b.port or None,
-                             "controller_port": b.controller_port, "pid": b.pid, "alive": self._state(b),
-                             "registered": None if registered is None or "broker" not in b.roles else reg is not None,
-                             "fenced": None if reg is None else reg["fenced"],
-                             "quorum": status.get(b.id), "is_controller": answer is not None and
-                             b.id == answer["leader_id"], "log_dir": b.log_dir, "log": b.log_path})
-        return rows
-
-    def _table(self, rows: list[dict]):
-        try:
-            import pandas as pd
-        except ImportError:
-            return rows
-        df = pd.DataFrame(rows)
-        for column in ("port", "controller_port", "pid"):
-            if column in df:
-                df[column] = df[column].astype("Int64")
-        return df
-
-    @property
-    def nodes(self):
-        """Every process, controllers first: id, roles, host, port (PLAINTEXT), controller_port, pid, alive,
-        registered and fenced (brokers, from DescribeCluster v2), quorum (Leader / Follower / Observer, from
-        DescribeQuorum), is_controller (the active controller), log_dir, log. A pandas DataFrame."""
-        return self._table(self._rows(self._all_nodes()))
-
-    @property
-    def brokers(self):
-        """:attr:`nodes`, the brokers only."""
-        return self._table(self._rows(sorted(self._res.brokers.values(), key=lambda b: b.id)))
-
-    @property
-    def controllers(self):
-        """:attr:`nodes`, the voters only (the controllers; in combined mode every node)."""
-        return self._table(self._rows([b for b in self._all_nodes() if "controller" in b.roles]))
-
     def broker_log(self, node_id: int, lines: int = 30) -> str:
         """The last ``lines`` lines of a node's output (``node-<id>.log``)."""
         return tail(self._broker(node_id).log_path, lines)
@@ -479,7 +442,8 @@ class KRaftCluster(BrokerLifecycle):
                 "bootstrap_servers": self.bootstrap_servers, "voters": voters_string(self.voters),
                 "nodes": [{"id": b.id, "roles": b.roles, "host": b.host, "port": b.port,
                            "controller_port": b.controller_port, "pid": b.pid, "create_time": b.create_time,
-                           "state": b.state, "log_dir": b.log_dir, "log": b.log_path} for b in self._all_nodes()],
+                           "state": b.state, "log_dir": b.log_dir, "log": b.log_path, "metrics_url": b.metrics_url}
+                          for b in self._all_nodes()],
                 "configs": dict(self.configs)}
 
     def _write_state(self) -> None:
@@ -511,7 +475,8 @@ class KRaftCluster(BrokerLifecycle):
         for e in nodes:
             b = _Broker(e["id"], e["host"], e["port"], e["log_dir"], e["log"], state=e.get("state", "running"),
                         attached_pid=e.get("pid"), attached_create_time=e.get("create_time"),
-                        create_time=e.get("create_time"), roles=e["roles"], controller_port=e.get("controller_port"))
+                        create_time=e.get("create_time"), roles=e["roles"], controller_port=e.get("controller_port"),
+                        metrics_url=e.get("metrics_url"))
             if b.state in _RUNNING and b.poll() is not None:
                 b.state = "exited"
             (res.brokers if "broker" in b.roles else res.controllers)[b.id] = b

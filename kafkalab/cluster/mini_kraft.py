@@ -25,6 +25,7 @@ broker (not combined) is not given the controllers' own (``controller.quorum.ele
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 from ..broker.server.config import BROKER_CONFIGS
@@ -39,7 +40,10 @@ CONTROLLER_CONFIGS = ("controller.quorum.fetch.timeout.ms", "controller.quorum.e
                       "metadata.log.max.record.bytes.between.snapshots", "metadata.log.max.snapshot.interval.ms",
                       "metadata.max.retention.bytes", "metadata.max.retention.ms", "min.insync.replicas",
                       "unclean.leader.election.enable", "auto.leader.rebalance.enable",
-                      "leader.imbalance.check.interval.seconds", "leader.imbalance.per.broker.percentage")
+                      "leader.imbalance.check.interval.seconds", "leader.imbalance.per.broker.percentage",
+                      "kafkalab.metrics.enabled", "kafkalab.metrics.port")
+#: the ready lines of python -m kafkalab.controller and python -m kafkalab.kraft, with their metrics=URL
+_READY = re.compile(r"kafkalab (?:raft node|broker) (\d+) ready on \S+:\d+(?: metrics=(\S+))?")
 _CONTROLLER_ONLY = ("controller.quorum.election.timeout.ms", "controller.quorum.election.backoff.max.ms",
                     "metadata.max.idle.interval.ms", "metadata.log.segment.bytes",
                     "metadata.log.max.record.bytes.between.snapshots", "metadata.log.max.snapshot.interval.ms",
@@ -117,6 +121,18 @@ class MiniKRaftBackend(KRaftBackend):
                 return f"kafkalab broker {node_id} ready on ".encode() in f.read()
         except OSError:
             return False
+
+    def node_ready(self, node_id: int, log_path: str, log_offset: int) -> tuple[bool, str | None]:
+        """Whether the node (a controller, a broker or a combined node) printed its ready line since
+        ``log_offset``, and the ``metrics=URL`` of the last one (None: it serves no metrics)."""
+        try:
+            with open(log_path, "rb") as f:
+                f.seek(log_offset)
+                text = f.read().decode(errors="replace")
+        except OSError:
+            return False, None
+        lines = [m for m in _READY.finditer(text) if int(m.group(1)) == node_id]
+        return (True, lines[-1].group(2)) if lines else (False, None)
 
     def env(self, node_id: int, state_dir: str) -> dict:
         from .processes import child_env
