@@ -48,12 +48,14 @@ class BrokerLifecycle:
         if isinstance(self.backend, KafkaBackend):
             props = self.backend.write_properties(self.dir, b.id, b.host, b.port, b.log_dir,
                                                   self.zookeeper_connect, self.configs)
-            cmd = self.backend.command(props)
+            agent = self._javaagent(b)
+            cmd = self.backend.command(props, agent)
         else:
+            agent = None
             cmd = self.backend.command(b.id, b.host, b.port, b.log_dir,
                                        {**self.configs, "zookeeper.connect": self.zookeeper_connect},
                                        parent_pid or (os.getpid() if own else self.owner_pid), self.dir)
-        env = self.backend.env(b.id, self.dir)
+        env = self.backend.env(b.id, self.dir, agent) if agent else self.backend.env(b.id, self.dir)
         b.process = spawn(cmd, b.log_path, env=env, watchdog=res.watchdog if own else None, tie_to_this_process=own)
         b.attached_pid = None
         try:
@@ -63,6 +65,18 @@ class BrokerLifecycle:
             b.create_time = None
         b.state = "starting"
         return offset
+
+    def _javaagent(self, b: _Broker) -> str | None:
+        """Real Kafka: the exporter's ``-javaagent`` option on the broker's metrics port (chosen once, kept over
+        restarts), and ``b.metrics_url``; None (and no URL) without the agent."""
+        if self.backend.agent_jar is None:
+            b.metrics_url = None
+            return None
+        from .jmx_agent import metrics_url
+        from .zookeeper import free_port
+        b.metrics_port = b.metrics_port or free_port(b.host)
+        b.metrics_url = metrics_url(b.host, b.metrics_port)
+        return self.backend.javaagent(b.host, b.metrics_port)
 
     def _log_excerpt(self, b: _Broker) -> str:
         text = tail(b.log_path)
