@@ -75,5 +75,20 @@ def javaagent_option(jar: Path | str, host: str, port: int, rules: Path | str = 
     return f"-javaagent:{jar}={bracketed}:{port}:{rules}"
 
 
+def javaagent_for(backend, b) -> str | None:
+    """The ``-javaagent`` option for node ``b`` of ``backend`` (a real-Kafka backend whose ``agent_jar`` is set),
+    on ``b.metrics_port`` (a free port, chosen once and kept over restarts), with ``b.metrics_url`` set to where it
+    serves; None for a backend without the agent (a real-Kafka one also clears ``b.metrics_url``)."""
+    if not hasattr(backend, "agent_jar"):
+        return None     # mini brokers serve their metrics themselves (their ready line says where)
+    if backend.agent_jar is None:
+        b.metrics_url = None
+        return None
+    from .zookeeper import free_port
+    b.metrics_port = b.metrics_port or free_port(b.host)
+    b.metrics_url = metrics_url(b.host, b.metrics_port)
+    return backend.javaagent(b.host, b.metrics_port)
+
+
 def metrics_url(host: str, port: int) -> str:
     return f"http://{f'[{host}]' if ':' in host else host}:{port}/metrics"

@@ -11,30 +11,24 @@
         c.restart(2)          # back: registered again, unfenced, caught up
         c.describe("orders")  # leader, replicas, ISR, leader epoch, high watermark, each replica's LEO
 
-In KRaft mode the metadata lives in one replicated log, ``__cluster_metadata``:
-a Raft quorum of **controllers** (``process.roles=controller``; node ids
-3001, 3002, 3003) elects a leader, the *active controller*, which alone
-appends to the log; the others replicate it and stand ready to take over.
-**Brokers** (``process.roles=broker``; node ids 1..N) fetch the log as
-observers, register with the active controller and send it heartbeats; a
-broker whose heartbeats stop for ``broker.session.timeout.ms`` is *fenced*:
-removed from every ISR, no longer listed to clients. With ``combined=True``
-each of the N nodes is broker and controller at once
+In KRaft mode the metadata lives in one replicated log, ``__cluster_metadata``: a Raft quorum of **controllers**
+(``process.roles=controller``; node ids 3001, 3002, 3003) elects a leader, the *active controller*, which alone
+appends to the log; the others replicate it and stand ready to take over. **Brokers** (``process.roles=broker``;
+node ids 1..N) fetch the log as observers, register with the active controller and send it heartbeats; a broker
+whose heartbeats stop for ``broker.session.timeout.ms`` is *fenced*: removed from every ISR, no longer listed to
+clients. With ``combined=True`` each of the N nodes is broker and controller at once
 (``process.roles=broker,controller``), as a small cluster or a laptop runs it.
 
-There is no ZooKeeper to read: the cluster asks over the Kafka protocol —
-DescribeQuorum (API 55) to the controllers for the quorum, DescribeCluster and
-Metadata to the brokers for registrations, leaders and ISRs (see
-:mod:`kafkalab.cluster.quorum`). Every node's storage is formatted first with
-Kafka's own ``kafka-storage format`` (``kafka.tools.StorageTool``) and one
-cluster id, as Kafka requires. The configs each node gets are in
+There is no ZooKeeper to read: the cluster asks over the Kafka protocol — DescribeQuorum (API 55) to the controllers
+for the quorum, DescribeCluster and Metadata to the brokers for registrations, leaders and ISRs (see
+:mod:`kafkalab.cluster.quorum`). Every node's storage is formatted first with Kafka's own ``kafka-storage format``
+(``kafka.tools.StorageTool``) and one cluster id, as Kafka requires. The configs each node gets are in
 :mod:`kafkalab.cluster.kraft_config`, the lab defaults in ``docs/cluster.md``.
 
-``kill``, ``stop``, ``restart``, ``pause`` and ``resume`` take a broker's or
-a controller's id. ``close()`` stops the brokers first (their controlled
-shutdown needs a controller), then the controllers; should the owning process
-die, the same watchdog and parent-death signal as for the ZooKeeper cluster
-stop them all (:mod:`kafkalab.cluster.processes`).
+``kill``, ``stop``, ``restart``, ``pause`` and ``resume`` take a broker's or a controller's id. ``close()`` stops
+the brokers first (their controlled shutdown needs a controller), then the controllers; should the owning process
+die, the same watchdog and parent-death signal as for the ZooKeeper cluster stop them all
+(:mod:`kafkalab.cluster.processes`).
 
 The state directory: ``node-<id>/`` (log.dirs, with ``meta.properties`` and
 ``__cluster_metadata-0``), ``node-<id>.properties``, ``node-<id>.log`` (the
@@ -50,6 +44,7 @@ import tempfile
 import time
 import weakref
 
+from .jmx_agent import javaagent_for
 from .kafka_requests import metadata_answer, metadata_request
 from .kraft_config import CONTROLLER_ID_BASE, KRaftBackend, effective_configs, new_cluster_id, voters_string
 from .lifecycle import BrokerLifecycle
@@ -188,7 +183,8 @@ class KRaftCluster(BrokerLifecycle):
             log.write(f"--- kafkalab: starting node {b.id} ({b.roles}) at "
                       f"{time.strftime('%Y-%m-%d %H:%M:%S')} ---\n".encode())
         offset, own = os.path.getsize(b.log_path), res.owns_processes
-        cmd = self.backend.command(self._write_properties(b), b.roles)
+        agent = javaagent_for(self.backend, b)   # real Kafka's metrics (the JMX exporter's agent); mini: None
+        cmd = self.backend.command(self._write_properties(b), b.roles, *([agent] if agent else []))
         b.process = spawn(cmd, b.log_path, env=self.backend.env(b.id, self.dir),
                           watchdog=res.watchdog if own else None, tie_to_this_process=own)
         b.attached_pid = None
@@ -395,7 +391,8 @@ class KRaftCluster(BrokerLifecycle):
                              "registered": None if registered is None or "broker" not in b.roles else reg is not None,
                              "fenced": None if reg is None else reg["fenced"],
                              "quorum": status.get(b.id), "is_controller": answer is not None and
-                             b.id == answer["leader_id"], "log_dir": b.log_dir, "log": b.log_path})
+                             b.id == answer["leader_id"], "log_dir": b.log_dir, "log": b.log_path,
+                             "metrics_url": b.metrics_url})
         return rows
 
     def _table(self, rows: list[dict]):
@@ -413,7 +410,8 @@ class KRaftCluster(BrokerLifecycle):
     def nodes(self):
         """Every process, controllers first: id, roles, host, port (PLAINTEXT), controller_port, pid, alive,
         registered and fenced (brokers, from DescribeCluster v2), quorum (Leader / Follower / Observer, from
-        DescribeQuorum), is_controller (the active controller), log_dir, log. A pandas DataFrame."""
+        DescribeQuorum), is_controller (the active controller), log_dir, log, metrics_url (real Kafka's: the JMX
+        exporter's agent, :mod:`~kafkalab.cluster.jmx_agent`; else None). A pandas DataFrame."""
         return self._table(self._rows(self._all_nodes()))
 
     @property

@@ -22,6 +22,7 @@ from ..broker.zk import zk_data
 from .inspection import ZooKeeperUnavailable
 from .kafka_backend import KafkaBackend
 from .processes import spawn
+from .jmx_agent import javaagent_for
 from .resources import _Broker
 from .zookeeper import tail
 
@@ -48,7 +49,7 @@ class BrokerLifecycle:
         if isinstance(self.backend, KafkaBackend):
             props = self.backend.write_properties(self.dir, b.id, b.host, b.port, b.log_dir,
                                                   self.zookeeper_connect, self.configs)
-            agent = self._javaagent(b)
+            agent = javaagent_for(self.backend, b)
             cmd = self.backend.command(props, agent)
         else:
             agent = None
@@ -65,18 +66,6 @@ class BrokerLifecycle:
             b.create_time = None
         b.state = "starting"
         return offset
-
-    def _javaagent(self, b: _Broker) -> str | None:
-        """Real Kafka: the exporter's ``-javaagent`` option on the broker's metrics port (chosen once, kept over
-        restarts), and ``b.metrics_url``; None (and no URL) without the agent."""
-        if self.backend.agent_jar is None:
-            b.metrics_url = None
-            return None
-        from .jmx_agent import metrics_url
-        from .zookeeper import free_port
-        b.metrics_port = b.metrics_port or free_port(b.host)
-        b.metrics_url = metrics_url(b.host, b.metrics_port)
-        return self.backend.javaagent(b.host, b.metrics_port)
 
     def _log_excerpt(self, b: _Broker) -> str:
         text = tail(b.log_path)

@@ -127,3 +127,24 @@ def test_without_the_jar_brokers_start_without_metrics_and_one_warning(tmp_path,
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert KafkaBackend(home).agent_jar is None    # the warning is said once
+
+
+def test_kraft_nodes_get_the_agent_too(tmp_path, monkeypatch):
+    from kafkalab.cluster.kraft_config import KRaftBackend
+    from kafkalab.cluster.resources import _Broker
+    jar = tmp_path / "dist" / "jmx_prometheus_javaagent-1.0.1" / "libs" / "jmx_prometheus_javaagent-1.0.1.jar"
+    jar.parent.mkdir(parents=True)
+    jar.write_bytes(b"")
+    monkeypatch.setenv("KAFKALAB_DIST", str(tmp_path / "dist"))
+    backend = KRaftBackend(str(fake_kafka_home(tmp_path, "4.0.0", script=False)))
+    node = _Broker(3001, "127.0.0.1", 0, str(tmp_path / "node-3001"), str(tmp_path / "node-3001.log"),
+                   roles="controller", controller_port=9093)
+    agent = jmx_agent.javaagent_for(backend, node)
+    assert node.metrics_port and node.metrics_url == f"http://127.0.0.1:{node.metrics_port}/metrics"
+    assert agent == f"-javaagent:{jar}=127.0.0.1:{node.metrics_port}:{jmx_agent.RULES}"
+    port = node.metrics_port
+    assert jmx_agent.javaagent_for(backend, node) == agent and node.metrics_port == port   # kept over restarts
+    cmd = backend.command("/s/node-3001.properties", "controller", agent)
+    assert cmd[-3:] == [agent, "kafka.Kafka", "/s/node-3001.properties"]
+    without = KRaftBackend(str(fake_kafka_home(tmp_path / "b", "4.0.0", script=False)), metrics=False)
+    assert jmx_agent.javaagent_for(without, node) is None and node.metrics_url is None
