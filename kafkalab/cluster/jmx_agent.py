@@ -85,7 +85,8 @@ def javaagent_for(backend, b) -> str | None:
         b.metrics_url = None
         return None
     from .zookeeper import free_port
-    b.metrics_port = b.metrics_port or free_port(b.host)
+    while not b.metrics_port or b.metrics_port in (b.port, b.controller_port):   # not the node's own listeners
+        b.metrics_port = free_port(b.host)
     b.metrics_url = metrics_url(b.host, b.metrics_port)
     return backend.javaagent(b.host, b.metrics_port)
 
