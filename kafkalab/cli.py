@@ -55,6 +55,19 @@ def _cmd_fetch_kafka(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_fetch_jmx_exporter(args: argparse.Namespace) -> int:
+    from .cluster.jmx_agent import fetch_jmx_exporter
+    from .cluster.maven import FetchError
+
+    try:
+        jar = fetch_jmx_exporter(args.version)
+    except FetchError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(jar)   # the last line: the agent's jar
+    return 0
+
+
 def _cmd_fetch_connect(args: argparse.Namespace) -> int:
     from .kafka_connect.jvm import CONNECT_VERSION, ConnectJvmError, fetch_connect
 
@@ -495,6 +508,18 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--source", action="append", choices=["kafka-home", "maven", "ivy", "tarball"],
                    help="only this source (repeatable; default: all, in that order)")
     f.set_defaults(run=_cmd_fetch_kafka)
+
+    from .cluster.jmx_agent import VERSION as JMX_EXPORTER_VERSION
+    fj = sub.add_parser(
+        "fetch-jmx-exporter", help="fetch the Prometheus JMX exporter's java agent (real Kafka's metrics_url)",
+        description="Fetch io.prometheus.jmx:jmx_prometheus_javaagent into ~/.kafkalab/dist ($KAFKALAB_DIST when "
+                    "set) through Maven, checked against the repository's SHA-1, and print the jar as the last line. "
+                    "backend='kafka' brokers and KRaft nodes then start with it and serve their metrics under the "
+                    "mini broker's names; without it they serve none.")
+    fj.add_argument("version", nargs="?", default=JMX_EXPORTER_VERSION, metavar="VERSION",
+                    help=f"the agent's version (default {JMX_EXPORTER_VERSION}, the one the lab's rules are "
+                         "checked against)")
+    fj.set_defaults(run=_cmd_fetch_jmx_exporter)
 
     fc = sub.add_parser(
         "fetch-connect", help="fetch Apache Kafka Connect's worker and file connector (for connect_cluster())",

@@ -39,6 +39,12 @@ if ! KAFKA_HOME_FOR_TESTS="$(kafkalab fetch-kafka 3.9 | tail -n 1)"; then
     exit 1
 fi
 echo "    $KAFKA_HOME_FOR_TESTS"
+echo "==> the Prometheus JMX exporter's agent, for real Kafka's metrics (tests/integration/test_metrics_on_kafka.py)"
+if ! JMX_EXPORTER_FOR_TESTS="$(kafkalab fetch-jmx-exporter | tail -n 1)"; then
+    echo "error: could not fetch the Prometheus JMX exporter (see above); the real-Kafka metrics tests need it" >&2
+    exit 1
+fi
+echo "    $JMX_EXPORTER_FOR_TESTS"
 echo "==> Apache Kafka 4 for the KRaft-mode tests (tests/integration/test_kafka_kraft.py): kafkalab fetch-kafka 4"
 if ! KRAFT_HOME_FOR_TESTS="$(kafkalab fetch-kafka 4 | tail -n 1)"; then
     echo "error: could not fetch Apache Kafka 4 (see above); the KRaft-mode tests need it" >&2

@@ -93,8 +93,9 @@ class ClusterInspection:
     def brokers(self):
         """One row per broker: id, host, port, pid, alive (running / paused / stopped / killed / exited /
         starting), registered (its /brokers/ids znode exists; None while ZooKeeper cannot be reached),
-        is_controller, log_dir, log, metrics_url (where a mini broker serves its Kafka metrics as Prometheus text;
-        None for Kafka's own brokers). A pandas DataFrame (a list of dicts without pandas)."""
+        is_controller, log_dir, log, metrics_url (where the broker serves its Kafka metrics as Prometheus text: a
+        mini broker itself, Kafka's own through the JMX exporter's agent, None without it). A pandas DataFrame (a
+        list of dicts without pandas)."""
         with self._res.lock:
             try:
                 registered = {int(i) for i in self._zk_read("get_children", zk_data.BROKER_IDS)}
@@ -117,7 +118,8 @@ class ClusterInspection:
         columns broker, metric (the Prometheus name, as the JMX exporter's example Kafka configuration names it,
         e.g. ``kafka_server_replicamanager_underreplicatedpartitions``), labels (a dict), value, time. ``names``: a
         metric name or prefix, or a list of them, to keep only those. A broker that is down, paused or serves no
-        metrics (Kafka's own brokers, for now) has no rows."""
+        metrics (Kafka's own brokers without the JMX exporter's agent: ``kafkalab fetch-jmx-exporter``) has no
+        rows."""
         from .metrics import metrics_frame, name_filter
         name_filter(names)   # bad names fail before any scrape
         with self._res.lock:

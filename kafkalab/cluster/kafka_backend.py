@@ -33,6 +33,8 @@ import os
 import re
 import sys
 
+from .jmx_agent import find_agent, javaagent_option
+
 #: configs the cluster sets itself, per broker
 RESERVED = ("broker.id", "listeners", "advertised.listeners", "log.dirs", "log.dir", "zookeeper.connect")
 
@@ -124,7 +126,7 @@ class KafkaBackend:
     needs_fixed_port = True
 
     def __init__(self, kafka_home: str | None = None, heap_opts: str = "-Xms64m -Xmx256m",
-                 use_script: bool | None = None):
+                 use_script: bool | None = None, metrics: bool = True):
         kafka_home = kafka_home or os.environ.get("KAFKA_HOME")
         if not kafka_home:
             from .distribution import cached
@@ -150,6 +152,13 @@ class KafkaBackend:
             use_script = os.name == "posix" and os.path.exists(self.start_script)
         self.use_script = use_script
         self.heap_opts = heap_opts
+        #: the Prometheus JMX exporter's agent jar (None: the brokers serve no metrics; ``metrics=False``, or it is
+        #: not fetched, which warns once: ``kafkalab fetch-jmx-exporter``)
+        self.agent_jar = find_agent() if metrics else None
+
+    def javaagent(self, host: str, port: int) -> str | None:
+        """The JVM option that serves the broker's metrics at ``http://host:port/metrics`` (None: no agent)."""
+        return None if self.agent_jar is None else javaagent_option(self.agent_jar, host, port)
 
     def server_properties(self, broker_id: int, host: str, port: int, log_dir: str, zookeeper_connect: str,
                           configs: dict) -> str:
@@ -178,8 +187,10 @@ class KafkaBackend:
             f.write(self.server_properties(broker_id, host, port, log_dir, zookeeper_connect, configs))
         return path
 
-    def command(self, properties_path: str) -> list[str]:
-        """``kafka-server-start.sh <props>``, or the java command line it amounts to."""
+    def command(self, properties_path: str, javaagent: str | None = None) -> list[str]:
+        """``kafka-server-start.sh <props>``, or the java command line it amounts to; ``javaagent`` (the
+        exporter's :meth:`javaagent` option) goes on the java command line, or into ``KAFKA_OPTS`` (:meth:`env`)
+        for the script."""
         if self.use_script:
             return [self.start_script, properties_path]
         from .zookeeper import find_java
@@ -189,25 +200,29 @@ class KafkaBackend:
             log4j = os.path.join(config, "log4j.properties")          # a release's own
         # kafka-run-class.sh's defaults (KAFKA_JVM_PERFORMANCE_OPTS), with the lab's heap and one GC thread
         # pair: three brokers and ZooKeeper share two cores
-        return [find_java(), *self.heap_opts.split(), "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+        agent = [javaagent] if javaagent else []
+        return [find_java(), *self.heap_opts.split(), *agent, "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
                 "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
                 "-XX:ParallelGCThreads=1", "-XX:ConcGCThreads=1", "-XX:TieredStopAtLevel=1",
                 "-Xss512k", "-Djava.awt.headless=true", f"-Dlog4j.configuration=file:{log4j}",
                 f"-Dkafka.logs.dir={os.path.dirname(properties_path)}",
                 "-cp", os.path.join(self.kafka_home, "libs", "*"), "kafka.Kafka", properties_path]
 
-    def env(self, broker_id: int, state_dir: str) -> dict:
-        """Kafka's scripts read KAFKA_HEAP_OPTS (default 1 GB each) and LOG_DIR (its own log4j files)."""
+    def env(self, broker_id: int, state_dir: str, javaagent: str | None = None) -> dict:
+        """Kafka's scripts read KAFKA_HEAP_OPTS (default 1 GB each), LOG_DIR (its own log4j files) and KAFKA_OPTS
+        (where the script gets ``javaagent``)."""
         env = dict(os.environ)
         env["KAFKA_HEAP_OPTS"] = self.heap_opts
         env["LOG_DIR"] = os.path.join(state_dir, f"broker-{broker_id}-kafka-logs")
+        if javaagent and self.use_script:
+            env["KAFKA_OPTS"] = f"{env.get('KAFKA_OPTS', '')} {javaagent}".strip()
         return env
 
     def ready_port(self, log_text: str, broker_id: int) -> int | None:
         return None   # the port is known beforehand; readiness is the ZooKeeper registration
 
     def ready_metrics_url(self, log_text: str, broker_id: int) -> str | None:
-        return None   # Kafka's metrics are JMX MBeans (the jmx_prometheus_javaagent is not wired yet)
+        return None   # the exporter's port is chosen before the broker starts (lifecycle.py sets metrics_url)
 
 
 def _escape(value: str) -> str:

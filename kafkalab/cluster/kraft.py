@@ -11,30 +11,24 @@
         c.restart(2)          # back: registered again, unfenced, caught up
         c.describe("orders")  # leader, replicas, ISR, leader epoch, high watermark, each replica's LEO
 
-In KRaft mode the metadata lives in one replicated log, ``__cluster_metadata``:
-a Raft quorum of **controllers** (``process.roles=controller``; node ids
-3001, 3002, 3003) elects a leader, the *active controller*, which alone
-appends to the log; the others replicate it and stand ready to take over.
-**Brokers** (``process.roles=broker``; node ids 1..N) fetch the log as
-observers, register with the active controller and send it heartbeats; a
-broker whose heartbeats stop for ``broker.session.timeout.ms`` is *fenced*:
-removed from every ISR, no longer listed to clients. With ``combined=True``
-each of the N nodes is broker and controller at once
+In KRaft mode the metadata lives in one replicated log, ``__cluster_metadata``: a Raft quorum of **controllers**
+(``process.roles=controller``; node ids 3001, 3002, 3003) elects a leader, the *active controller*, which alone
+appends to the log; the others replicate it and stand ready to take over. **Brokers** (``process.roles=broker``;
+node ids 1..N) fetch the log as observers, register with the active controller and send it heartbeats; a broker
+whose heartbeats stop for ``broker.session.timeout.ms`` is *fenced*: removed from every ISR, no longer listed to
+clients. With ``combined=True`` each of the N nodes is broker and controller at once
 (``process.roles=broker,controller``), as a small cluster or a laptop runs it.
 
-There is no ZooKeeper to read: the cluster asks over the Kafka protocol —
-DescribeQuorum (API 55) to the controllers for the quorum, DescribeCluster and
-Metadata to the brokers for registrations, leaders and ISRs (see
-:mod:`kafkalab.cluster.quorum`). Every node's storage is formatted first with
-Kafka's own ``kafka-storage format`` (``kafka.tools.StorageTool``) and one
-cluster id, as Kafka requires. The configs each node gets are in
+There is no ZooKeeper to read: the cluster asks over the Kafka protocol — DescribeQuorum (API 55) to the controllers
+for the quorum, DescribeCluster and Metadata to the brokers for registrations, leaders and ISRs (see
+:mod:`kafkalab.cluster.quorum`). Every node's storage is formatted first with Kafka's own ``kafka-storage format``
+(``kafka.tools.StorageTool``) and one cluster id, as Kafka requires. The configs each node gets are in
 :mod:`kafkalab.cluster.kraft_config`, the lab defaults in ``docs/cluster.md``.
 
-``kill``, ``stop``, ``restart``, ``pause`` and ``resume`` take a broker's or
-a controller's id. ``close()`` stops the brokers first (their controlled
-shutdown needs a controller), then the controllers; should the owning process
-die, the same watchdog and parent-death signal as for the ZooKeeper cluster
-stop them all (:mod:`kafkalab.cluster.processes`).
+``kill``, ``stop``, ``restart``, ``pause`` and ``resume`` take a broker's or a controller's id. ``close()`` stops
+the brokers first (their controlled shutdown needs a controller), then the controllers; should the owning process
+die, the same watchdog and parent-death signal as for the ZooKeeper cluster stop them all
+(:mod:`kafkalab.cluster.processes`).
 
 The state directory: ``node-<id>/`` (log.dirs, with ``meta.properties`` and
 ``__cluster_metadata-0``), ``node-<id>.properties``, ``node-<id>.log`` (the
@@ -50,6 +44,7 @@ import tempfile
 import time
 import weakref
 
+from .jmx_agent import javaagent_for
 from .kafka_requests import metadata_answer, metadata_request
 from .kraft_config import CONTROLLER_ID_BASE, KRaftBackend, effective_configs, new_cluster_id, voters_string
 from .kraft_inspection import KRaftInspection
@@ -189,7 +184,8 @@ class KRaftCluster(KRaftInspection, BrokerLifecycle):
             log.write(f"--- kafkalab: starting node {b.id} ({b.roles}) at "
                       f"{time.strftime('%Y-%m-%d %H:%M:%S')} ---\n".encode())
         offset, own = os.path.getsize(b.log_path), res.owns_processes
-        cmd = self.backend.command(self._write_properties(b), b.roles)
+        agent = javaagent_for(self.backend, b)   # real Kafka's metrics (the JMX exporter's agent); mini: None
+        cmd = self.backend.command(self._write_properties(b), b.roles, *([agent] if agent else []))
         b.process = spawn(cmd, b.log_path, env=self.backend.env(b.id, self.dir),
                           watchdog=res.watchdog if own else None, tie_to_this_process=own)
         b.attached_pid = None
@@ -237,15 +233,14 @@ class KRaftCluster(KRaftInspection, BrokerLifecycle):
                 try:
                     if b.id in metadata_answer(metadata_request(b.host, b.port, [], 1.0))["brokers"] and \
                             self.backend.broker_ready(b.id, b.log_path, log_offset):
-                        b.metrics_url = self._ready_line(b, log_offset)[1]
+                        self._ready_line(b, log_offset)
                         return
                 except (OSError, ValueError, EOFError):
                     pass
             else:
                 try:
                     socket.create_connection((b.host, b.controller_port), timeout=1.0).close()
-                    ready, b.metrics_url = self._ready_line(b, log_offset)
-                    if ready:
+                    if self._ready_line(b, log_offset):
                         return
                 except OSError:
                     pass
@@ -254,10 +249,14 @@ class KRaftCluster(KRaftInspection, BrokerLifecycle):
                                    f"{self._log_excerpt(b)}")
             time.sleep(0.1)
 
-    def _ready_line(self, b: _Broker, log_offset: int) -> tuple[bool, str | None]:
-        """A mini node's ready line since ``log_offset`` and its metrics URL (Kafka's nodes: ready, no URL)."""
+    def _ready_line(self, b: _Broker, log_offset: int) -> bool:
+        """Has a mini node written its ready line since ``log_offset``? Its metrics URL is read from it. Kafka's nodes
+        have none (ready when they answer; their ``metrics_url`` is the JMX exporter agent's, set at spawn)."""
         node_ready = getattr(self.backend, "node_ready", None)   # MiniKRaftBackend's
-        return node_ready(b.id, b.log_path, log_offset) if node_ready else (True, None)
+        if node_ready is None:
+            return True
+        ready, b.metrics_url = node_ready(b.id, b.log_path, log_offset)
+        return ready
 
     # -- controls (kill, stop, pause, resume come from BrokerLifecycle) ----------------------------
 

@@ -42,6 +42,7 @@ import os
 import uuid
 
 from .configs import LAB_DEFAULTS, LabDefault
+from .jmx_agent import find_agent, javaagent_option
 from .kafka_backend import KafkaDistributionError, _escape, config_value, kafka_version
 
 #: node ids of separate controllers: 3001, 3002, ... (brokers are 1..N), so that no id is shared
@@ -121,7 +122,7 @@ class KRaftBackend:
     needs_fixed_port = True
 
     def __init__(self, kafka_home: str | None = None, heap_opts: str = "-Xms64m -Xmx256m",
-                 controller_heap_opts: str = "-Xms32m -Xmx192m"):
+                 controller_heap_opts: str = "-Xms32m -Xmx192m", metrics: bool = True):
         if kafka_home is None:   # $KAFKA_HOME if it is a 4.x (a 3.x there is for the ZooKeeper mode), else the cache
             env_home = os.environ.get("KAFKA_HOME")
             if env_home and os.path.isdir(env_home) and _major(env_home) >= 4:
@@ -144,6 +145,12 @@ class KRaftBackend:
                 "(run 'kafkalab fetch-kafka 4'). Kafka 3.x runs in the lab's ZooKeeper mode (mode='zookeeper')")
         self.heap_opts = heap_opts
         self.controller_heap_opts = controller_heap_opts
+        #: the Prometheus JMX exporter's agent jar, in every node (None: no metrics; ``metrics=False`` or not fetched)
+        self.agent_jar = find_agent() if metrics else None
+
+    def javaagent(self, host: str, port: int) -> str | None:
+        """The JVM option that serves the node's metrics at ``http://host:port/metrics`` (None: no agent)."""
+        return None if self.agent_jar is None else javaagent_option(self.agent_jar, host, port)
 
     # -- server.properties ---------------------------------------------------------------
 
@@ -205,10 +212,12 @@ class KRaftBackend:
         return [*self._java("-Xms32m -Xmx128m", logs_dir), "org.apache.kafka.tools.DumpLogSegments",
                 "--files", ",".join(paths), *options]
 
-    def command(self, properties_path: str, roles: str = "broker") -> list[str]:
-        """``kafka-server-start.sh <file>``, as the java command line it amounts to."""
+    def command(self, properties_path: str, roles: str = "broker", javaagent: str | None = None) -> list[str]:
+        """``kafka-server-start.sh <file>``, as the java command line it amounts to (with ``javaagent``, the
+        exporter's :meth:`javaagent` option, if given)."""
         heap = self.controller_heap_opts if roles == "controller" else self.heap_opts
-        return [*self._java(heap, os.path.dirname(properties_path)), "kafka.Kafka", properties_path]
+        agent = [javaagent] if javaagent else []
+        return [*self._java(heap, os.path.dirname(properties_path)), *agent, "kafka.Kafka", properties_path]
 
     def broker_ready(self, node_id: int, log_path: str, log_offset: int) -> bool:
         """Whether a broker that answers Metadata listing itself is ready. Kafka's BrokerServer enables request

@@ -52,8 +52,9 @@ class KRaftInspection:
     def nodes(self):
         """Every process, controllers first: id, roles, host, port (PLAINTEXT), controller_port, pid, alive,
         registered and fenced (brokers, from DescribeCluster v2), quorum (Leader / Follower / Observer, from
-        DescribeQuorum), is_controller (the active controller), log_dir, log, metrics_url (where a mini node serves
-        its Kafka metrics as Prometheus text; None for Kafka's). A pandas DataFrame."""
+        DescribeQuorum), is_controller (the active controller), log_dir, log, metrics_url (where the node serves
+        its Kafka metrics as Prometheus text: a mini node itself, Kafka's through the JMX exporter's agent,
+        :mod:`~kafkalab.cluster.jmx_agent`; None without it). A pandas DataFrame."""
         return self._table(self._rows(self._all_nodes()))
 
     def metrics(self, names=None):

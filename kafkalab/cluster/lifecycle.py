@@ -22,6 +22,7 @@ from ..broker.zk import zk_data
 from .inspection import ZooKeeperUnavailable
 from .kafka_backend import KafkaBackend
 from .processes import spawn
+from .jmx_agent import javaagent_for
 from .resources import _Broker
 from .zookeeper import tail
 
@@ -48,12 +49,14 @@ class BrokerLifecycle:
         if isinstance(self.backend, KafkaBackend):
             props = self.backend.write_properties(self.dir, b.id, b.host, b.port, b.log_dir,
                                                   self.zookeeper_connect, self.configs)
-            cmd = self.backend.command(props)
+            agent = javaagent_for(self.backend, b)
+            cmd = self.backend.command(props, agent)
         else:
+            agent = None
             cmd = self.backend.command(b.id, b.host, b.port, b.log_dir,
                                        {**self.configs, "zookeeper.connect": self.zookeeper_connect},
                                        parent_pid or (os.getpid() if own else self.owner_pid), self.dir)
-        env = self.backend.env(b.id, self.dir)
+        env = self.backend.env(b.id, self.dir, agent) if agent else self.backend.env(b.id, self.dir)
         b.process = spawn(cmd, b.log_path, env=env, watchdog=res.watchdog if own else None, tie_to_this_process=own)
         b.attached_pid = None
         try:

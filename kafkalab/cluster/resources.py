@@ -42,7 +42,9 @@ class _Broker:
     registration_czxid: int | None = None   # of the /brokers/ids/<id> znode we saw last
     roles: str = "broker"                   # KRaft: process.roles ("broker", "controller", "broker,controller")
     controller_port: int | None = None      # KRaft: the CONTROLLER listener's port of a controller
-    metrics_url: str | None = None          # a mini broker's http://host:port/metrics (its ready line says)
+    metrics_url: str | None = None          # http://host:port/metrics (a mini broker's ready line says; Kafka's:
+                                            # the JMX exporter's agent on metrics_port)
+    metrics_port: int | None = None         # real Kafka: the exporter agent's port, chosen before it starts
 
     @property
     def pid(self) -> int | None:

@@ -13,7 +13,8 @@ Counted where Kafka counts them:
   unknown partition or epoch, offset out of range, ...); ``BytesOutPerSec``: the bytes a consumer's Fetch returns
   (``apis/fetch.py``; a follower's are Kafka's ReplicationBytesOutPerSec, not kept here).
 
-A topic's meters are created at its first use and removed when the topic is deleted (``remove_metrics``).
+A topic's meters are created each at its first mark (Kafka's lazy ``MeterWrapper``; the all-topics ones at once) and
+removed when the topic is deleted (``remove_metrics``).
 """
 from __future__ import annotations
 
@@ -43,15 +44,32 @@ EXPECTED_FETCH_ERRORS = frozenset({
 
 
 class BrokerTopicMetrics:
-    """One topic's meters (``topic=None``: all topics')."""
-    __slots__ = ("messages_in", "bytes_in", "bytes_out", "total_produce", "total_fetch", "failed_produce",
-                 "failed_fetch")
+    """One topic's meters (``topic=None``: all topics'). As Kafka's ``MeterWrapper``s: the all-topics meters are
+    created at once, a topic's each at its first mark, so a topic nothing was fetched from has no BytesOutPerSec and
+    one without failures no Failed*RequestsPerSec (on Kafka and here)."""
+    __slots__ = ("_group", "_tags", "_meters")
 
     def __init__(self, group: KafkaMetricsGroup, topic: str | None):
-        tags = {"topic": topic} if topic is not None else None
-        meters: list[Meter] = [group.new_meter(name, tags) for name in METER_NAMES]
-        (self.messages_in, self.bytes_in, self.bytes_out, self.total_produce, self.total_fetch,
-         self.failed_produce, self.failed_fetch) = meters
+        self._group = group
+        self._tags = {"topic": topic} if topic is not None else None
+        self._meters: dict[str, Meter] = {}
+        if topic is None:
+            for name in METER_NAMES:
+                self.meter(name)
+
+    def meter(self, name: str) -> Meter:
+        found = self._meters.get(name)
+        if found is None:
+            found = self._meters[name] = self._group.new_meter(name, self._tags)
+        return found
+
+    messages_in = property(lambda self: self.meter(MESSAGES_IN))
+    bytes_in = property(lambda self: self.meter(BYTES_IN))
+    bytes_out = property(lambda self: self.meter(BYTES_OUT))
+    total_produce = property(lambda self: self.meter(TOTAL_PRODUCE))
+    total_fetch = property(lambda self: self.meter(TOTAL_FETCH))
+    failed_produce = property(lambda self: self.meter(FAILED_PRODUCE))
+    failed_fetch = property(lambda self: self.meter(FAILED_FETCH))
 
 
 class BrokerTopicStats:

@@ -130,3 +130,17 @@ def test_purgatory_sizes(replica_manager):
 def test_without_a_registry_nothing_is_kept(tmp_path):
     rm = ReplicaManager(1, SimpleNamespace(metrics=None, config=BrokerConfig({"log.dirs": str(tmp_path)})))
     assert rm.broker_topic_stats is None and rm.alter_partition_listener is None
+
+
+def test_a_topic_s_meters_are_created_at_their_first_mark_the_totals_at_once():
+    # Kafka's BrokerTopicMetrics.MeterWrapper: a topic only produced to has no BytesOut, no Failed* meters
+    registry = MetricsRegistry()
+    stats = BrokerTopicStats(registry)
+    totals = {n.name for n, _, _ in snapshot(registry) if n.type == "BrokerTopicMetrics"}
+    assert len(totals) == 7 and not any(n.tags for n, _, _ in snapshot(registry))
+    stats.produce_tried("t")
+    stats.produce_appended("t", 3, 30)
+    stats.produce_failed("t", ErrorCode.NOT_LEADER_OR_FOLLOWER)   # expected: no failed meter
+    stats.fetch_read("t", ErrorCode.NONE)
+    per_topic = {n.name for n, _, _ in snapshot(registry) if n.tags == (("topic", "t"),)}
+    assert per_topic == {"TotalProduceRequestsPerSec", "MessagesInPerSec", "BytesInPerSec", "TotalFetchRequestsPerSec"}
