@@ -111,6 +111,11 @@ class KafkaRaftServer:
         return self.broker.log_dir
 
     @property
+    def metrics_url(self) -> str | None:
+        """The broker's: a combined node serves its broker's and its controller's metrics at one URL."""
+        return self.broker.metrics_url
+
+    @property
     def controller_address(self) -> tuple[str, int]:
         return self.controller.server.host, self.controller.server.port
 

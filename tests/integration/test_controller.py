@@ -15,6 +15,7 @@ import pytest
 
 
 from kafkalab.broker.common.message.codec import build
+from kafkalab.broker.common.metrics import MetricsRegistry
 from kafkalab.broker.common.message.zk_messages import (LeaderAndIsrRequest, LeaderAndIsrResponse, StopReplicaRequest,
                                               StopReplicaResponse, UpdateMetadataRequest, UpdateMetadataResponse)
 from kafkalab.broker.server.config import BrokerConfig
@@ -104,11 +105,19 @@ class Host:
         self.zk_client.start()
         self.broker_epoch = -1
         self.tasks = []
+        #: the broker's metrics registry, where KafkaController keeps its kafka.controller gauges and ControllerStats
+        self.metrics = MetricsRegistry()
 
     def spawn(self, coro):
         task = asyncio.get_running_loop().create_task(coro)
         self.tasks.append(task)
         return task
+
+
+def active_controller_count(host: Host) -> float:
+    """kafka.controller:type=KafkaController,name=ActiveControllerCount in the host broker's registry."""
+    return next(float(m.value) for name, m in host.metrics.items()
+                if (name.group, name.type, name.name) == ("kafka.controller", "KafkaController", "ActiveControllerCount"))
 
 
 async def eventually(check, timeout=8.0):
@@ -149,6 +158,7 @@ def test_controller_lifecycle(zk_server):
             controllers.append(controller)
             await controller.startup()
             assert controller.is_active and controller.epoch == 1
+            assert active_controller_count(host) == 1
             zk = brokers[1].zk
             assert zk.get_controller_id() == 1
             await eventually(lambda: all(b.of(UpdateMetadataRequest) for b in brokers.values()))
@@ -243,6 +253,7 @@ def test_failover_unclean_and_session_expiry(zk_server):
                 await controllers[-1].startup()
             first, second = controllers
             assert first.is_active and not second.is_active
+            assert [active_controller_count(h) for h in hosts] == [1, 0]
             _create_topic(zk, "u", {0: [1, 2]})
             await eventually(lambda: zk.get_partition_state("u", 0) is not None)
             # the ISR shrinks to [1]; then broker 1 dies: no ISR member left, no unclean election by default
@@ -260,6 +271,7 @@ def test_failover_unclean_and_session_expiry(zk_server):
             hosts[0].zk_client.close()
             await eventually(lambda: second.is_active)
             assert second.epoch == 2 and zk.get_controller_epoch()[0] == 2
+            assert [active_controller_count(h) for h in hosts] == [0, 1]
             await eventually(lambda: any(r.controller_epoch == 2 for r in brokers[2].of(UpdateMetadataRequest)))
             # an unclean election on demand makes broker 2 the leader, recovering
             results = await second.elect_leaders(1, [("u", 0)])

@@ -273,21 +273,22 @@ class ReplicaManager:
         (:meth:`read_from_local_log`) and, when fewer than ``min_bytes`` are ready, wait in the fetch
         purgatory (:class:`~kafkalab.broker.server.delayed_fetch.DelayedFetch`) up to ``max_wait_ms``.
         One ``LogReadResult`` per partition, in the order asked."""
-        results = await DelayedFetch(self, params, fetch_infos).run()
-        stats = self.broker_topic_stats
-        if stats is not None:   # Kafka marks them after the first read; here once the Fetch is answered
-            for info, result in zip(fetch_infos, results):
-                if info.topic is not None:
-                    stats.fetch_read(info.topic, result.error_code)
-        return results
+        return await DelayedFetch(self, params, fetch_infos).run()
 
     def read_from_local_log(self, params: FetchParams, fetch_infos: list[FetchPartitionData],
                             update_fetch_state: bool) -> tuple[list[LogReadResult], int, bool]:
         """Kafka's ``readFromLocalLog``: each partition's read (``Partition.fetch_records``) within
         ``params.max_bytes`` in all and the partition's own ``max_bytes``, except that the first batch of
         the first non-empty partition is returned whole (KIP-74). Returns the results, the bytes read and
-        whether one failed or diverged (the fetch is then answered at once)."""
+        whether one failed or diverged (the fetch is then answered at once).
+
+        The first read of a Fetch (``update_fetch_state``) marks each partition's TotalFetchRequestsPerSec (and
+        FailedFetchRequestsPerSec) in BrokerTopicStats, as Kafka's ``readFromLocalLog`` marks them when it reads;
+        the reads after waiting in the purgatory do not (Kafka's DelayedFetch reads again and marks again), so a
+        Fetch is counted once, and one that was parked when its topic was deleted does not bring the topic's
+        series back when it completes."""
         results, total, errors = [], 0, False
+        stats = self.broker_topic_stats if update_fetch_state else None
         for info in fetch_infos:
             if info.topic is None:
                 result = LogReadResult(error_code=ErrorCode.UNKNOWN_TOPIC_ID)
@@ -303,6 +304,8 @@ class ReplicaManager:
             errors = errors or result.error_code != 0 or result.diverging_epoch is not None
             total += len(result.records)
             results.append(result)
+            if stats is not None and info.topic is not None:
+                stats.fetch_read(info.topic, result.error_code)
         return results, total, errors
 
     # -- the fetch purgatory -------------------------------------------------------------------
