@@ -10,8 +10,9 @@ Counted where Kafka counts them:
   a follower's appends (replication) are not produce requests and count in none of them;
 * ``TotalFetchRequestsPerSec``: every partition of a Fetch, consumers and followers alike, at the Fetch's first read
   (``ReplicaManager.read_from_local_log``, not again after waiting in the purgatory); ``FailedFetchRequestsPerSec``
-  for an unexpected error (not: not the leader, unknown partition or epoch, offset out of range, ...); ``BytesOutPerSec``: the bytes a consumer's Fetch returns
-  (``apis/fetch.py``; a follower's are Kafka's ReplicationBytesOutPerSec, not kept here).
+  for an unexpected error (not: not the leader, unknown partition or epoch, offset out of range, ...);
+  ``BytesOutPerSec``: the bytes a consumer's Fetch returns (``apis/fetch.py``; a follower's are Kafka's
+  ReplicationBytesOutPerSec, not kept here).
 
 A topic's meters are created each at its first mark (Kafka's lazy ``MeterWrapper``; the all-topics ones at once) and
 removed when the topic is deleted (``remove_metrics``).
