@@ -126,7 +126,7 @@ class KafkaBackend:
     needs_fixed_port = True
 
     def __init__(self, kafka_home: str | None = None, heap_opts: str = "-Xms64m -Xmx256m",
-                 use_script: bool | None = None, metrics: bool = True):
+                 use_script: bool | None = None, metrics: bool = False):
         kafka_home = kafka_home or os.environ.get("KAFKA_HOME")
         if not kafka_home:
             from .distribution import cached
@@ -152,8 +152,9 @@ class KafkaBackend:
             use_script = os.name == "posix" and os.path.exists(self.start_script)
         self.use_script = use_script
         self.heap_opts = heap_opts
-        #: the Prometheus JMX exporter's agent jar (None: the brokers serve no metrics; ``metrics=False``, or it is
-        #: not fetched, which warns once: ``kafkalab fetch-jmx-exporter``)
+        #: the Prometheus JMX exporter's agent jar (None: the brokers serve no metrics). Opt-in, ``metrics=True``: with
+        #: the agent on by default a CI run failed three real-Kafka lesson tests, not yet explained; without the jar
+        #: fetched (``kafkalab fetch-jmx-exporter``) it warns once
         self.agent_jar = find_agent() if metrics else None
 
     def javaagent(self, host: str, port: int) -> str | None:

@@ -122,7 +122,7 @@ class KRaftBackend:
     needs_fixed_port = True
 
     def __init__(self, kafka_home: str | None = None, heap_opts: str = "-Xms64m -Xmx256m",
-                 controller_heap_opts: str = "-Xms32m -Xmx192m", metrics: bool = True):
+                 controller_heap_opts: str = "-Xms32m -Xmx192m", metrics: bool = False):
         if kafka_home is None:   # $KAFKA_HOME if it is a 4.x (a 3.x there is for the ZooKeeper mode), else the cache
             env_home = os.environ.get("KAFKA_HOME")
             if env_home and os.path.isdir(env_home) and _major(env_home) >= 4:
@@ -145,7 +145,8 @@ class KRaftBackend:
                 "(run 'kafkalab fetch-kafka 4'). Kafka 3.x runs in the lab's ZooKeeper mode (mode='zookeeper')")
         self.heap_opts = heap_opts
         self.controller_heap_opts = controller_heap_opts
-        #: the Prometheus JMX exporter's agent jar, in every node (None: no metrics; ``metrics=False`` or not fetched)
+        #: the Prometheus JMX exporter's agent jar, in every node (None: no metrics). Opt-in, ``metrics=True``, as
+        #: ``KafkaBackend``'s
         self.agent_jar = find_agent() if metrics else None
 
     def javaagent(self, host: str, port: int) -> str | None:

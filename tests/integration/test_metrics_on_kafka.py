@@ -85,7 +85,7 @@ def on_mini(tmp_path_factory):
 @pytest.fixture(scope="module")
 def on_kafka(on_mini, tmp_path_factory):
     fetch_jmx_exporter()
-    backend = KafkaBackend(str(fetch_kafka("3.9")))
+    backend = KafkaBackend(str(fetch_kafka("3.9")), metrics=True)
     assert backend.agent_jar is not None
     with kafkalab.cluster(3, backend=backend, dir=str(tmp_path_factory.mktemp("kafka") / "cluster")) as c:
         assert c.brokers["metrics_url"].str.startswith("http://127.0.0.1:").all()
@@ -142,7 +142,7 @@ def test_each_replica_s_log_end_offset_is_the_same(on_mini, on_kafka):
 
 def test_kraft_broker_and_controller_serve_their_metrics(tmp_path):
     fetch_jmx_exporter()
-    backend = KRaftBackend(str(fetch_kafka("4")))
+    backend = KRaftBackend(str(fetch_kafka("4")), metrics=True)
     with kafkalab.cluster(brokers=1, controllers=1, backend=backend, mode="kraft", dir=str(tmp_path / "c")) as c:
         urls = {row["roles"]: row["metrics_url"] for row in c.nodes.to_dict("records")}
         assert set(urls) == {"broker", "controller"}

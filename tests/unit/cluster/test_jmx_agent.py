@@ -105,16 +105,17 @@ def test_the_agent_goes_on_the_java_command_line_or_into_kafka_opts(tmp_path, mo
     jar.write_bytes(b"")
     monkeypatch.setenv("KAFKALAB_DIST", str(tmp_path / "dist"))
     monkeypatch.delenv("KAFKA_OPTS", raising=False)
-    java = KafkaBackend(str(fake_kafka_home(tmp_path / "a", script=False)))
+    java = KafkaBackend(str(fake_kafka_home(tmp_path / "a", script=False)), metrics=True)
     agent = java.javaagent("127.0.0.1", 9404)
     assert agent == f"-javaagent:{jar}=127.0.0.1:9404:{jmx_agent.RULES}"
     cmd = java.command("/s/broker-1.properties", agent)
     assert agent in cmd and cmd.index(agent) < cmd.index("kafka.Kafka")
     assert "KAFKA_OPTS" not in java.env(1, str(tmp_path), agent)
-    script = KafkaBackend(str(fake_kafka_home(tmp_path / "b")))
+    script = KafkaBackend(str(fake_kafka_home(tmp_path / "b")), metrics=True)
     assert script.command("/s/b.properties", agent) == [script.start_script, "/s/b.properties"]
     assert script.env(1, str(tmp_path), agent)["KAFKA_OPTS"] == agent
     assert KafkaBackend(str(fake_kafka_home(tmp_path / "c")), metrics=False).javaagent("127.0.0.1", 9404) is None
+    assert KafkaBackend(str(fake_kafka_home(tmp_path / "d"))).agent_jar is None   # opt-in: off by default
 
 
 def test_without_the_jar_brokers_start_without_metrics_and_one_warning(tmp_path, monkeypatch):
@@ -122,11 +123,11 @@ def test_without_the_jar_brokers_start_without_metrics_and_one_warning(tmp_path,
     monkeypatch.setattr(jmx_agent, "_warned", False)
     home = str(fake_kafka_home(tmp_path))
     with pytest.warns(RuntimeWarning, match="kafkalab fetch-jmx-exporter"):
-        backend = KafkaBackend(home)
+        backend = KafkaBackend(home, metrics=True)
     assert backend.agent_jar is None and backend.javaagent("127.0.0.1", 9404) is None
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert KafkaBackend(home).agent_jar is None    # the warning is said once
+        assert KafkaBackend(home, metrics=True).agent_jar is None    # the warning is said once
 
 
 def test_kraft_nodes_get_the_agent_too(tmp_path, monkeypatch):
@@ -136,7 +137,7 @@ def test_kraft_nodes_get_the_agent_too(tmp_path, monkeypatch):
     jar.parent.mkdir(parents=True)
     jar.write_bytes(b"")
     monkeypatch.setenv("KAFKALAB_DIST", str(tmp_path / "dist"))
-    backend = KRaftBackend(str(fake_kafka_home(tmp_path, "4.0.0", script=False)))
+    backend = KRaftBackend(str(fake_kafka_home(tmp_path, "4.0.0", script=False)), metrics=True)
     node = _Broker(3001, "127.0.0.1", 0, str(tmp_path / "node-3001"), str(tmp_path / "node-3001.log"),
                    roles="controller", controller_port=9093)
     agent = jmx_agent.javaagent_for(backend, node)
