@@ -18,7 +18,7 @@ Two measurements, each alternating metrics on and off so that machine noise hits
 3. **the metrics' own work** per Produce request (``timeit`` of the RequestMetrics update, the BrokerTopicStats marks
    and the request's timestamps), the part of 2. that no noise hides.
 
-The issue's goal: metrics on cost at most 5 % of produce throughput.
+The goal: metrics on cost at most 5 % of produce throughput at the client's ceiling.
 """
 from __future__ import annotations
 

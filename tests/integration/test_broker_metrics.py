@@ -1,4 +1,4 @@
-"""A mini broker's Kafka metrics, served as Prometheus text under the JMX exporter's names (issue #31).
+"""A mini broker's Kafka metrics, served as Prometheus text under the JMX exporter's names.
 
 On a standalone ``kafkalab.mini()``: where they are served and that the server goes with the broker; then that the
 numbers are Kafka's (records in, bytes in, requests, log offsets, partitions and leaders, a deleted topic's series

@@ -1,4 +1,4 @@
-"""A 3-broker mini cluster's Kafka metrics against the cluster's own state (issue #31).
+"""A 3-broker mini cluster's Kafka metrics against the cluster's own state.
 
 After each change (all healthy, a follower killed, it restarted, the controller killed), every broker's metrics are
 compared with what ZooKeeper's partition states (``cluster.describe``) and Metadata say: UnderReplicatedPartitions,
