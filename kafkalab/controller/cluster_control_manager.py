@@ -25,12 +25,15 @@ import time
 from dataclasses import dataclass, field
 
 from ..broker.common.errors import ErrorCode, KafkaError
+from ..broker.server.broker_features import METADATA_VERSION
 from ..metadata.api_message_and_version import ApiMessageAndVersion, uuid_of
 
 #: RegisterBrokerRecord version for metadata.version 3.7-IV2 and later (log dirs in the record)
 REGISTER_BROKER_RECORD_VERSION = 3
 #: MetadataVersion IBP_3_7_IV2: brokers must name their log directories (KIP-858)
 DIRECTORY_ASSIGNMENT_LEVEL = 19
+#: MetadataVersion.MINIMUM_KRAFT_VERSION (IBP_3_0_IV1): what a broker naming no metadata.version range supports
+MINIMUM_KRAFT_VERSION = 1
 FENCE, UNFENCE, IN_CONTROLLED_SHUTDOWN = 1, -1, 1
 
 
@@ -130,6 +133,7 @@ class ClusterControlManager:
                 raise KafkaError(ErrorCode.INVALID_REGISTRATION, "No directories specified in request")
             if len(set(log_dirs)) != len(log_dirs):
                 raise KafkaError(ErrorCode.INVALID_REGISTRATION, "Duplicate directory ID in request")
+        self._check_features(request.features or [])
         data = {"broker_id": broker_id, "is_migrating_zk_broker": False, "incarnation_id": request.incarnation_id,
                 "end_points": [{"name": e.name, "host": e.host, "port": e.port,
                                 "security_protocol": e.security_protocol} for e in request.listeners or []],
@@ -146,6 +150,26 @@ class ClusterControlManager:
         self.heartbeat_manager.touch(broker_id)
         return ([ApiMessageAndVersion("RegisterBrokerRecord", REGISTER_BROKER_RECORD_VERSION, data)],
                 data["broker_epoch"])
+
+    def _check_features(self, features) -> None:
+        """Kafka's ``processRegistrationFeature``: every finalized feature must be within the broker's supported
+        range (a broker naming no ``metadata.version`` supports only level 1, a finalized feature it does not name
+        only level 0); else UNSUPPORTED_VERSION, and the broker does not join."""
+        supported = {f.name: (f.min_supported_version, f.max_supported_version) for f in features}
+        supported.setdefault(METADATA_VERSION, (MINIMUM_KRAFT_VERSION, MINIMUM_KRAFT_VERSION))
+        finalized = dict(self.features.finalized)
+        for name, (low, high) in supported.items():
+            level = finalized.pop(name, MINIMUM_KRAFT_VERSION if name == METADATA_VERSION else 0)
+            if not low <= level <= high:
+                raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, self._unsupported(name, level, low, high))
+        for name, level in finalized.items():
+            if level != 0:
+                raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, self._unsupported(name, level, 0, 0))
+
+    @staticmethod
+    def _unsupported(name: str, level: int, low: int, high: int) -> str:
+        return (f"Unable to register because the broker does not support finalized version {level} of {name}. "
+                f"The broker wants a version between {low} and {high}, inclusive.")
 
     def check_broker_epoch(self, broker_id: int, broker_epoch: int) -> BrokerRegistration:
         registration = self.registrations.get(broker_id)

@@ -12,6 +12,7 @@ import random
 
 from ..broker.common.metrics import MetricsRegistry
 from ..broker.common.metrics.prometheus import MetricsHttpServer, loop_reader
+from ..broker.server.broker_features import SUPPORTED_FEATURES, FinalizedFeatures
 from ..raft.kafka_raft_client import RaftConfig
 from ..raft.raft_node import RaftNode
 from .controller_apis import register_controller_apis
@@ -45,6 +46,7 @@ class ControllerNode:
                                            snapshot_generator=SnapshotGenerator(**snapshot_settings),
                                            **controller_configs)
         register_controller_apis(self.raft.server, self.controller)
+        self.raft.server.features = self._features
         #: Kafka's metrics of this controller (a MetricsRegistry: raft-metrics and KafkaController), or None;
         #: ``metrics_enabled`` (kafkalab.metrics.enabled) makes one, served at ``metrics_url`` on ``metrics_port``
         #: (kafkalab.metrics.port; 0: a free one, -1: not served)
@@ -58,6 +60,12 @@ class ControllerNode:
                              f"not {metrics_port!r}")
         self.metrics_port = metrics_port
         self.metrics_server: MetricsHttpServer | None = None
+
+    def _features(self) -> tuple[dict, FinalizedFeatures]:
+        """ApiVersions' features: what a mini broker supports, and the levels this controller's metadata finalized
+        (the epoch: the offset of the last record it applied)."""
+        return SUPPORTED_FEATURES, FinalizedFeatures(dict(self.controller.features.finalized),
+                                                     self.controller.applied_offset - 1)
 
     def enable_metrics(self, registry: MetricsRegistry) -> None:
         """Keep Kafka's raft-metrics and KafkaController metrics in ``registry`` (a combined node: its broker's)."""

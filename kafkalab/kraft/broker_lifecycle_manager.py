@@ -22,7 +22,7 @@ import uuid
 
 from ..broker.common.message.codec import build
 from ..controller.controller_messages import BrokerHeartbeatRequest, BrokerRegistrationRequest
-from ..controller.feature_control_manager import BOOTSTRAP_FEATURE_LEVELS, METADATA_VERSION, MINIMUM_BOOTSTRAP_LEVEL
+from ..broker.server.broker_features import registration_features
 
 log = logging.getLogger(__name__)
 STALE_BROKER_EPOCH, BROKER_ID_NOT_REGISTERED = 77, 102
@@ -60,9 +60,8 @@ class BrokerLifecycleManager:
         self._wake = asyncio.Event()
 
     def _features(self) -> list[dict]:
-        top = dict(BOOTSTRAP_FEATURE_LEVELS)
-        return [{"name": name, "min_supported_version": MINIMUM_BOOTSTRAP_LEVEL if name == METADATA_VERSION else 0,
-                 "max_supported_version": level} for name, level in top.items()]
+        """What this broker implements of each feature (Kafka's ``BrokerFeatures.supportedFeatures``)."""
+        return registration_features()
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())

@@ -37,6 +37,7 @@ import uuid
 from ..broker.base_broker import BaseBroker, StartupError
 from ..broker.log.log import parse_partition_dir
 from ..broker.server.alter_partition_manager import AlterPartitionManager
+from ..broker.server.broker_features import FinalizedFeatures
 from ..broker.server.kafka_broker import MetadataMode
 from ..broker.server.metadata_cache import BrokerEndpoint
 from ..broker.common.message.codec import build
@@ -137,6 +138,9 @@ class BrokerServer(BaseBroker):
         while True:
             try:
                 delta = self.image.apply_committed(self.raft_client.log, self.raft_client.high_watermark)
+                if self.metadata_cache.features.epoch != self.image.offset:
+                    self.metadata_cache.features = FinalizedFeatures(dict(self.image.features.finalized),
+                                                                     self.image.offset)
                 async with self._publish_lock:
                     if self._publishing and delta:
                         await self.publisher.publish(self.image, delta)

@@ -4,8 +4,9 @@
 It writes ``meta.properties`` into the node's ``log.dirs``: ``cluster.id``, ``directory.id`` (a random
 id for the directory, KIP-858), ``node.id`` and ``version=1``, Kafka 4's layout; a directory already
 formatted is left alone (``--ignore-formatted``), one formatted for another cluster is an error. The
-bootstrap metadata Kafka keeps in ``bootstrap.checkpoint`` is not written: the mini controllers carry
-Kafka 4.4's default feature levels themselves (:mod:`kafkalab.controller.feature_control_manager`).
+bootstrap metadata Kafka keeps in ``bootstrap.checkpoint`` is not written: the mini controllers carry their
+feature levels themselves (Kafka 4.4's defaults less what the mini brokers do not implement:
+:mod:`kafkalab.controller.feature_control_manager`).
 """
 from __future__ import annotations
 

@@ -23,6 +23,7 @@ from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
 from ..broker.apis import ApiRegistry
 from ..broker.network.request_channel import Request
+from ..broker.server.broker_features import FinalizedFeatures, api_versions_features
 from ..broker.network.socket_server import SocketServer
 from . import fetch_snapshot, raft_apis  # noqa: F401 (each registers its APIs in RAFT_APIS)
 from .raft_messages import RAFT_APIS
@@ -37,7 +38,11 @@ LISTENER_APIS = ApiRegistry()
 
 @LISTENER_APIS.api(ApiVersionsRequest, ApiVersionsResponse, versions=(0, API_VERSIONS_MAX))
 def handle_api_versions(server: "RaftServer", request) -> dict:
-    return {"error_code": 0, "api_keys": server.apis.advertised(), "throttle_time_ms": 0}
+    """The APIs of this listener and, from v3, the features (KIP-584) of the node's ``features`` provider: a
+    controller reports what its brokers support and what its metadata finalized, as Kafka's controllers do."""
+    supported, finalized = server.features() if server.features is not None else ({}, FinalizedFeatures())
+    return {"error_code": 0, "api_keys": server.apis.advertised(), "throttle_time_ms": 0,
+            **api_versions_features(supported, finalized, request.version)}
 
 
 class RaftServer:
@@ -45,6 +50,8 @@ class RaftServer:
         self.client = client
         #: api key -> ApiSpec whose handler takes the request only (its target bound by serve())
         self.apis = ApiRegistry()
+        #: () -> (supported features, FinalizedFeatures) for ApiVersions; None: no features (a bare Raft node)
+        self.features = None
         self.serve(RAFT_APIS, client)
         self.serve(LISTENER_APIS, self)
         self.socket_server = SocketServer(host, port, MAX_REQUEST_BYTES, self.handle)

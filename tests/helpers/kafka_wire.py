@@ -61,3 +61,17 @@ def is_closed(sock: socket.socket, timeout: float = 30) -> bool:
         return True
     except socket.timeout:
         return False
+
+
+def api_versions_features(bootstrap: str, version: int) -> dict:
+    """ApiVersions ``version``'s feature fields of the node at ``bootstrap``: ``supported`` (name -> (min, max)),
+    ``finalized`` (name -> level) and ``epoch``."""
+    from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
+
+    answer = call(bootstrap, ApiVersionsRequest(client_software_name="kafkalab-tests", client_software_version="1"),
+                  ApiVersionsResponse, version).to_dict()
+    assert answer["error_code"] == 0, answer
+    return {"supported": {f["name"]: (f["min_version"], f["max_version"]) for f in answer["supported_features"]},
+            "finalized": {f["name"]: f["max_version_level"] for f in answer["finalized_features"]
+                          if f["min_version_level"] == f["max_version_level"]},
+            "epoch": answer["finalized_features_epoch"]}

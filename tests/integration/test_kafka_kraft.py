@@ -24,6 +24,9 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.helpers import cluster_helpers
+from tests.helpers.kafka_wire import api_versions_features
+from kafkalab.broker.server.broker_features import SUPPORTED_FEATURES
+from kafkalab.controller.feature_control_manager import BOOTSTRAP_FEATURE_LEVELS, KAFKA_BOOTSTRAP_FEATURE_LEVELS
 import kafkalab
 from kafkalab.cluster import Cluster
 from kafkalab.cluster.distribution import fetch_kafka
@@ -141,6 +144,24 @@ def test_kraft_nodes_have_their_roles_and_a_quorum_without_zookeeper(kr, kafka_h
     assert q.attrs["high_watermark"] > 0 and (q["log_end_offset"] > 0).all()
     with pytest.raises(AttributeError, match="no ZooKeeper"):
         kr.zk
+
+
+def test_kafka_4_finalizes_what_the_mini_cluster_leaves_out(kr):
+    """Kafka 4.4's answer to the ApiVersions feature questions that test_kraft_features.py asks a mini KRaft node:
+    the mini cluster finalizes Kafka's default levels less the protocols it does not serve."""
+    broker = kr.bootstrap_servers.split(",")[0]
+    controller = kr.bootstrap_controllers.split(",")[0]
+    for node in (broker, controller):
+        v3, v4 = (api_versions_features(node, v) for v in (3, 4))
+        assert v4["finalized"] == dict(KAFKA_BOOTSTRAP_FEATURE_LEVELS)   # kraft.version 0 (static quorum) not listed
+        assert v3["finalized"] == v4["finalized"] and v4["epoch"] > 0
+        assert set(v3["supported"]) == {"metadata.version"}                # v3: no feature whose minimum is 0
+        # the mini broker knows every feature Kafka 4.4 knows, and implements no level above Kafka's
+        assert set(v4["supported"]) == set(SUPPORTED_FEATURES)
+        assert all(SUPPORTED_FEATURES[name][1] <= high for name, (_, high) in v4["supported"].items())
+    mini = dict(BOOTSTRAP_FEATURE_LEVELS)
+    assert {n: v for n, v in KAFKA_BOOTSTRAP_FEATURE_LEVELS if mini.get(n) != v} == {
+        "share.version": 2, "streams.version": 1, "transaction.version": 2}
 
 
 def test_acks_all_through_a_partition_leader_kill(kr, restore):

@@ -21,6 +21,7 @@ from kafkalab.broker.network.network_client import NetworkClient
 from kafkalab.cluster.distribution import fetch_kafka
 from kafkalab.cluster.kraft_config import KRaftBackend
 from kafkalab.cluster.raft_quorum import RaftQuorum
+from kafkalab.broker.server.broker_features import registration_features
 from kafkalab.controller.controller_messages import BrokerHeartbeatRequest, BrokerRegistrationRequest
 from kafkalab.tools import dump_log
 
@@ -60,7 +61,7 @@ def test_controllers_as_processes_keep_their_records_across_a_killed_active_cont
                     "broker_id": b, "cluster_id": q.cluster_id, "incarnation_id": uuid.uuid4(),
                     "listeners": [{"name": "PLAINTEXT", "host": "127.0.0.1", "port": 9000 + b,
                                    "security_protocol": 0}],
-                    "features": [], "rack": None, "log_dirs": [uuid.uuid4()]}))
+                    "features": registration_features(), "rack": None, "log_dirs": [uuid.uuid4()]}))
                 assert answer.error_code == 0, answer
                 epochs[b] = answer.broker_epoch
 

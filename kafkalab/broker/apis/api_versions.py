@@ -4,7 +4,10 @@ v0  the list of (api key, min, max)
 v1  + throttle_time_ms
 v2  same as v1
 v3  flexible (tagged fields); the client sends its software name and version;
-    the response may carry supported/finalized features (none here)
+    the response carries the features (KIP-584) the broker supports and those
+    the cluster finalized, with their epoch (``server/broker_features.py``): a
+    KRaft broker's from its metadata image, none in ZooKeeper mode (as Kafka
+    3.9's ZooKeeper brokers) or standalone
 v4  same as v3 (KIP-511 follow-up)
 
 Clients send ApiVersions first and then use, for each API, the highest
@@ -14,6 +17,8 @@ KIP-511 the response header is always v0, even for flexible versions.
 """
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 
+from ..server.broker_features import SUPPORTED_FEATURES, api_versions_features
+from ..server.metadata_mode import MetadataMode
 from . import REGISTRY, api
 
 
@@ -23,4 +28,7 @@ def advertised() -> list[dict]:
 
 @api(ApiVersionsRequest, ApiVersionsResponse, versions=(0, 4))
 async def handle_api_versions(ctx, request):
-    return {"error_code": 0, "api_keys": advertised(), "throttle_time_ms": 0}
+    kraft = ctx.broker.metadata_mode is MetadataMode.KRAFT
+    return {"error_code": 0, "api_keys": advertised(), "throttle_time_ms": 0,
+            **api_versions_features(SUPPORTED_FEATURES if kraft else {}, ctx.broker.metadata_cache.features,
+                                    ctx.api_version)}

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from ..common.errors import ErrorCode, KafkaError
 from ..common.topic import INTERNAL_TOPICS, unify_collision_chars
 from ..cluster.partition_state import LeaderAndIsrPartitionState
+from .broker_features import FinalizedFeatures
 from .metadata_mode import MetadataMode
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,8 @@ class MetadataCache:
         self.partition_states: dict[str, dict[int, LeaderAndIsrPartitionState]] = {}
         self.alive_brokers: dict[int, BrokerEndpoint] = {}
         self.controller_id: int | None = None
+        #: KRaft: the finalized feature levels of the metadata image (Kafka's ``MetadataCache.features``)
+        self.features = FinalizedFeatures()
         if mode is MetadataMode.STANDALONE and os.path.exists(self.path):
             with open(self.path) as f:
                 for t in json.load(f)["topics"]:

@@ -24,6 +24,8 @@ from kafka.protocol.admin.topics import CreateTopicsRequest, DeleteTopicsRequest
 from kafkalab.broker.common.message.codec import build
 from kafkalab.broker.common.message.zk_messages import AlterPartitionRequest
 from kafkalab.broker.network.network_client import NetworkClient
+from kafkalab.broker.server.broker_features import registration_features
+from kafkalab.controller.feature_control_manager import BOOTSTRAP_FEATURE_LEVELS
 from kafkalab.controller.controller_messages import BrokerHeartbeatRequest, BrokerRegistrationRequest
 from kafkalab.controller.controller_node import ControllerNode
 from kafkalab.raft.kafka_raft_client import RaftConfig
@@ -73,7 +75,7 @@ def registration(broker_id: int, incarnation: uuid.UUID, cluster_id: str = CLUST
     return build(BrokerRegistrationRequest, 4, {
         "broker_id": broker_id, "cluster_id": cluster_id, "incarnation_id": incarnation,
         "listeners": [{"name": "PLAINTEXT", "host": "127.0.0.1", "port": 9090 + broker_id, "security_protocol": 0}],
-        "features": [{"name": "metadata.version", "min_supported_version": 7, "max_supported_version": 33}],
+        "features": registration_features(),   # what a mini broker registers with
         "rack": None, "is_migrating_zk_broker": False, "log_dirs": [uuid.uuid4()], "previous_broker_epoch": -1})
 
 
@@ -112,10 +114,12 @@ def test_quorum_controller_registers_unfences_creates_fences_and_fails_over(tmp_
             return c
         try:
             leader = await active(nodes)
-            # -- bootstrap: the first records are Kafka 4.4's default feature levels, metadata.version first
-            assert leader.controller.features.finalized["metadata.version"] == 33
-            first = [name for _, name in leader.controller.replayed[:6]]
-            assert first == ["FeatureLevelRecord"] * 6
+            # -- bootstrap: the first records are the feature levels the mini cluster implements, metadata.version
+            # first (Kafka 4.4's defaults less transaction.version 2, streams.version 1 and share.version 2)
+            assert dict(leader.controller.features.finalized) == dict(BOOTSTRAP_FEATURE_LEVELS) == {
+                "metadata.version": 33, "eligible.leader.replicas.version": 1, "group.version": 1, "share.version": 1}
+            first = [name for _, name in leader.controller.replayed]
+            assert first == ["FeatureLevelRecord"] * 4, first     # nothing else yet
 
             # -- a standby refuses: NOT_CONTROLLER
             standby = next(n for i, n in nodes.items() if n is not leader)

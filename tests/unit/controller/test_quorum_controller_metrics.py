@@ -10,6 +10,7 @@ import uuid
 from kafkalab.broker.common.message.codec import build
 from kafkalab.broker.common.metrics import MetricsRegistry
 from kafkalab.broker.common.metrics.prometheus import prometheus_name, snapshot
+from kafkalab.broker.server.broker_features import registration_features
 from kafkalab.controller.controller_messages import BrokerRegistrationRequest
 from kafkalab.controller.controller_node import ControllerNode
 from kafkalab.raft.kafka_raft_client import RaftConfig
@@ -73,7 +74,7 @@ def test_raft_and_controller_metrics_follow_the_quorum(tmp_path):
             await active.register_broker(build(BrokerRegistrationRequest, 4, {
                 "broker_id": 1, "cluster_id": CLUSTER_ID, "incarnation_id": uuid.uuid4(),
                 "listeners": [{"name": "PLAINTEXT", "host": "127.0.0.1", "port": 9091, "security_protocol": 0}],
-                "features": [{"name": "metadata.version", "min_supported_version": 7, "max_supported_version": 33}],
+                "features": registration_features(),   # what a mini broker registers with
                 "rack": None, "is_migrating_zk_broker": False, "log_dirs": [uuid.uuid4()],
                 "previous_broker_epoch": -1}))
             await until(lambda: all(values(r)["kafka_controller_kafkacontroller_fencedbrokercount"] == 1
