@@ -33,7 +33,7 @@ from ..broker.common.errors import ErrorCode, KafkaError
 from ..broker.server.admin_manager import AlterConfigOp, ConfigResourceType
 from ..broker.server.config import TOPIC_CONFIGS, LogConfig, to_string
 from ..broker.common.topic import validate_topic_name
-from ..broker.server.share.share_partition_manager import GROUP_CONFIGS
+from ..broker.coordinator.group.group_config import validate as validate_group_config
 from ..metadata.api_message_and_version import ApiMessageAndVersion
 
 TOPIC, BROKER, GROUP = int(ConfigResourceType.TOPIC), int(ConfigResourceType.BROKER), int(ConfigResourceType.GROUP)
@@ -52,8 +52,10 @@ def _each(resources, records_of) -> tuple[list[ApiMessageAndVersion], list[dict]
 
 
 class ConfigurationControlManager:
-    def __init__(self, replication):
+    def __init__(self, replication, group_config_bounds: dict[str, int] | None = None):
         self.replication = replication
+        #: the controller's group.*.min/max.* configs (Kafka's defaults where not given): a GROUP config's bounds
+        self.group_config_bounds = dict(group_config_bounds or {})
         #: (resource type, resource name) -> configs, for BROKER and GROUP resources
         self.config_data: dict[tuple[int, str], dict[str, str]] = {}
 
@@ -162,12 +164,7 @@ class ConfigurationControlManager:
         elif resource_type == GROUP:
             if not name:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "Default group resources are not allowed.")
-            for key, value in new.items():
-                if key not in GROUP_CONFIGS:
-                    raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown group config name: {key}")
-                if value not in GROUP_CONFIGS[key][1]:
-                    raise KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid value {value} for configuration {key}: "
-                                     f"String must be one of: {', '.join(GROUP_CONFIGS[key][1])}")
+            validate_group_config(new, self.group_config_bounds)
         else:
             try:
                 kind = ConfigResourceType(resource_type).name

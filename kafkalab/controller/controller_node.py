@@ -12,6 +12,7 @@ import random
 
 from ..broker.common.metrics import MetricsRegistry
 from ..broker.common.metrics.prometheus import MetricsHttpServer, loop_reader
+from ..broker.coordinator.group.group_config import BOUND_CONFIGS
 from ..broker.server.broker_features import SUPPORTED_FEATURES, FinalizedFeatures
 from ..raft.kafka_raft_client import RaftConfig
 from ..raft.raft_node import RaftNode
@@ -28,6 +29,10 @@ LEADERSHIP_CONFIGS = {"min.insync.replicas": "min_insync_replicas",
                       "leader.imbalance.per.broker.percentage": "leader_imbalance_per_broker_percentage"}
 
 
+#: the bounds of a GROUP resource's configs (group.share.min.session.timeout.ms, ...): config -> keyword argument
+GROUP_BOUND_CONFIGS = {name: name.replace(".", "_") for name in BOUND_CONFIGS}
+
+
 class ControllerNode:
     def __init__(self, config: RaftConfig, metadata_log_dir: str, idle_interval_ms: int = 500,
                  rng: random.Random | None = None, listen: tuple[str, int] | None = None,
@@ -36,6 +41,8 @@ class ControllerNode:
                  metrics_enabled: bool = False, metrics_port: int = -1, **controller_configs):
         snapshot_settings = {arg: controller_configs.pop(arg) for arg in SNAPSHOT_CONFIGS.values()
                              if arg in controller_configs}
+        group_config_bounds = {name: controller_configs.pop(arg) for name, arg in GROUP_BOUND_CONFIGS.items()
+                               if arg in controller_configs}
         self.config = config
         if log_segment_bytes:
             config.extra["metadata.log.segment.bytes"] = log_segment_bytes
@@ -44,6 +51,7 @@ class ControllerNode:
         self.controller = QuorumController(self.raft.client, config.cluster_id, session_timeout_ms, idle_interval_ms,
                                            default_num_partitions, default_replication_factor,
                                            snapshot_generator=SnapshotGenerator(**snapshot_settings),
+                                           group_config_bounds=group_config_bounds,
                                            **controller_configs)
         register_controller_apis(self.raft.server, self.controller)
         self.raft.server.features = self._features

@@ -85,7 +85,8 @@ class QuorumController:
                  unclean_leader_election_enable: bool = False, auto_leader_rebalance_enable: bool = True,
                  leader_imbalance_check_interval_seconds: float = 300,
                  leader_imbalance_per_broker_percentage: int = 10,
-                 snapshot_generator: SnapshotGenerator | None = None):
+                 snapshot_generator: SnapshotGenerator | None = None,
+                 group_config_bounds: dict[str, int] | None = None):
         self.raft = raft_client
         self.features = FeatureControlManager()
         self.cluster = ClusterControlManager(cluster_id, self.features, session_timeout_ms)
@@ -95,7 +96,7 @@ class QuorumController:
                                               leader_imbalance_check_interval_seconds,
                                               leader_imbalance_per_broker_percentage)
         self.producer_ids = ProducerIdControlManager()
-        self.configuration = ConfigurationControlManager(self.replication)
+        self.configuration = ConfigurationControlManager(self.replication, group_config_bounds)
         self.idle_interval_ms = idle_interval_ms
         self.write_timeout_s = write_timeout_ms / 1000
         self.bootstrap_levels = bootstrap_levels

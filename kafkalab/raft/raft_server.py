@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+from typing import Callable
 
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
@@ -51,7 +52,7 @@ class RaftServer:
         #: api key -> ApiSpec whose handler takes the request only (its target bound by serve())
         self.apis = ApiRegistry()
         #: () -> (supported features, FinalizedFeatures) for ApiVersions; None: no features (a bare Raft node)
-        self.features = None
+        self.features: Callable[[], tuple[dict, FinalizedFeatures]] | None = None
         self.serve(RAFT_APIS, client)
         self.serve(LISTENER_APIS, self)
         self.socket_server = SocketServer(host, port, MAX_REQUEST_BYTES, self.handle)

@@ -27,7 +27,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer, ShareConsumer
+from confluent_kafka import KafkaException, Producer, ShareConsumer
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic,
                                    ResourceType)
 
@@ -43,7 +43,8 @@ LOCK_MS = 3000          # group.share.record.lock.duration.ms (Kafka's default: 
 LIMIT = 3               # group.share.delivery.count.limit (Kafka's default: 5)
 CONFIGS = {"group.share.heartbeat.interval.ms": 500, "group.share.session.timeout.ms": 6000,
            "group.share.record.lock.duration.ms": LOCK_MS, "group.share.delivery.count.limit": LIMIT}
-# Kafka 4.4 bounds them by group.share.min.* (5000, 45000, 15000; the count limit's minimum, 2, is fine)
+# Kafka 4.4 bounds them, and a group's own overrides, by group.share.min.* (5000, 45000, 15000; the count limit's
+# minimum, 2, is fine): Kafka refuses to start with a value below its minimum, the mini broker does not
 KAFKA_CONFIGS = {**CONFIGS, "group.share.min.heartbeat.interval.ms": 500, "group.share.min.session.timeout.ms": 6000,
                  "group.share.min.record.lock.duration.ms": 1000}
 ACCEPT, RELEASE, REJECT = 1, 2, 3
@@ -68,7 +69,7 @@ CHILD = textwrap.dedent("""
 @pytest.fixture(scope="module", params=["mini", pytest.param("kafka-4.4", marks=pytest.mark.cluster)])
 def bootstrap(request, tmp_path_factory):
     if request.param == "mini":
-        with kafkalab.mini(log_dir=str(tmp_path_factory.mktemp("kip932")), **CONFIGS) as b:
+        with kafkalab.mini(log_dir=str(tmp_path_factory.mktemp("kip932")), **KAFKA_CONFIGS) as b:
             yield request.param, b.bootstrap_servers
         return
     from kafkalab.cluster.distribution import fetch_kafka
@@ -833,3 +834,105 @@ def test_final_acknowledgements_count_after_leaving_the_group(bootstrap):
     finally:
         c.close()
     assert acquired and seen == {o: [1] for o in rest}, (acquired, seen)
+
+
+#: IncrementalAlterConfigs SET of one group config -> Kafka 4.4.0's answer (error code, message), with the fixture's
+#: bounds (group.share.min.heartbeat.interval.ms 500, min.session.timeout.ms 6000, min.record.lock.duration.ms 1000;
+#: Kafka's defaults for the rest)
+GROUP_CONFIG_CASES = {
+    ("share.record.lock.duration.ms", "2000"): (0, None),
+    ("share.record.lock.duration.ms", "999"): (40, "Invalid value 999 for configuration share.record.lock.duration.ms: "
+                                                   "Value must be at least 1000"),
+    ("share.record.lock.duration.ms", "70000"): (40, "share.record.lock.duration.ms must be in the range 1000 to "
+                                                     "60000 inclusive."),
+    ("share.record.lock.duration.ms", "abc"): (40, "Invalid value abc for configuration share.record.lock.duration.ms: "
+                                                   "Not a number of type INT"),
+    ("share.delivery.count.limit", "3"): (0, None),
+    ("share.delivery.count.limit", "1"): (40, "Invalid value 1 for configuration share.delivery.count.limit: Value "
+                                              "must be at least 2"),
+    ("share.delivery.count.limit", "11"): (40, "share.delivery.count.limit must be in the range 2 to 10 inclusive."),
+    ("share.partition.max.record.locks", "50"): (40, "Invalid value 50 for configuration "
+                                                     "share.partition.max.record.locks: Value must be at least 100"),
+    ("share.partition.max.record.locks", "5000"): (40, "share.partition.max.record.locks must be in the range 100 to "
+                                                       "4000 inclusive."),
+    ("share.session.timeout.ms", "1000"): (40, "share.session.timeout.ms must be in the range 6000 to 60000 "
+                                               "inclusive."),
+    ("share.session.timeout.ms", "7000"): (0, None),
+    ("share.heartbeat.interval.ms", "100"): (40, "share.heartbeat.interval.ms must be in the range 500 to 15000 "
+                                                 "inclusive."),
+    ("consumer.session.timeout.ms", "1000"): (40, "consumer.session.timeout.ms must be in the range 45000 to 60000 "
+                                                  "inclusive."),
+    ("consumer.heartbeat.interval.ms", "6000"): (0, None),
+    ("share.isolation.level", "x"): (40, "Invalid value x for configuration share.isolation.level: String must be one "
+                                         "of: read_committed, read_uncommitted"),
+    ("share.auto.offset.reset", "by_duration:PT1H"): (0, None),
+    ("share.auto.offset.reset", "none"): (40, "Invalid value none for configuration share.auto.offset.reset: Invalid "
+                                              "value `none` for configuration share.auto.offset.reset. The value must "
+                                              "be either 'earliest', 'latest' or of the format "
+                                              "'by_duration:<PnDTnHnMn.nS>'."),
+    ("no.such.config", "1"): (40, "Unknown group config name: no.such.config"),
+    ("share.isolation.level", "read_committed"): (0, None),
+    ("streams.num.standby.replicas", "1"): (0, None),
+}
+#: where the mini broker answers otherwise, and why: it does not serve read_committed share groups, nor KIP-1071's
+#: Streams groups
+GROUP_CONFIG_LISTED = {
+    ("share.isolation.level", "read_committed"): (
+        40, "share.isolation.level read_committed is not served by the mini broker: its share groups read every "
+            "record up to the high watermark (Kafka 4.x serves it; docs/differences.md)"),
+    ("streams.num.standby.replicas", "1"): (40, "Unknown group config name: streams.num.standby.replicas"),
+}
+
+
+def test_group_configs_are_checked_as_kafka_4_4_checks_them(bootstrap):
+    """A GROUP resource's configs (Kafka 4.x's GroupConfig): names, values and the broker's bounds, with Kafka's
+    messages; the mini broker's answers differ only where GROUP_CONFIG_LISTED says."""
+    kind, bs = bootstrap
+    admin = AdminClient({"bootstrap.servers": bs})
+    got = {}
+    for (name, value), _ in GROUP_CONFIG_CASES.items():
+        resource = ConfigResource(ResourceType.GROUP, f"g-{uuid.uuid4().hex[:8]}", incremental_configs=[
+            ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)])
+        [f] = admin.incremental_alter_configs([resource]).values()
+        try:
+            f.result(30)
+            got[(name, value)] = (0, None)
+        except KafkaException as exc:
+            got[(name, value)] = (exc.args[0].code(), exc.args[0].str())
+    want = {**GROUP_CONFIG_CASES, **(GROUP_CONFIG_LISTED if kind == "mini" else {})}
+    assert got == want
+
+
+def test_a_groups_own_delivery_count_limit_and_reset_by_duration(bootstrap):
+    """A group's overrides take effect: share.delivery.count.limit 2 (the broker's is 3) archives a record released
+    twice; share.auto.offset.reset by_duration:PT1H starts at the first record at most an hour old (here: all)."""
+    _, bs = bootstrap
+    topic, group = setup_topic(bs, 3)
+    admin = AdminClient({"bootstrap.servers": bs})
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry("share.delivery.count.limit", "2", incremental_operation=AlterConfigOpType.SET),
+        ConfigEntry("share.auto.offset.reset", "by_duration:PT1H", incremental_operation=AlterConfigOpType.SET)])
+    for f in admin.incremental_alter_configs([resource]).values():
+        f.result(30)
+
+    def described():
+        [f] = admin.describe_configs([ConfigResource(ResourceType.GROUP, group)]).values()
+        configs = f.result(30)
+        return (configs["share.delivery.count.limit"].value, configs["share.auto.offset.reset"].value)
+    wait_until(lambda: described() == ("2", "by_duration:PT1H"), "the group's configs to be described", timeout=30)
+    c = consumer(bs, group, topic)
+    deliveries: list[tuple[int, int]] = []
+
+    def on_message(_name, c, m):
+        deliveries.append((m.offset(), m.delivery_count()))
+        c.acknowledge(m, RELEASE if m.offset() == 1 else ACCEPT)
+    try:
+        poll_until({"c": c}, on_message, lambda: (1, 2) in deliveries)
+        end = time.time() + 2.0
+        while time.time() < end:
+            for m in c.poll(0.2):
+                deliveries.append((m.offset(), m.delivery_count()))
+    finally:
+        c.close()
+    assert [d for d in deliveries if d[0] == 1] == [(1, 1), (1, 2)], deliveries
+    assert sorted(d for d in deliveries if d[0] != 1) == [(0, 1), (2, 1)], deliveries

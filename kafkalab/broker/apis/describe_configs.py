@@ -30,7 +30,15 @@ from kafka.protocol.admin.configs import DescribeConfigsRequest, DescribeConfigs
 from ..server.admin_manager import ConfigResourceType
 from ..server.config import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigDescription
 from ..common.errors import ErrorCode, KafkaError
+from ..coordinator.group.group_config import GROUP_CONFIGS
 from . import api
+
+#: the documentation of the group configs that override no broker config
+GROUP_CONFIG_DOCS = {
+    "share.auto.offset.reset": "KIP-932: where a share group starts reading a partition it has not read yet "
+                               "(earliest, latest or by_duration:<PnDTnHnMn.nS>)",
+    "share.isolation.level": "KIP-932: whether a share group reads aborted transactional records (read_uncommitted)",
+}
 
 
 def config_entry(desc: ConfigDescription, include_synonyms: bool = False,
@@ -85,17 +93,20 @@ def describe_resource(broker, resource_type: int, name: str, keys) -> list[Confi
 
 
 def group_config_entries(broker, group_id: str, keys, include_docs: bool) -> list[dict]:
-    """A GROUP resource's configs: Kafka's source GROUP_CONFIG (8) when set, DEFAULT_CONFIG (5) otherwise."""
+    """A GROUP resource's configs (Kafka 4.x's GroupConfig): source GROUP_CONFIG (8) when the group sets it,
+    STATIC_BROKER_CONFIG (4) when the broker config it overrides was set at start-up, DEFAULT_CONFIG (5) else."""
     if not group_id:
         raise KafkaError(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
     out = []
     for c in broker.share_partition_manager.describe_group_configs(group_id):
         if keys is not None and c["name"] not in keys:
             continue
+        doc = GROUP_CONFIGS[c["name"]].broker_config
         out.append({"name": c["name"], "value": c["value"], "read_only": False,
-                    "config_source": 5 if c["is_default"] else 8,
-                    "is_default": c["is_default"], "is_sensitive": False, "synonyms": [], "config_type": 2,
-                    "documentation": "KIP-932: where a share group starts reading a partition it has not read yet"
+                    "config_source": {"group": 8, "broker": 4, "default": 5}[c["source"]],
+                    "is_default": c["is_default"], "is_sensitive": False, "synonyms": [],
+                    "config_type": 3 if c["type"] == "int" else 2,
+                    "documentation": (f"this group's {doc}" if doc else GROUP_CONFIG_DOCS[c["name"]])
                     if include_docs else None})
     return out
 

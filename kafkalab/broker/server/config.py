@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..coordinator.group.group_config import BOUND_CONFIGS
+
 from ..log.log_config import (  # noqa: F401 (LogConfig re-exported: the broker's modules import it from here)
     TOPIC_CONFIG_SYNONYMS, TOPIC_CONFIGS, TOPIC_TO_BROKER, ConfigDef, ConfigDescription, ConfigSource, ConfigSynonym,
     LogConfig, _between, _d, _nonneg, _positive, parse, to_string)
@@ -78,6 +80,10 @@ _BROKER_ONLY: list[ConfigDef] = [
        _between(2, 10)),
     _d("group.share.partition.max.record.locks", "int", 2000,
        "KIP-932: most records of one share-partition acquired (in flight) at once", _positive),
+    *[_d(name, "int", default, f"The {'smallest' if '.min.' in name else 'largest'} "
+         f"{name.replace('group.', '', 1).replace('.min.', '.', 1).replace('.max.', '.', 1)} a group may set "
+         "(a group config, IncrementalAlterConfigs on a GROUP resource)", _positive)
+      for name, default in BOUND_CONFIGS.items()],
     _d("share.coordinator.state.topic.num.partitions", "int", 50,
        "Partitions of __share_group_state (KIP-932: the share coordinator's topic)", _positive),
     _d("share.coordinator.state.topic.replication.factor", "int", 3,

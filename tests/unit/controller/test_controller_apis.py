@@ -187,7 +187,10 @@ def test_incremental_alter_configs_records_replay_and_list_operations():
     (resource(4, "-1", ("log.retention.ms", SET, "1")), ErrorCode.INVALID_REQUEST, "Invalid negative broker ID."),
     (resource(8, "1", ("kafka", SET, "DEBUG")), ErrorCode.INVALID_REQUEST, "Unknown resource type BROKER_LOGGER"),
     (resource(32, "g", ("share.auto.offset.reset", SET, "middle")), ErrorCode.INVALID_CONFIG,
-     "Invalid value middle for configuration share.auto.offset.reset: String must be one of: latest, earliest"),
+     # Kafka 4.4.0's message (test_share_groups.py's test_group_configs_are_checked_as_kafka_4_4_checks_them)
+     "Invalid value middle for configuration share.auto.offset.reset: Invalid value `middle` for configuration "
+     "share.auto.offset.reset. The value must be either 'earliest', 'latest' or of the format "
+     "'by_duration:<PnDTnHnMn.nS>'."),
 ])
 def test_alter_configs_validation(res, code, message):
     records, results = make_image().configuration.incremental_alter_configs([res])

@@ -49,6 +49,7 @@ from .assignors import ASSIGNORS
 from .consumer_group import (JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
                              ConsumerGroup, ConsumerGroupMember, ConsumerGroupState, MemberState)
 from .consumer_group_records import replay
+from .group_config import group_config_of
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +164,8 @@ class ConsumerGroupHeartbeats:
         group.maybe_update_state()
         response = {"error_code": ErrorCode.NONE, "member_id": updated.member_id,
                     "member_epoch": updated.member_epoch,
-                    "heartbeat_interval_ms": self.config["group.consumer.heartbeat.interval.ms"]}
+                    "heartbeat_interval_ms": group_config_of(self.broker, group.group_id,
+                                                             "consumer.heartbeat.interval.ms")}
         if (r.member_epoch == JOIN_GROUP_MEMBER_EPOCH or updated is not member
                 or (owned is not None and owned != {t: p for t, p in updated.assigned_partitions.items() if p})):
             response["assignment"] = {"topic_partitions": [
@@ -329,7 +331,7 @@ class ConsumerGroupHeartbeats:
         if member.session_handle is not None:
             member.session_handle.cancel()
         timeout = (member.classic.session_timeout_ms if member.uses_classic_protocol
-                   else self.config["group.consumer.session.timeout.ms"]) / 1000
+                   else group_config_of(self.broker, group.group_id, "consumer.session.timeout.ms")) / 1000
         member.session_handle = self.loop.call_later(timeout, self._on_consumer_session_expired, group,
                                                      member.member_id)
 

@@ -35,6 +35,7 @@ import logging
 from ...common.errors import ErrorCode, KafkaError
 from .share_group import (JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, ShareGroup, ShareGroupMember,
                           ShareGroupState, simple)
+from .group_config import group_config_of
 
 log = logging.getLogger(__name__)
 
@@ -127,8 +128,9 @@ class ShareGroupHeartbeats:
             member.assigned_partitions = group.target_assignment.get(member.member_id, {})
             send_assignment = True
         self._schedule_share_session(group, member)
+        interval = group_config_of(self.broker, group.group_id, "share.heartbeat.interval.ms")
         response = {"error_code": ErrorCode.NONE, "member_id": member.member_id, "member_epoch": member.member_epoch,
-                    "heartbeat_interval_ms": self.config["group.share.heartbeat.interval.ms"], "assignment": None}
+                    "heartbeat_interval_ms": interval, "assignment": None}
         if send_assignment:
             response["assignment"] = {"topic_partitions": [
                 {"topic_id": t, "partitions": sorted(p)}
@@ -165,7 +167,7 @@ class ShareGroupHeartbeats:
 
     def _schedule_share_session(self, group: ShareGroup, member: ShareGroupMember) -> None:
         member.cancel_timers()
-        timeout = self.config["group.share.session.timeout.ms"] / 1000
+        timeout = group_config_of(self.broker, group.group_id, "share.session.timeout.ms") / 1000
         member.session_handle = self.loop.call_later(timeout, self._on_share_session_expired, group, member.member_id)
 
     def _on_share_session_expired(self, group: ShareGroup, member_id: str) -> None:

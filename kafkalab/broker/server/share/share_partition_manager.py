@@ -22,8 +22,11 @@ an expiring acquisition lock. Each partition's delivery state is written to the 
 (:mod:`kafkalab.broker.coordinator.share`) when an acknowledgement or a release changed it, so a restarted
 broker continues from it.
 
-Group configs (KIP-932 ``share.auto.offset.reset``, set with IncrementalAlterConfigs on a GROUP resource) are
-kept here, in ``<log.dirs>/share-group-configs.json``; in cluster mode also in ZooKeeper
+Group configs (Kafka 4.x's ``GroupConfig``: :mod:`kafkalab.broker.coordinator.group.group_config`, set with
+IncrementalAlterConfigs on a GROUP resource; Kafka's ``GroupConfigManager`` keeps them) are kept here, in
+``<log.dirs>/share-group-configs.json``; a share-partition takes its lock duration, delivery count limit and
+in-flight limit from them, and the group coordinator its members' session timeouts and heartbeat intervals. In
+cluster mode they are also in ZooKeeper
 (``/config/groups/<group>`` and a ``/config/changes`` notification, as topic configs), so that every broker
 leading a partition of the group knows them (Kafka keeps them in its KRaft metadata).
 """
@@ -39,6 +42,8 @@ from kazoo.exceptions import NoNodeError
 
 from ...common.errors import ErrorCode, KafkaError
 from ...common.records import iter_batches
+from ...coordinator.group.group_config import (BOUND_CONFIGS, GROUP_CONFIGS, group_config_value, parse_duration_ms,
+                                               validate)
 from ...utils.async_util import cancel_and_wait
 from ...zk import zk_data as zd
 from .share_partition import SharePartition
@@ -46,8 +51,6 @@ from .share_partition import SharePartition
 log = logging.getLogger(__name__)
 
 INITIAL_EPOCH, FINAL_EPOCH = 0, -1
-#: group configs a GROUP resource takes (KIP-932), with Kafka's defaults and allowed values
-GROUP_CONFIGS = {"share.auto.offset.reset": ("latest", ("latest", "earliest"))}
 
 
 class ShareSession:
@@ -80,24 +83,28 @@ class SharePartitionManager:
 
     # -- group configs -----------------------------------------------------------------------
 
-    def group_config(self, group_id: str, name: str) -> str:
-        return self.group_configs.get(group_id, {}).get(name, GROUP_CONFIGS[name][0])
+    def group_config(self, group_id: str, name: str):
+        """A group's effective value of group config ``name`` (its override, else the broker's config)."""
+        return group_config_value(self.group_configs.get(group_id, {}), name, self.config)
+
+    def group_config_bounds(self) -> dict[str, int]:
+        return {name: self.config[name] for name in BOUND_CONFIGS}
 
     def alter_group_configs(self, group_id: str, ops: list[tuple[str, int, str | None]], validate_only: bool) -> None:
-        """IncrementalAlterConfigs on a GROUP resource: SET (0) and DELETE (1) of KIP-932's group configs."""
+        """IncrementalAlterConfigs on a GROUP resource: SET (0) and DELETE (1) of the group's configs, the new set
+        checked as a whole (Kafka's ``GroupConfig.validate``)."""
         current = dict(self.group_configs.get(group_id, {}))
         for name, op, value in ops:
             if name not in GROUP_CONFIGS:
                 raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown group config name: {name}")
             if op == 0:
-                if value not in GROUP_CONFIGS[name][1]:
-                    raise KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid value {value} for configuration {name}: "
-                                     f"String must be one of: {', '.join(GROUP_CONFIGS[name][1])}")
                 current[name] = value
             elif op == 1:
                 current.pop(name, None)
             else:
                 raise KafkaError(ErrorCode.INVALID_CONFIG, f"{name} is not a list config: APPEND/SUBTRACT do not apply")
+        parsed = validate(current, self.group_config_bounds())
+        current = {name: str(value) for name, value in parsed.items()}
         if validate_only:
             return
         zk = self.broker.zk_client if self.broker.in_cluster else None
@@ -108,6 +115,9 @@ class SharePartitionManager:
 
     def _set_group_configs(self, group_id: str, configs: dict[str, str]) -> None:
         self.group_configs[group_id] = configs
+        for (group, _, _), sp in self.partitions.items():   # the group's share-partitions: from their next record
+            if group == group_id:
+                self._apply_group_configs(sp)
         tmp = self._configs_path + ".tmp"
         with open(tmp, "w") as f:
             json.dump(self.group_configs, f)
@@ -130,9 +140,21 @@ class SharePartitionManager:
             self._set_group_configs(name, zd.decode_topic_config(data))
 
     def describe_group_configs(self, group_id: str) -> list[dict]:
+        """Each group config's value and where it comes from: ``group`` (the group's override), ``broker`` (the
+        broker config set when it started) or ``default``."""
         set_ = self.group_configs.get(group_id, {})
-        return [{"name": n, "value": set_.get(n, d), "is_default": n not in set_}
-                for n, (d, _) in GROUP_CONFIGS.items()]
+        out = []
+        for name, d in GROUP_CONFIGS.items():
+            source = ("group" if name in set_ else
+                      "broker" if d.broker_config and d.broker_config in self.config.overrides else "default")
+            out.append({"name": name, "value": str(self.group_config(group_id, name)), "source": source,
+                        "is_default": source == "default", "type": d.type})
+        return out
+
+    def _apply_group_configs(self, sp: SharePartition) -> None:
+        sp.lock_duration_ms = self.group_config(sp.group_id, "share.record.lock.duration.ms")
+        sp.delivery_count_limit = self.group_config(sp.group_id, "share.delivery.count.limit")
+        sp.max_in_flight = self.group_config(sp.group_id, "share.partition.max.record.locks")
 
     # -- share-partitions --------------------------------------------------------------------
 
@@ -158,12 +180,11 @@ class SharePartitionManager:
         return sp
 
     async def _load(self, group_id, topic, topic_id, index, partition, log_) -> SharePartition:
-        reset = self.group_config(group_id, "share.auto.offset.reset")
-        start = log_.log_start_offset if reset == "earliest" else log_.high_watermark
+        start = self._reset_offset(group_id, log_)
         sp = SharePartition(group_id, topic, topic_id, index, start_offset=start,
-                            lock_duration_ms=self.config["group.share.record.lock.duration.ms"],
-                            delivery_count_limit=self.config["group.share.delivery.count.limit"],
-                            max_in_flight=self.config["group.share.partition.max.record.locks"])
+                            lock_duration_ms=self.group_config(group_id, "share.record.lock.duration.ms"),
+                            delivery_count_limit=self.group_config(group_id, "share.delivery.count.limit"),
+                            max_in_flight=self.group_config(group_id, "share.partition.max.record.locks"))
         sp.leader_epoch, sp.write_lock = partition.leader_epoch, asyncio.Lock()
         if self.persister is None:
             return sp
@@ -175,6 +196,20 @@ class SharePartitionManager:
             log.info("share-partition %s %s-%d: loaded SPSO %d", group_id, topic, index, sp.start_offset)
         # (start offset -1: share.auto.offset.reset decides, and the first acknowledgement or release writes it)
         return sp
+
+    def _reset_offset(self, group_id: str, log_) -> int:
+        """Where a share-partition without state starts (``share.auto.offset.reset``): the log start offset
+        (``earliest``), the high watermark (``latest``), or the first record at most the duration old
+        (``by_duration:PT1H``; the high watermark when none is that young), as Kafka 4.x's SharePartition does."""
+        reset = self.group_config(group_id, "share.auto.offset.reset")
+        if reset == "earliest":
+            return log_.log_start_offset
+        if reset.startswith("by_duration:"):
+            since = int(time.time() * 1000) - parse_duration_ms(reset[len("by_duration:"):])
+            found = log_.fetch_offset_by_timestamp(since)
+            if found is not None:
+                return min(found[0], log_.high_watermark)
+        return log_.high_watermark
 
     async def persist(self, sp: SharePartition) -> None:
         """Write the share-partition's state as it is when the write starts (one write at a time per
