@@ -32,7 +32,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..broker.common.errors import ErrorCode, KafkaError
-from ..broker.server.config import LogConfig, to_string
+from ..broker.server.config import TOPIC_CONFIGS, LogConfig, to_string
 from ..broker.common.topic import unify_collision_chars, validate_topic_name
 from .create_partitions import create_partitions
 from ..metadata.api_message_and_version import ApiMessageAndVersion, uuid_of
@@ -126,6 +126,8 @@ class ReplicationControlManager:
                                                                 f"{clash[0] if clash else t.name}")
         configs = {c.name: c.value for c in t.configs or []}
         for name, value in configs.items():
+            if name not in TOPIC_CONFIGS:     # Kafka 4.x's (message.format.version is gone: KIP-724)
+                raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
             if value is None:
                 raise KafkaError(ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {name}")
         try:

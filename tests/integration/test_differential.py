@@ -679,10 +679,10 @@ LISTED: dict[str, dict[str, tuple]] = {
     # ApiVersionsRequest() sends "" and the repository's raw-protocol tests rely on it)
     "api_versions_empty_client_software": {"error_code": ("NONE", "INVALID_REQUEST")},
     "delete_topics_unknown": {"[0].error_message": MINI_EXPLAINS},
-    # configs of Kafka 3.x the mini broker does not have: the three Kafka 4 removed, and tiered storage's
+    # configs of Kafka 3.x the mini broker does not have: one Kafka 4 removed (the other two it removed,
+    # message.format.version and message.downconversion.enable, are served in ZooKeeper mode), and tiered storage's
     "describe_configs_of_a_topic": {f"configs.{name}": (ABSENT, ANY) for name in (
-        "message.downconversion.enable", "message.format.version", "message.timestamp.difference.max.ms",
-        "remote.log.copy.disable", "remote.log.delete.on.disable")},
+        "message.timestamp.difference.max.ms", "remote.log.copy.disable", "remote.log.delete.on.disable")},
     "produce_corrupt_crc": {"error_message": MINI_EXPLAINS},
     "produce_idempotent_sequences": {"seq 5 (a gap).error_message": MINI_EXPLAINS},
     "produce_invalid_required_acks": {"2.error_message": MINI_EXPLAINS, "-2.error_message": MINI_EXPLAINS},

@@ -45,7 +45,7 @@ def _created(ctx, topic) -> dict:
         entry.update(num_partitions=topic.num_partitions, replication_factor=topic.replication_factor,
                      configs=[{"name": d.name, "value": d.value, "read_only": d.read_only,
                                "config_source": int(d.source), "is_sensitive": False}
-                              for d in topic_config_descriptions(log_config)])
+                              for d in topic_config_descriptions(ctx.broker, log_config)])
     return entry
 
 

@@ -28,7 +28,8 @@ are read-only here: no dynamic broker configs.
 from kafka.protocol.admin.configs import DescribeConfigsRequest, DescribeConfigsResponse
 
 from ..server.admin_manager import ConfigResourceType
-from ..server.config import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigDescription
+from ..server.config import BROKER_CONFIGS, ConfigDescription, topic_configs
+from ..server.metadata_mode import MetadataMode
 from ..common.errors import ErrorCode, KafkaError
 from ..coordinator.group.group_config import GROUP_CONFIGS
 from . import api
@@ -58,9 +59,11 @@ def config_entry(desc: ConfigDescription, include_synonyms: bool = False,
     }
 
 
-def topic_config_descriptions(log_config, keys=None) -> list[ConfigDescription]:
-    """Every topic config (or the asked ``keys`` that exist), sorted by name."""
-    names = sorted(TOPIC_CONFIGS) if keys is None else [k for k in dict.fromkeys(keys) if k in TOPIC_CONFIGS]
+def topic_config_descriptions(broker, log_config, keys=None) -> list[ConfigDescription]:
+    """Every topic config of the broker's mode (Kafka 3.9's in ZooKeeper mode and standalone, 4.x's in KRaft), or
+    the asked ``keys`` that exist, sorted by name."""
+    known = topic_configs(broker.metadata_mode is MetadataMode.KRAFT)
+    names = sorted(known) if keys is None else [k for k in dict.fromkeys(keys) if k in known]
     return [log_config.describe(name) for name in names]
 
 
@@ -75,7 +78,7 @@ def broker_id_of(resource_name: str) -> int:
 def describe_resource(broker, resource_type: int, name: str, keys) -> list[ConfigDescription]:
     if resource_type == ConfigResourceType.TOPIC:
         topic = broker.admin_manager.topic_for_configs(name)
-        return topic_config_descriptions(broker.admin_manager.log_config(topic), keys)
+        return topic_config_descriptions(broker, broker.admin_manager.log_config(topic), keys)
     if resource_type == ConfigResourceType.BROKER:
         if name in (None, ""):
             return []  # cluster-wide dynamic defaults: none on the mini broker

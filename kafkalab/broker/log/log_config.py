@@ -175,6 +175,48 @@ TOPIC_CONFIG_SYNONYMS["retention.ms"] = [("log.retention.ms", 1), ("log.retentio
 TOPIC_CONFIG_SYNONYMS["segment.ms"] = [("log.roll.ms", 1), ("log.roll.hours", 3_600_000)]
 TOPIC_CONFIG_SYNONYMS["segment.jitter.ms"] = [("log.roll.jitter.ms", 1), ("log.roll.jitter.hours", 3_600_000)]
 
+#: Kafka 3.9's inter-broker protocol versions (``MetadataVersion``, its ``ibpVersion`` strings) and the production
+#: releases they belong to: what ``message.format.version`` accepts
+_IBP_VERSIONS = (
+    "0.8.0 0.8.1 0.8.2 0.9.0 0.10.0-IV0 0.10.0-IV1 0.10.1-IV0 0.10.1-IV1 0.10.1-IV2 0.10.2-IV0 0.11.0-IV0 0.11.0-IV1 "
+    "0.11.0-IV2 1.0-IV0 1.1-IV0 2.0-IV0 2.0-IV1 2.1-IV0 2.1-IV1 2.1-IV2 2.2-IV0 2.2-IV1 2.3-IV0 2.3-IV1 2.4-IV0 "
+    "2.4-IV1 2.5-IV0 2.6-IV0 2.7-IV0 2.7-IV1 2.7-IV2 2.8-IV0 2.8-IV1 3.0-IV0 3.0-IV1 3.1-IV0 3.2-IV0 3.3-IV0 3.3-IV1 "
+    "3.3-IV2 3.3-IV3 3.4-IV0 3.5-IV0 3.5-IV1 3.5-IV2 3.6-IV0 3.6-IV1 3.6-IV2 3.7-IV0 3.7-IV1 3.7-IV2 3.7-IV3 3.7-IV4 "
+    "3.8-IV0 3.9-IV0 4.0-IV0 4.0-IV1").split()
+_RELEASES = {v.split("-")[0] for v in _IBP_VERSIONS if not v.startswith("4.")}   # 4.0 is not production in 3.9
+
+
+def _metadata_version(value: str) -> bool:
+    """Kafka 3.9's ``MetadataVersion.fromVersionString``: an IBP version, or a release (only its first 3 parts for
+    0.x, 2 otherwise, count: ``2.8.1`` is ``2.8``); ValueError with Kafka's message otherwise."""
+    parts = value.split(".")
+    key = ".".join(parts[:3 if value.startswith("0.") else 2])
+    if value in _IBP_VERSIONS or key in _RELEASES or key in _IBP_VERSIONS:
+        return True
+    raise ValueError(f"Invalid value {value} for configuration message.format.version: "
+                     f"Version {value} is not a valid version")
+
+
+#: topic configs of Kafka 3.9 that Kafka 4.0 removed: served by the ZooKeeper-mode and standalone mini brokers (Kafka
+#: 3.9's modes), unknown on a KRaft one, as on Kafka 4.x ("Unknown topic config name"). Both are deprecated and do
+#: nothing here: ``message.format.version`` is ignored once the inter-broker protocol is 3.0 or newer (a 3.9 broker
+#: logs that it ignores it), and the mini broker never down-converts records for old fetchers.
+ZK_TOPIC_CONFIGS: dict[str, ConfigDef] = {c.name: c for c in [
+    _d("message.format.version", "string", "3.0-IV1",
+       "[Deprecated] The message format version; ignored with inter.broker.protocol.version 3.0 or newer (KIP-724)",
+       _metadata_version),
+    _d("message.downconversion.enable", "bool", True,
+       "[Deprecated] Whether fetches of old consumers down-convert records (the mini broker never does; KIP-724)"),
+]}
+#: every topic config a Kafka 3.9 broker knows (ZooKeeper mode and the standalone broker)
+ALL_TOPIC_CONFIGS: dict[str, ConfigDef] = {**TOPIC_CONFIGS, **ZK_TOPIC_CONFIGS}
+
+
+def topic_configs(kraft: bool) -> dict[str, ConfigDef]:
+    """The topic configs of a broker: Kafka 4.x's in KRaft mode, Kafka 3.9's in the others."""
+    return TOPIC_CONFIGS if kraft else ALL_TOPIC_CONFIGS
+
+
 _TRUE = {"true"}    # Kafka's ConfigDef takes "true"/"false" only (any case), not 1/0 or yes/no
 _FALSE = {"false"}
 
@@ -280,9 +322,9 @@ class LogConfig:
 
     @staticmethod
     def validate(name: str, value: Any) -> Any:
-        defn = TOPIC_CONFIGS.get(name)
+        defn = ALL_TOPIC_CONFIGS.get(name)
         if defn is None:
-            raise ValueError(f"Unknown topic configuration {name!r}")
+            raise ValueError(f"Unknown topic config name: {name}")
         return parse(defn, value)
 
     @staticmethod
@@ -316,7 +358,7 @@ class LogConfig:
             synonyms.append(ConfigSynonym(name, to_string(self.overrides[name]), ConfigSource.DYNAMIC_TOPIC_CONFIG))
         synonyms += self.broker.synonyms([b for b, _ in TOPIC_CONFIG_SYNONYMS.get(name, ())])
         source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
-        return ConfigDescription(name, to_string(self[name]), source, synonyms, False, TOPIC_CONFIGS[name])
+        return ConfigDescription(name, to_string(self[name]), source, synonyms, False, ALL_TOPIC_CONFIGS[name])
 
     def set(self, name: str, value: Any) -> None:
         self.overrides[name] = self.validate(name, value)

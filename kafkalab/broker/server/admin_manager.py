@@ -45,7 +45,7 @@ import uuid
 from typing import Any, Iterable
 
 from ..utils.async_util import wait_done
-from .config import TOPIC_CONFIGS, LogConfig, to_string
+from .config import ALL_TOPIC_CONFIGS, LogConfig, to_string
 from ..common.errors import ErrorCode, KafkaError
 from ..common.topic import validate_topic_name
 from .metadata_cache import NULL_UUID, TopicMetadata
@@ -470,7 +470,7 @@ class AdminManager:
         an override left out goes back to its default. A null value means "no override"."""
         topic = self.topic_for_configs(name)
         for key in configs:
-            if key not in TOPIC_CONFIGS:
+            if key not in ALL_TOPIC_CONFIGS:
                 raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {key}")
         self._apply_topic_overrides(topic, {k: v for k, v in configs.items() if v is not None}, validate_only)
 
@@ -482,7 +482,7 @@ class AdminManager:
         log_config = self.log_config(topic)
         overrides: dict[str, Any] = dict(topic.configs)
         for key, op, value in ops:
-            defn = TOPIC_CONFIGS.get(key)
+            defn = ALL_TOPIC_CONFIGS.get(key)
             if defn is None:
                 raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {key}")
             try:

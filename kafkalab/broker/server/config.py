@@ -23,9 +23,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..coordinator.group.group_config import BOUND_CONFIGS
-
 from ..log.log_config import (  # noqa: F401 (LogConfig re-exported: the broker's modules import it from here)
-    TOPIC_CONFIG_SYNONYMS, TOPIC_CONFIGS, TOPIC_TO_BROKER, ConfigDef, ConfigDescription, ConfigSource, ConfigSynonym,
+    ALL_TOPIC_CONFIGS, TOPIC_CONFIG_SYNONYMS, TOPIC_CONFIGS, TOPIC_TO_BROKER, topic_configs, ConfigDef,
+    ConfigDescription, ConfigSource, ConfigSynonym,
     LogConfig, _between, _d, _nonneg, _positive, parse, to_string)
 
 
@@ -239,7 +239,7 @@ class BrokerConfig:
             value = self._values[broker_name]
             if value is not None:
                 return value * factor if factor != 1 else value
-        return TOPIC_CONFIGS[topic_config].default
+        return ALL_TOPIC_CONFIGS[topic_config].default
 
     def items(self):
         return self._values.items()

@@ -89,6 +89,23 @@ def make_image(brokers=(1, 2, 3), fenced=()) -> MetadataImage:
     return image
 
 
+def test_a_kraft_cluster_knows_no_message_format_version():
+    """Kafka 4.0 removed message.format.version and message.downconversion.enable (KIP-724); Kafka 3.9 (and the
+    ZooKeeper-mode mini broker) accept them, deprecated and ignored."""
+    image = make_image()
+    for name, value in (("message.format.version", "2.8"), ("message.downconversion.enable", "true")):
+        request = build(CreateTopicsRequest, 7, {"topics": [{"name": "u", "num_partitions": 1, "replication_factor": 1,
+                                                              "assignments": [], "configs": [
+                                                                  {"name": name, "value": value}]}],
+                                                 "timeout_ms": 0, "validate_only": False})
+        records, results = image.replication.create_topics(request)
+        assert records == [] and (results[0]["error_code"], results[0]["error_message"]) == (
+            ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
+        records, results = image.configuration.incremental_alter_configs([resource(2, "t", (name, SET, value))])
+        assert (results[0]["error_code"], results[0]["error_message"]) == (
+            ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
+
+
 def topics(*entries):
     return [NS(name=n, count=c, assignments=None if a is None else [NS(broker_ids=r) for r in a])
             for n, c, a in entries]
