@@ -20,14 +20,20 @@ EnvelopeRequest, with the client's address and principal, and sends it through i
   asks ApiVersions again (Kafka does the same); any other envelope error: the client gets
   UNKNOWN_SERVER_ERROR (a misconfigured broker, not the client's fault).
 
-As in Kafka, the answer comes once the controller has committed the records: the broker's own metadata
-(and so a Metadata or DescribeConfigs sent to it right after) may not show the change yet.
+As in Kafka, the controller answers once it has committed the records. The broker's own metadata learns of them
+a moment later: a Kafka 4.x broker usually within the client's next round trip (its observer's parked fetch is
+completed when the high watermark moves, KAFKA-14145, and the Java broker replays it at once), so a client that
+sends Metadata right after CreateTopics finds the topic. The mini broker is slower at it, and a client that
+counts on it then fails (kafkajs's ``admin.createTopics`` gives up on UNKNOWN_TOPIC_OR_PARTITION). So a KRaft
+mini broker holds a successful CreateTopics, CreatePartitions or DeleteTopics answer until its own metadata shows
+the change, for at most :data:`READ_YOUR_WRITES_S` (kafkalab's, not in Kafka); AlterConfigs answers are not held.
 
 The principal is Kafka's default principal of a PLAINTEXT client, ``User:ANONYMOUS``, serialized as Kafka's
 ``DefaultKafkaPrincipalBuilder`` does (version 0 of its DefaultPrincipalData: type, name, token flag).
 """
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import logging
 import struct
@@ -48,6 +54,8 @@ FORWARDING_TIMEOUT_MS = 60_000
 #: DefaultPrincipalData v0 (flexible): version int16, compact strings "User" and "ANONYMOUS", false, no tags
 ANONYMOUS_PRINCIPAL = b"\x00\x00" + b"\x05User" + b"\x0aANONYMOUS" + b"\x00" + b"\x00"
 _SIZE = struct.Struct(">i")
+#: how long a forwarded topic change's answer waits for the broker's own metadata to show it
+READ_YOUR_WRITES_S = 2.0
 RESPONSES = {19: CreateTopicsResponse, 20: DeleteTopicsResponse, 33: AlterConfigsResponse, 37: CreatePartitionsResponse,
              44: IncrementalAlterConfigsResponse}
 
@@ -112,7 +120,32 @@ class ForwardingManager:
             data = await self._round_trip(api_key, bytes(frame), request, client_host, api_version)
         except _Answered as answer:
             return self._error(api_key, request, api_version, correlation_id, answer.code, answer.message)
+        if api_key in (19, 20, 37) and not getattr(request, "validate_only", False):
+            await self._until_metadata_shows(api_key, request, data, api_version)
         return _SIZE.pack(len(data)) + data
+
+    async def _until_metadata_shows(self, api_key: int, request, data: bytes, api_version: int) -> None:
+        """Wait (at most READ_YOUR_WRITES_S) until the broker's metadata shows each topic change the controller
+        answered without an error: a created topic, its new partitions, a deleted topic gone."""
+        try:
+            response = RESPONSES[api_key].decode(data, version=api_version, header=True)
+        except Exception:   # noqa: BLE001 - the client gets the answer as it is; only the wait is skipped
+            return
+        cache = self.broker.metadata_cache
+        if api_key == 19:
+            ok = [t.name for t in response.topics if t.error_code == 0]
+            def shown(): return all(cache.get(n) is not None for n in ok)
+        elif api_key == 20:
+            ok = [t.name for t in response.responses if t.error_code == 0 and t.name]
+            def shown(): return all(cache.get(n) is None for n in ok)
+        else:
+            wanted = {t.name: t.count for t in request.topics}
+            ok = [t.name for t in response.results if t.error_code == 0]
+            def shown(): return all((m := cache.get(n)) is not None and m.num_partitions >= wanted[n] for n in ok)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + READ_YOUR_WRITES_S
+        while ok and not shown() and loop.time() < deadline:
+            await asyncio.sleep(0.01)
 
     async def _round_trip(self, api_key: int, data: bytes, request, client_host: str, api_version: int) -> bytes:
         """One envelope to the active controller: the inner response's bytes (its header, its body)."""

@@ -23,7 +23,9 @@ learns that it is out of date; a newer one moves this replica into it first
   went another way, answer with the *diverging epoch* (the largest epoch <= its last fetched epoch
   and where that epoch ends here) and no records. Else note the follower's end offset (which may
   move the high watermark) and return records from it, waiting up to ``max_wait_ms`` when there
-  are none. A fetch offset below the log start offset (the log was cleaned after a snapshot) is
+  are none, or until the high watermark moves (as Kafka 4.x's leader completes every parked fetch
+  when it does, KAFKA-14145: an observer learns at once that the records it has are committed).
+  A fetch offset below the log start offset (the log was cleaned after a snapshot) is
   answered with the latest *snapshot id* instead, which the fetcher gets with FetchSnapshot
   (:mod:`kafkalab.raft.fetch_snapshot`).
 * **DescribeQuorum** (to the leader only): the voters' and observers' end offsets and fetch times.
@@ -187,6 +189,7 @@ async def handle_fetch(client, request) -> dict:
         return _fetch_answer(client, INVALID_REQUEST)
     replica_id = request.replica_state.replica_id if request.replica_state is not None else -1
     deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
+    parked_at_hw = None     # the high watermark when this fetch was first parked
     while True:
         error = _validate_leader_only(client, p.current_leader_epoch)
         if error:
@@ -201,6 +204,12 @@ async def handle_fetch(client, request) -> dict:
                                                     client.log.end_offset):
             client.update_leader_high_watermark(state)
         if p.fetch_offset < client.log.end_offset or time.monotonic() >= deadline:
+            break
+        # Kafka 4.x (KAFKA-14145): a high watermark that moved completes every parked fetch, so observers (the
+        # brokers) learn that their records are committed at once, not at the next append or max_wait_ms later
+        if parked_at_hw is None:
+            parked_at_hw = _hw(state)
+        elif _hw(state) != parked_at_hw:
             break
         await client.wait_for_change(max(0.0, deadline - time.monotonic()))
     records = client.log.read(p.fetch_offset, max(p.partition_max_bytes, 1)) \
