@@ -131,7 +131,9 @@ class ForwardingManager:
             response = RESPONSES[api_key].decode(data, version=api_version, header=True)
         except Exception:   # noqa: BLE001 - the client gets the answer as it is; only the wait is skipped
             return
-        cache = self.broker.metadata_cache
+        cache = getattr(self.broker, "metadata_cache", None)
+        if cache is None:
+            return
         if api_key == 19:
             ok = [t.name for t in response.topics if t.error_code == 0]
             def shown(): return all(cache.get(n) is not None for n in ok)
