@@ -83,26 +83,22 @@ class GroupConfigDef:
     check: Callable[[str], str | None] | None = None
 
 
-def _int(name, broker, at_least, bound):
-    return GroupConfigDef(name, "int", broker, at_least=at_least,
-                          bounds=(f"group.{bound[0]}", f"group.{bound[1]}"))
+def _int(name: str, at_least: int) -> GroupConfigDef:
+    """An int group config: it overrides the broker config ``group.<name>``, bounded by ``group.<kind>.min.<rest>``
+    and ``group.<kind>.max.<rest>`` (``share.session.timeout.ms``: ``group.share.min.session.timeout.ms``)."""
+    kind, rest = name.split(".", 1)
+    return GroupConfigDef(name, "int", f"group.{name}", at_least=at_least,
+                          bounds=(f"group.{kind}.min.{rest}", f"group.{kind}.max.{rest}"))
 
 
 GROUP_CONFIGS: dict[str, GroupConfigDef] = {d.name: d for d in [
-    _int("consumer.session.timeout.ms", "group.consumer.session.timeout.ms", 1,
-         ("consumer.min.session.timeout.ms", "consumer.max.session.timeout.ms")),
-    _int("consumer.heartbeat.interval.ms", "group.consumer.heartbeat.interval.ms", 1,
-         ("consumer.min.heartbeat.interval.ms", "consumer.max.heartbeat.interval.ms")),
-    _int("share.session.timeout.ms", "group.share.session.timeout.ms", 1,
-         ("share.min.session.timeout.ms", "share.max.session.timeout.ms")),
-    _int("share.heartbeat.interval.ms", "group.share.heartbeat.interval.ms", 1,
-         ("share.min.heartbeat.interval.ms", "share.max.heartbeat.interval.ms")),
-    _int("share.record.lock.duration.ms", "group.share.record.lock.duration.ms", 1000,
-         ("share.min.record.lock.duration.ms", "share.max.record.lock.duration.ms")),
-    _int("share.delivery.count.limit", "group.share.delivery.count.limit", 2,
-         ("share.min.delivery.count.limit", "share.max.delivery.count.limit")),
-    _int("share.partition.max.record.locks", "group.share.partition.max.record.locks", 100,
-         ("share.min.partition.max.record.locks", "share.max.partition.max.record.locks")),
+    _int("consumer.session.timeout.ms", 1),
+    _int("consumer.heartbeat.interval.ms", 1),
+    _int("share.session.timeout.ms", 1),
+    _int("share.heartbeat.interval.ms", 1),
+    _int("share.record.lock.duration.ms", 1000),
+    _int("share.delivery.count.limit", 2),
+    _int("share.partition.max.record.locks", 100),
     GroupConfigDef("share.auto.offset.reset", "string", None, "latest", check=_auto_offset_reset),
     GroupConfigDef("share.isolation.level", "string", None, "read_uncommitted", check=_isolation_level),
 ]}
