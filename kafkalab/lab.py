@@ -22,6 +22,13 @@ the notebook runs:
   ``connect()`` start one Kafka broker process (a JVM cannot be embedded):
   ``kafka.broker`` is then ``None``, and the broker's files are in
   ``kafka.cluster.brokers["log_dir"]``.
+* **In KRaft mode** — with ``KAFKALAB_MODE=kraft`` in the environment, the
+  clusters ``connect(brokers=N)`` starts have no ZooKeeper: three controllers
+  form the metadata quorum (:func:`kafkalab.cluster` with ``mode="kraft"``;
+  with ``KAFKALAB_BACKEND=kafka`` Apache Kafka 4.x's own nodes). Without
+  ``brokers=N`` that variable, too, makes ``connect()`` start a one-broker
+  cluster rather than an embedded broker: a mini broker in the kernel is a
+  standalone broker, of neither architecture.
 * **A cluster started from a terminal** with ``kafkalab up``: with the two
   lines it prints exported (``KAFKALAB_BOOTSTRAP_SERVERS`` and
   ``KAFKALAB_CLUSTER_DIR``) before starting JupyterLab, ``connect()`` attaches
@@ -67,6 +74,8 @@ from .cluster.cluster import Cluster
 ENV_VAR = "KAFKALAB_BOOTSTRAP_SERVERS"
 #: the brokers of a local cluster (``connect(brokers=N)``): ``mini`` (the default) or ``kafka``
 BACKEND_ENV_VAR = "KAFKALAB_BACKEND"
+#: the architecture of a local cluster: ``zookeeper`` (the default) or ``kraft`` (no ZooKeeper: a controller quorum)
+MODE_ENV_VAR = "KAFKALAB_MODE"
 """Name of the environment variable that points the lessons at an external cluster."""
 
 _current: "LabKafka | None" = None
@@ -261,6 +270,18 @@ def _external_cluster(bootstrap_servers: str):
         return None
 
 
+def _backend() -> str:
+    return os.environ.get(BACKEND_ENV_VAR, "").strip() or "mini"
+
+
+def _mode() -> str:
+    """``$KAFKALAB_MODE``: ``zookeeper`` (the default) or ``kraft``; anything else is refused by name."""
+    mode = os.environ.get(MODE_ENV_VAR, "").strip().lower() or "zookeeper"
+    if mode not in ("zookeeper", "kraft"):
+        raise ValueError(f"{MODE_ENV_VAR}={os.environ[MODE_ENV_VAR]!r}: set it to 'zookeeper' (the default) or 'kraft'")
+    return mode
+
+
 def connect(bootstrap_servers: str | None = None, brokers: int | None = None, local: bool = False,
             **broker_configs) -> LabKafka:
     """The Kafka a lesson talks to; see the module docstring.
@@ -269,7 +290,8 @@ def connect(bootstrap_servers: str | None = None, brokers: int | None = None, lo
     external cluster. Otherwise, with ``brokers=N`` a local cluster of N broker
     processes and a ZooKeeper starts (:func:`kafkalab.cluster`), and without it
     a mini broker starts in this process (one Kafka broker process with
-    ``$KAFKALAB_BACKEND=kafka``). ``broker_configs`` (Kafka's broker
+    ``$KAFKALAB_BACKEND=kafka`` or ``$KAFKALAB_MODE=kraft``; the cluster is a
+    KRaft one with ``$KAFKALAB_MODE=kraft``). ``broker_configs`` (Kafka's broker
     config names, e.g. ``**{"num.partitions": 3}``) go to those brokers; they
     cannot change an external cluster and are ignored there with a warning.
 
@@ -297,15 +319,12 @@ def connect(bootstrap_servers: str | None = None, brokers: int | None = None, lo
             warnings.warn(f"{ignored} are ignored: {ENV_VAR} points at an external cluster, which starts "
                           f"nothing and whose brokers keep their own configuration", stacklevel=2)
         _current = LabKafka(bootstrap_servers, cluster=_external_cluster(bootstrap_servers))
-    elif brokers is not None:
+    elif brokers is not None or _backend() != "mini" or _mode() != "zookeeper":
+        # With brokers=N a local cluster; without it, one broker process of the lesson's own where the
+        # environment asks for Kafka's brokers (a JVM cannot run inside this kernel) or for KRaft mode
         from .cluster.cluster import cluster
-        backend = os.environ.get(BACKEND_ENV_VAR, "").strip() or "mini"
-        started = cluster(brokers=brokers, backend=backend, **broker_configs)
-        _current = LabKafka(started.bootstrap_servers, cluster=started)
-    elif (os.environ.get(BACKEND_ENV_VAR, "").strip() or "mini") != "mini":
-        # Kafka's own broker cannot run inside this kernel: one broker process of the lesson's own instead
-        from .cluster.cluster import cluster
-        started = cluster(brokers=1, backend=os.environ[BACKEND_ENV_VAR].strip(), **broker_configs)
+        started = cluster(brokers=1 if brokers is None else brokers, backend=_backend(), mode=_mode(),
+                          **broker_configs)
         _current = LabKafka(started.bootstrap_servers, cluster=started)
     else:
         broker = MiniBroker(**broker_configs)
