@@ -70,12 +70,11 @@ import warnings
 
 from .broker.mini import MiniBroker, config_name
 from .cluster.cluster import Cluster
+from .cluster.configs import MODE_ENV_VAR, mode_from_env as _mode  # noqa: F401 -- MODE_ENV_VAR importable from here too
 
 ENV_VAR = "KAFKALAB_BOOTSTRAP_SERVERS"
 #: the brokers of a local cluster (``connect(brokers=N)``): ``mini`` (the default) or ``kafka``
 BACKEND_ENV_VAR = "KAFKALAB_BACKEND"
-#: the architecture of a local cluster: ``zookeeper`` (the default) or ``kraft`` (no ZooKeeper: a controller quorum)
-MODE_ENV_VAR = "KAFKALAB_MODE"
 """Name of the environment variable that points the lessons at an external cluster."""
 
 _current: "LabKafka | None" = None
@@ -272,14 +271,6 @@ def _external_cluster(bootstrap_servers: str):
 
 def _backend() -> str:
     return os.environ.get(BACKEND_ENV_VAR, "").strip() or "mini"
-
-
-def _mode() -> str:
-    """``$KAFKALAB_MODE``: ``zookeeper`` (the default) or ``kraft``; anything else is refused by name."""
-    mode = os.environ.get(MODE_ENV_VAR, "").strip().lower() or "zookeeper"
-    if mode not in ("zookeeper", "kraft"):
-        raise ValueError(f"{MODE_ENV_VAR}={os.environ[MODE_ENV_VAR]!r}: set it to 'zookeeper' (the default) or 'kraft'")
-    return mode
 
 
 def connect(bootstrap_servers: str | None = None, brokers: int | None = None, local: bool = False,

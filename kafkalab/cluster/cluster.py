@@ -289,7 +289,7 @@ def _refuse_a_running_cluster(directory: str) -> None:
                            f"pid {state.get('owner_pid')}): use Cluster.attach({directory!r}), or close it first")
 
 
-def cluster(brokers: int = 3, dir: str | None = None, backend: str = "mini", mode: str = "zookeeper",  # noqa: A002 - the public keyword
+def cluster(brokers: int = 3, dir: str | None = None, backend: str = "mini", mode: str | None = None,  # noqa: A002 - the public keyword
             **broker_configs) -> Cluster:
     """Start a ZooKeeper and ``brokers`` broker processes; see :class:`Cluster` and the module docstring.
 
@@ -300,7 +300,11 @@ def cluster(brokers: int = 3, dir: str | None = None, backend: str = "mini", mod
     ``mode="kraft"`` runs a KRaft cluster instead, without ZooKeeper: three controllers and the brokers; with
     the default ``backend="mini"`` Python controllers and mini brokers (:mod:`kafkalab.cluster.mini_kraft`),
     with ``backend="kafka"`` Apache Kafka 4.x, also ``combined=True`` nodes that are both; see
-    :mod:`kafkalab.cluster.kraft`. ``mode="zookeeper"`` is the default."""
+    :mod:`kafkalab.cluster.kraft`. Without ``mode``, ``$KAFKALAB_MODE`` chooses (as it does for
+    ``kafkalab.connect(brokers=N)``), and ``"zookeeper"`` is the default."""
+    if mode is None:
+        from .configs import mode_from_env
+        mode = mode_from_env()
     if mode == "kraft":
         from .kraft import kraft_cluster
         return kraft_cluster(brokers=brokers, dir=dir, backend=backend, **broker_configs)

@@ -8,6 +8,7 @@ and ``ExternalCluster.lab_defaults()`` checks them on a cluster kafkalab did not
 """
 from __future__ import annotations
 
+import os
 from typing import Callable, NamedTuple
 
 from .kafka_backend import KafkaBackend, MiniBackend
@@ -53,3 +54,16 @@ def lab_configs(n: int, backend: MiniBackend | KafkaBackend | None = None) -> di
     from .kafka_backend import KAFKA_ONLY_DEFAULTS
     configs.update({name: fn(n) for name, fn in KAFKA_ONLY_DEFAULTS.items()})
     return configs
+
+
+#: the architecture of the clusters ``kafkalab.connect(brokers=N)`` and ``kafkalab.cluster()`` start when not
+#: told: ``zookeeper`` (the default) or ``kraft`` (no ZooKeeper: a quorum of controllers holds the metadata)
+MODE_ENV_VAR = "KAFKALAB_MODE"
+
+
+def mode_from_env() -> str:
+    """``$KAFKALAB_MODE``: ``zookeeper`` (the default) or ``kraft``; anything else is refused by name."""
+    mode = os.environ.get(MODE_ENV_VAR, "").strip().lower() or "zookeeper"
+    if mode not in ("zookeeper", "kraft"):
+        raise ValueError(f"{MODE_ENV_VAR}={os.environ[MODE_ENV_VAR]!r}: set it to 'zookeeper' (the default) or 'kraft'")
+    return mode

@@ -52,6 +52,7 @@ from .lifecycle import BrokerLifecycle
 from .mini_kraft import MiniKRaftBackend
 from .offsets import describe_rows
 from .processes import Watchdog, spawn
+from .fault_controls import FaultControls
 from .quorum import (QuorumError, QuorumUnavailableError, describe_cluster, describe_quorum, quorum_answer,
                      quorum_table, why_not_leader)
 from .resources import _Broker, _Resources, _stop_brokers
@@ -78,7 +79,7 @@ class _KRaftResources(_Resources):
             super().shutdown()
 
 
-class KRaftCluster(KRaftInspection, BrokerLifecycle):
+class KRaftCluster(KRaftInspection, BrokerLifecycle, FaultControls):
     """A running KRaft cluster of Kafka 4.x processes; see the module docstring. Made by :func:`kraft_cluster`
     (``kafkalab.cluster(..., mode="kraft")``)."""
 

@@ -9,18 +9,17 @@ election** (ElectLeaders with type UNCLEAN, what ``kafka-leader-election.sh
 old leader returns. What survives depends on the topic and producer configs
 the student chose.
 
-The check looks at the cluster itself — the topic's assignment and configs in
-ZooKeeper, and the records it reads back with its own consumer — and at the
+The check looks at the cluster itself — the topic's assignment and configs
+(DescribeConfigs, in either mode), and the records it reads back with its own consumer — and at the
 student's counts, and prints a ✓/✗ checklist (:class:`kafkalab.checks.Report`).
 """
 from __future__ import annotations
 
-import json
 import time
 
 import pandas as pd
 from confluent_kafka import ElectionType, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from kafkalab.checks import Report, as_text, read_partition, unfilled, unfilled_detail
 from kafkalab.drills import check_stored, drill_partition, quiet_client_log, wait_for_partition
@@ -139,13 +138,17 @@ def _acks(producer_config) -> str:
     return "all" if value in ("all", "-1") else value
 
 
-def _min_isr(cluster, topic: str) -> int:
+def _min_isr(kafka, topic: str) -> int:
+    """The topic's effective ``min.insync.replicas``, as DescribeConfigs answers it (``kafka-configs.sh --describe``):
+    its own override, else the broker's. The same request in both modes: the brokers answer from ZooKeeper's
+    ``/config/topics/<topic>`` in ZooKeeper mode, from the metadata log's ``ConfigRecord``s in KRaft mode."""
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers, "logger": _client_log})
     try:
-        data, _ = cluster.zk.get(f"/config/topics/{topic}")
-        overrides = json.loads(data)["config"]
-    except Exception:   # noqa: BLE001 -- no such topic: the broker default
-        overrides = {}
-    return int(overrides.get("min.insync.replicas", cluster.configs.get("min.insync.replicas", 1)))
+        described = admin.describe_configs([ConfigResource(ResourceType.TOPIC, topic)])
+        entries = next(iter(described.values())).result(timeout=15)
+        return int(entries["min.insync.replicas"].value)
+    except Exception:   # noqa: BLE001 -- no such topic (yet): the cluster's default
+        return int(kafka.cluster.configs.get("min.insync.replicas", 1))
 
 
 def check_03(kafka, topic, producer_config, drill, stored, acknowledged, lost) -> None:
@@ -171,7 +174,7 @@ def check_03(kafka, topic, producer_config, drill, stored, acknowledged, lost) -
         report.step(name, len(layout) == 1 and len(layout["replicas"].iloc[0]) == 3,
                     f"it has {len(layout)} partition(s), partition 0 on brokers {list(layout['replicas'].iloc[0])}: "
                     f"create it with partitions=1, replication_factor=3")
-    acks, min_isr = _acks(producer_config), (_min_isr(cluster, topic) if layout is not None else None)
+    acks, min_isr = _acks(producer_config), (_min_isr(kafka, topic) if layout is not None else None)
     ran = isinstance(drill, pd.DataFrame) and len(drill) == len(PHASES) * PAYMENTS_PER_PHASE
     in_topic = [as_text(m.value()) for m in read_partition(kafka.bootstrap_servers, topic)] if layout is not None else []
 

@@ -68,3 +68,17 @@ def test_an_unknown_mode_is_refused_by_name(calls, monkeypatch):
     with pytest.raises(ValueError, match=r"KAFKALAB_MODE='zk': set it to 'zookeeper' \(the default\) or 'kraft'"):
         lab.connect(brokers=3)
     assert calls == []
+
+
+def test_cluster_without_a_mode_follows_the_environment(monkeypatch):
+    # kafkalab.cluster() as lesson 06 calls it, beside the lesson's own broker: KRaft when the environment says so
+    kraft_module = importlib.import_module("kafkalab.cluster.kraft")
+    seen = []
+    monkeypatch.setattr(kraft_module, "kraft_cluster", lambda **kwargs: seen.append(kwargs) or _Started())
+    monkeypatch.setenv("KAFKALAB_MODE", "kraft")
+    cluster_module.cluster(brokers=3, **{"min.insync.replicas": 2})
+    assert seen == [{"brokers": 3, "dir": None, "backend": "mini", "min.insync.replicas": 2}]
+    monkeypatch.setenv("KAFKALAB_MODE", "zookeeper")
+    monkeypatch.setattr(cluster_module, "Cluster", lambda **kwargs: seen.append(("zookeeper", kwargs)))
+    cluster_module.cluster(brokers=1)
+    assert seen[1] == ("zookeeper", {"brokers": 1, "dir": None, "backend": "mini"})
