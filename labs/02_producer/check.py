@@ -11,8 +11,9 @@ the way, the same way for everyone:
 2. *leader crash*: both followers stop copying for a moment (the fault
    ``pause_replication``), a burst of payments reaches the leader, and the
    leader is killed (SIGKILL) before the followers copied them;
-3. *failover*: the stream goes on while the controller notices the crash (the
-   leader's ZooKeeper session expires after 6 s) and elects a follower.
+3. *failover*: the stream goes on while the controller notices the crash (in
+   ZooKeeper mode the leader's ZooKeeper session expires after 6 s; in KRaft mode
+   the controller fences it after 3 s without a heartbeat) and elects a follower.
 
 Then the old leader comes back as a follower. What is stored depends on the
 producer settings the student chose: ``acks``, ``enable.idempotence``,
@@ -170,6 +171,17 @@ def _expected_duplicates(in_topic: list[str]) -> list[str]:
     return sorted({v for v in in_topic if in_topic.count(v) > 1})
 
 
+def _detection(kafka) -> str:
+    """When the controller notices a crashed broker, on the cluster the lab runs on (its own configs)."""
+    cluster = getattr(kafka, "cluster", None)
+    configs = getattr(cluster, "configs", None) or {}
+    if getattr(cluster, "mode", "zookeeper") == "kraft":
+        return (f"when its heartbeats have stopped for broker.session.timeout.ms "
+                f"({int(configs.get('broker.session.timeout.ms', 9000)) / 1000:g} s here) and it fences the broker")
+    return (f"when its ZooKeeper session expires (zookeeper.session.timeout.ms, "
+            f"{int(configs.get('zookeeper.session.timeout.ms', 18000)) / 1000:g} s here)")
+
+
 def check_02(kafka, topic, producer_config, drill, stored, duplicates, lost) -> None:
     """Check lab 02 (``labs/02_producer``); the arguments are the variables the lab asks for."""
     report = Report(f"Lab 02 — producer acks, retries and idempotence (topic {topic!r})")
@@ -202,7 +214,7 @@ def check_02(kafka, topic, producer_config, drill, stored, duplicates, lost) -> 
                     + ", ".join(f"{e} ×{n}" for e, n in errors.items()) + ". ")
             if "_MSG_TIMED_OUT" in errors:
                 hint += (f"delivery.timeout.ms={timeout} gave up before the failover was over: the controller "
-                         f"notices a crashed leader only when its ZooKeeper session expires (6 s here), then "
+                         f"notices a crashed leader only {_detection(kafka)}, then "
                          f"elects a new one. Retries are bounded by time — give them enough. ")
         report.step(name, failed.empty, hint)
 
