@@ -150,6 +150,16 @@ CLAIMS = [
      "The zombie here was refused by the **first** check",
      "Kafka 3.9 UnifiedLog.maybeStartTransactionVerification: no verification while the partition has a "
      "transaction of the producer id open; Kafka 4.4's UnifiedLog refuses an older epoch before verifying"),
+    ("notebooks/07_exactly_once.ipynb",
+     "kafkalab's `dump-log` does not decode `.txnindex` files yet",
+     "`kafkalab dump-log` prints it too, as Kafka's `kafka-dump-log.sh` does",
+     "kafkalab/tools/dump_snapshot.py dump_txn_index; test_transaction_state.py compares it with Kafka 3.9's "
+     "DumpLogSegments on the same .txnindex"),
+    ("notebooks/07_exactly_once.ipynb",
+     "`PrepareEpochFence` is written",
+     "`PrepareEpochFence` is held only in\nmemory and never appears in the log",
+     "Kafka 3.9 TransactionCoordinator.handleInitProducerId: an Ongoing transaction gets prepareFenceProducerEpoch "
+     "(pending state only), then endTransaction(ABORT) appends PrepareAbort with the bumped epoch"),
     ("notebooks/09_share_groups.ipynb",
      "`share.isolation.level` defaults to `read_committed`",
      "its default is **`read_uncommitted`** (Kafka 4.4's `GroupConfig`)",

@@ -254,6 +254,44 @@ def test_kafkas_dump_tool_reads_the_files_as_kafkalab_does(tmp_path):
     assert "endTxnMarker: COMMIT coordinatorEpoch: 0" in text and "endTxnMarker: ABORT coordinatorEpoch: 0" in text
 
 
+def test_kafkas_dump_tool_prints_a_transactions_partitions_in_kafkalabs_order(tmp_path):
+    """A transaction over many partitions and the group's ``__consumer_offsets`` partition: Kafka 3.9's
+    DumpLogSegments prints its partitions in its Scala HashSet's order, and ``kafkalab dump-log`` the same."""
+    import subprocess
+
+    from kafkalab.cluster.distribution import fetch_kafka
+    from kafkalab.tools.dump_log import dump_files
+    home = fetch_kafka("3.9")
+    log_dir = str(tmp_path / "b")
+    with kafkalab.mini(log_dir=log_dir, **FAST) as b:
+        for topic, count in (("alpha", 7), ("orders-copied", 1), ("zz", 13)):
+            b.call(lambda t=topic, n=count: b.server.admin_manager.create_topic(t, n, 1, {}))
+        p = Producer({"bootstrap.servers": b.bootstrap_servers, "transactional.id": "tx-many", "linger.ms": 5})
+        p.init_transactions(WAIT_S)
+        group = Consumer({"bootstrap.servers": b.bootstrap_servers, "group.id": "g-many"})
+        for parts in ([("alpha", i) for i in range(7)] + [("orders-copied", 0)], [("zz", i) for i in range(13)]):
+            p.begin_transaction()
+            for topic, i in parts:
+                p.produce(topic, b"v", partition=i)
+            p.flush(WAIT_S)
+            p.send_offsets_to_transaction([CTopicPartition("alpha", 0, 1)], group.consumer_group_metadata(), WAIT_S)
+            p.commit_transaction(WAIT_S)
+        group.close()
+        wait_stable(b.bootstrap_servers, "orders-copied")
+        part = b.call(lambda: b.server.transaction_coordinator.state_manager.partition_for("tx-many"))
+    [segment] = glob.glob(os.path.join(log_dir, f"{TRANSACTION_STATE_TOPIC}-{part}", "*.log"))
+    ours = io.StringIO()
+    dump_files([segment], print_data_log=True, transaction_log_decoder=True, file=ours)
+    theirs = subprocess.run(["java", "-cp", str(home / "libs" / "*"), "kafka.tools.DumpLogSegments",
+                             "--transaction-log-decoder", "--print-data-log", "--files", segment],
+                            capture_output=True, text=True, timeout=120, cwd=str(tmp_path))
+    assert theirs.returncode == 0, theirs.stderr
+    assert theirs.stdout.splitlines() == ours.getvalue().splitlines()
+    printed = re.findall(r"partitions=\[([^\]]*)\]", theirs.stdout)
+    assert max(p.count(",") + 1 for p in printed) == 14                  # zz's 13 and __consumer_offsets
+    assert any(p != ",".join(sorted(p.split(","))) for p in printed)     # not sorted: the set's own order
+
+
 def test_compaction_keeps_the_txnindex(tmp_path):
     """The cleaner rewrites segments holding an aborted transaction: the cleaned segment keeps its
     ``.txnindex`` entry, so after a restart read_committed consumers still skip the aborted records;

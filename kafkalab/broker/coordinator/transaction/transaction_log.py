@@ -29,6 +29,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from ..group.offsets_topic import java_string_hash
+
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 KEY_VERSION = 0
 VALUE_VERSION = 0
@@ -162,11 +164,39 @@ def read_value(data: bytes | None) -> TransactionLogValue | None:
     return TransactionLogValue(pid, epoch, timeout, status, partitions, last_update, start)
 
 
+def _int32(n: int) -> int:
+    n &= 0xFFFFFFFF
+    return n - (1 << 32) if n >= 1 << 31 else n
+
+
+def kafka_set_order(partitions) -> list[tuple[str, int]]:
+    """``(topic, partition)`` pairs in the order Kafka 3.9's tool prints a transaction's partitions.
+
+    ``TransactionLog.readTxnRecordValue`` collects them into a Scala 2.13 ``mutable.HashSet`` of
+    ``TopicPartition`` and ``formatRecordKeyAndValue`` prints it with ``mkString``, so the order is the
+    set's: its table slot (``improveHash(h) & (length - 1)``, with ``improveHash(h) = h ^ (h >>> 16)`` and
+    ``h`` Java's ``TopicPartition.hashCode``, ``31 * (31 + partition) + topic.hashCode()``), then that
+    hash within a slot. The table starts at 16 slots and doubles once it holds 0.75 of them."""
+    def improved(tp):
+        h = _int32(31 * (31 + tp[1]) + java_string_hash(tp[0]))
+        return _int32(h ^ ((h & 0xFFFFFFFF) >> 16))
+
+    items = list(partitions)
+    length = 16
+    while len(items) >= int(length * 0.75):
+        length *= 2
+    return sorted(items, key=lambda tp: (improved(tp) & (length - 1), improved(tp)))
+
+
 def format_record(key: bytes | None, value: bytes | None) -> str:
     """``key: ... payload: ...`` as Kafka's ``kafka-dump-log.sh --transaction-log-decoder`` prints it
-    (``TransactionLogMessageFormatter``-style: the transactional id, then the value's fields)."""
+    (``TransactionLog.formatRecordKeyAndValue``: the transactional id, then the value's fields; a key of
+    another version is ``unknown::version=N``, without a payload; an Empty transaction's partitions are
+    not read, ``[]``)."""
     if key is None:
         return f"key: (none: not a {TRANSACTION_STATE_TOPIC} record)"
+    if len(key) >= 2 and struct.unpack_from(">h", key)[0] != KEY_VERSION:
+        return f"key: unknown::version={struct.unpack_from('>h', key)[0]}"
     try:
         txn_id = read_key(key)
     except (ValueError, struct.error) as exc:
@@ -178,7 +208,8 @@ def format_record(key: bytes | None, value: bytes | None) -> str:
     if v is None:
         payload = "<DELETE>"
     else:
-        parts = ",".join(f"{t}-{p}" for t, ids in sorted((v.transaction_partitions or {}).items()) for p in ids)
+        empty = v.transaction_status == STATUS_IDS["Empty"]
+        parts = ",".join(f"{t}-{p}" for t, p in kafka_set_order(() if empty else v.topic_partitions))
         payload = (f"producerId:{v.producer_id},producerEpoch:{v.producer_epoch},state={v.state_name},"
                    f"partitions=[{parts}],txnLastUpdateTimestamp={v.transaction_last_update_timestamp_ms},"
                    f"txnTimeoutMs={v.transaction_timeout_ms}")
