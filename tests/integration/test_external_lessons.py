@@ -35,11 +35,11 @@ from kafkalab.cluster.docker_api import DockerEngine, container_state
 from kafkalab.cluster.external import ExternalCluster
 
 from tests.helpers.fake_docker import (LESSON_03_ACTIONS, NODE_EXISTS, ROOT, ComposeLikeCluster, Instructor,  # noqa: E402
-                         assert_whole, compose_broker_configs, lesson_03_done_as_expected, run_nbval)
+                         assert_whole, compose_broker_configs, lesson_03_done_as_expected,
+                         lesson_03_for_external, run_nbval)
 
 pytestmark = pytest.mark.cluster
 
-LESSON_03 = os.path.join(ROOT, "notebooks", "03_replication_and_failure.ipynb")
 LESSON_04 = os.path.join(ROOT, "notebooks", "04_retention_and_segments.ipynb")
 LAB_02 = os.path.join(ROOT, "labs", "02_producer", "solution.ipynb")
 
@@ -127,14 +127,14 @@ def run_watching(notebook: str, env: dict, on_stream, timeout_s: float = 240) ->
 
 
 @pytest.mark.slow
-def test_lesson_03_without_docker_access_prints_each_command_and_waits_for_the_instructor(compose_like):
+def test_lesson_03_without_docker_access_prints_each_command_and_waits_for_the_instructor(compose_like, tmp_path):
     """No Docker socket (compose without docker-compose.docker-socket.yml): every break is a printed
     ``docker compose`` command; the test reads the kernel's output as it comes and, a second later, carries
     the command out on the cluster, as the instructor at the terminal would."""
     lab = compose_like(docker=False)
     instructor = Instructor(lab.cluster, delay_s=1.0, run=lambda what, fn: lab.in_background(what, fn))
     began = time.monotonic()
-    run_watching(LESSON_03, lab.jupyter_env(), instructor.write)
+    run_watching(lesson_03_for_external(str(tmp_path)), lab.jupyter_env(), instructor.write)
     took = time.monotonic() - began
     done = [(m.group(1), int(m.group(2))) for m in map(Instructor.PATTERN.fullmatch, instructor.commands)]
     assert lesson_03_done_as_expected(done), instructor.commands
