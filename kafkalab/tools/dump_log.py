@@ -401,8 +401,7 @@ def _expand(paths) -> list[str]:
 
 def dump_log(*paths, print_data_log: bool = True, deep_iteration: bool = False,
              skip_record_metadata: bool = False, verify_index_only: bool = False, transaction_log_decoder: bool = False,
-             cluster_metadata_decoder: bool = False, offsets_decoder: bool = False, file: IO[str] | None = None,
-             err: IO[str] | None = None) -> None:
+             cluster_metadata_decoder: bool = False, offsets_decoder: bool = False, file=None, err=None) -> None:
     """Print ``.log``, ``.index``, ``.timeindex``, ``.txnindex``, ``.snapshot`` and ``.checkpoint`` files as
     ``kafka-dump-log.sh`` does.
 

@@ -71,7 +71,7 @@ def _scalar_json(value):
 def _struct_json(struct_field, obj, version: int) -> dict:
     """What a generated ``JsonConverter.write(obj, version)`` makes of a kafka-python ``ApiData`` value: the
     fields of ``version`` in schema order, a tagged field only when it is not its default."""
-    node = {}
+    node: dict[str, object] = {}
     for f in struct_field._fields:
         if not f.for_version_q(version):
             continue
@@ -84,7 +84,7 @@ def _struct_json(struct_field, obj, version: int) -> dict:
 
 def _offset_commit_value(value: bytes, version: int) -> dict:
     om = ot.decode_offset_commit_value(value)
-    node = {"offset": om.offset}
+    node: dict[str, object] = {"offset": om.offset}
     if version >= 3:
         node["leaderEpoch"] = om.leader_epoch
     node["metadata"] = om.metadata
@@ -107,12 +107,12 @@ def _embedded(data: bytes, cls):
 
 def _group_metadata_value(value: bytes, version: int) -> dict:
     g = ot.decode_group_metadata_value(value)
-    node = {"protocolType": g.protocol_type, "generation": g.generation, "protocol": g.protocol, "leader": g.leader}
+    node: dict[str, object] = {"protocolType": g.protocol_type, "generation": g.generation, "protocol": g.protocol, "leader": g.leader}
     if version >= 2:
         node["currentStateTimestamp"] = g.current_state_timestamp
     members = []
     for m in g.members:
-        member = {"memberId": m.member_id}
+        member: dict[str, object] = {"memberId": m.member_id}
         if version >= 3:
             member["groupInstanceId"] = m.group_instance_id
         member.update(clientId=m.client_id, clientHost=m.client_host)
