@@ -107,7 +107,8 @@ def _embedded(data: bytes, cls):
 
 def _group_metadata_value(value: bytes, version: int) -> dict:
     g = ot.decode_group_metadata_value(value)
-    node: dict[str, object] = {"protocolType": g.protocol_type, "generation": g.generation, "protocol": g.protocol, "leader": g.leader}
+    node: dict[str, object] = {"protocolType": g.protocol_type, "generation": g.generation,
+                               "protocol": g.protocol, "leader": g.leader}
     if version >= 2:
         node["currentStateTimestamp"] = g.current_state_timestamp
     members = []
