@@ -101,12 +101,14 @@ def _cmd_dump_log(args: argparse.Namespace) -> int:
             print(f"kafkalab dump-log: {problem}", file=sys.stderr)
             return 1
     try:
-        ok = dump_files(paths, print_data_log=args.print_data_log or args.cluster_metadata_decoder,
+        decoded = args.cluster_metadata_decoder or args.offsets_decoder    # Kafka: a decoder implies --print-data-log
+        ok = dump_files(paths, print_data_log=args.print_data_log or decoded,
                         deep_iteration=args.deep_iteration,
                         skip_record_metadata=args.skip_record_metadata,
                         verify_index_only=args.verify_index_only,
                         transaction_log_decoder=args.transaction_log_decoder,
-                        cluster_metadata_decoder=args.cluster_metadata_decoder)
+                        cluster_metadata_decoder=args.cluster_metadata_decoder,
+                        offsets_decoder=args.offsets_decoder)
     except BrokenPipeError:  # `kafkalab dump-log X | head`
         sys.stderr.close()
         return 0
@@ -493,6 +495,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--cluster-metadata-decoder", action="store_true",
                    help="decode the records of KRaft's __cluster_metadata (its .log segments and .checkpoint "
                         "snapshots) as JSON, one per record; implies --print-data-log")
+    d.add_argument("--offsets-decoder", action="store_true",
+                   help="decode the records of __consumer_offsets (committed offsets, group metadata) as JSON, "
+                        "as Kafka 3.9's tool does; implies --print-data-log")
     d.set_defaults(run=_cmd_dump_log)
 
     f = sub.add_parser(

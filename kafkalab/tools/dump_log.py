@@ -43,9 +43,9 @@ per aborted transaction; ``.snapshot`` (producer state): ``producerId: ... produ
 those of KRaft's ``__cluster_metadata`` (segments and ``.checkpoint`` snapshots; see
 :mod:`kafkalab.metadata.metadata_records`).
 
-Not covered: message formats v0/v1 (magic 0 and 1, before Kafka 0.11; Kafka 4 no longer writes
-or reads them), and the special decoder for ``__consumer_offsets`` (``--offsets-decoder``);
-keys and values are shown as UTF-8 text like Kafka's default StringDecoder.
+``--offsets-decoder`` those of ``__consumer_offsets`` (:mod:`kafkalab.tools.offsets_decoder`). Not covered:
+message formats v0/v1 (magic 0 and 1, before Kafka 0.11; Kafka 4 no longer writes or reads them); keys and
+values are shown as UTF-8 text like Kafka's default StringDecoder.
 """
 from __future__ import annotations
 
@@ -59,6 +59,7 @@ from typing import IO, Iterator
 from ..broker.common.errors import KafkaError
 from ..broker.log.index import OffsetIndex, TimeIndex
 from ..broker.coordinator.transaction.transaction_log import format_record as format_transaction_log_record
+from .offsets_decoder import format_record as format_offsets_record
 from .dump_snapshot import PRODUCER_SNAPSHOT_SUFFIX, dump_producer_snapshot, dump_txn_index
 from ..broker.log.log_cleaner import DELETE_HORIZON_MASK
 from ..broker.log.transaction_index import TXN_INDEX_SUFFIX
@@ -293,7 +294,7 @@ def format_batch(b: BatchInfo) -> str:
 
 def format_record(r: RecordInfo, h: BatchHeader, print_data_log: bool = True,
                   skip_record_metadata: bool = False, transaction_log_decoder: bool = False,
-                  cluster_metadata_decoder: bool = False) -> str:
+                  cluster_metadata_decoder: bool = False, offsets_decoder: bool = False) -> str:
     """A record line of DumpLogSegments (``| offset: ...``). Control records are decoded as Kafka 4.4 does
     (transaction markers, KRaft's LeaderChange, SnapshotHeader/Footer, KRaftVersion, KRaftVoters)."""
     line, prefix = "", "| "
@@ -307,6 +308,8 @@ def format_record(r: RecordInfo, h: BatchHeader, print_data_log: bool = True,
         line += f" payload: {cluster_metadata_payload(r.offset, r.value)}"
     elif print_data_log and not h.is_control and transaction_log_decoder:
         line += prefix + format_transaction_log_record(r.key, r.value)
+    elif print_data_log and not h.is_control and offsets_decoder:
+        line += prefix + format_offsets_record(r.key, r.value, r.offset)
     elif print_data_log and not h.is_control:
         if r.key is not None:
             line += f"{prefix}key: {_text(r.key)}"
@@ -318,7 +321,7 @@ def format_record(r: RecordInfo, h: BatchHeader, print_data_log: bool = True,
 
 def _dump_segment(path: str, print_data_log: bool, deep_iteration: bool, skip_record_metadata: bool,
                   out: IO[str], err: IO[str], transaction_log_decoder: bool = False,
-                  cluster_metadata_decoder: bool = False) -> None:
+                  cluster_metadata_decoder: bool = False, offsets_decoder: bool = False) -> None:
     base = _base_offset_of(path)
     if snapshot_header(path) is not None:   # a KRaft snapshot (.checkpoint)
         print(snapshot_header(path), file=out)
@@ -339,7 +342,7 @@ def _dump_segment(path: str, print_data_log: bool, deep_iteration: bool, skip_re
                 gaps.append((last_offset, r.offset))
             last_offset = r.offset
             print(format_record(r, b.header, print_data_log, skip_record_metadata, transaction_log_decoder,
-                                cluster_metadata_decoder), file=out)
+                                cluster_metadata_decoder, offsets_decoder), file=out)
         if b.error and deep:
             print(f"  ({b.error})", file=out)
     if gaps:
@@ -398,7 +401,7 @@ def _expand(paths) -> list[str]:
 
 def dump_log(*paths, print_data_log: bool = True, deep_iteration: bool = False,
              skip_record_metadata: bool = False, verify_index_only: bool = False, transaction_log_decoder: bool = False,
-             cluster_metadata_decoder: bool = False, file: IO[str] | None = None, err: IO[str] | None = None) -> None:
+             cluster_metadata_decoder: bool = False, offsets_decoder: bool = False, file=None, err=None) -> None:
     """Print ``.log``, ``.index``, ``.timeindex``, ``.txnindex``, ``.snapshot`` and ``.checkpoint`` files as
     ``kafka-dump-log.sh`` does.
 
@@ -410,12 +413,13 @@ def dump_log(*paths, print_data_log: bool = True, deep_iteration: bool = False,
     dump_files(paths, print_data_log=print_data_log, deep_iteration=deep_iteration,
                skip_record_metadata=skip_record_metadata, verify_index_only=verify_index_only,
                transaction_log_decoder=transaction_log_decoder, cluster_metadata_decoder=cluster_metadata_decoder,
-               file=file, err=err)
+               offsets_decoder=offsets_decoder, file=file, err=err)
 
 
 def dump_files(paths, *, print_data_log: bool, deep_iteration: bool = False, skip_record_metadata: bool = False,
                verify_index_only: bool = False, transaction_log_decoder: bool = False,
-               cluster_metadata_decoder: bool = False, file: IO[str] | None = None, err: IO[str] | None = None) -> bool:
+               cluster_metadata_decoder: bool = False, offsets_decoder: bool = False, file: IO[str] | None = None,
+               err: IO[str] | None = None) -> bool:
     """What :func:`dump_log` and ``kafkalab dump-log`` do; False if a file was missing or of an unknown kind."""
     out = file if file is not None else sys.stdout
     err = err if err is not None else sys.stderr
@@ -428,7 +432,7 @@ def dump_files(paths, *, print_data_log: bool, deep_iteration: bool = False, ski
         print(f"Dumping {path}", file=out)
         if path.endswith(LOG_SUFFIX) or path.endswith(CHECKPOINT_SUFFIX):
             _dump_segment(path, print_data_log, deep_iteration, skip_record_metadata, out, err, transaction_log_decoder,
-                          cluster_metadata_decoder)
+                          cluster_metadata_decoder, offsets_decoder)
         elif path.endswith(TIME_INDEX_SUFFIX):
             _dump_time_index(path, verify_index_only, out, err)
         elif path.endswith(INDEX_SUFFIX):

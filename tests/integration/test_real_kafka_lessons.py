@@ -21,7 +21,8 @@ broker of their own, whose files are on this machine; its steps from section 5 o
 clock (retention and the cleaner run at a chosen time) and are tagged ``kafkalab-only``.
 
 Lesson 05 runs on the shared cluster without its section 14 (KIP-848's consumer protocol: Kafka 4), whose
-cells are tagged ``kafka4-only``.
+cells are tagged ``kafka4-only``, and without section 15's two cells that dump the broker's ``__consumer_offsets``
+files (tagged ``kafkalab-only``).
 
 Lesson 07 (transactions) runs whole the same way, on one Kafka 3.9 broker of its own, reading Kafka's
 own segment and ``.txnindex`` files. Lab 07's solution runs on the shared cluster. Lesson 08 (a schema
@@ -102,13 +103,19 @@ def test_lessons_that_break_nothing_hold_on_kafka(lab, notebook):
 
 def test_lesson_05_holds_on_kafka_but_its_kafka_4_section(lab, tmp_path):
     """Lesson 05 on the shared cluster, without the cells tagged ``kafka4-only`` (section 14: KIP-848's consumer
-    protocol, which Kafka 3.9 does not serve with ZooKeeper)."""
+    protocol, which Kafka 3.9 does not serve with ZooKeeper) and the two tagged ``kafkalab-only`` (section 15
+    reads the broker's ``__consumer_offsets`` files, which the workshop's brokers keep in their containers; the
+    same dump of a Kafka 3.9 broker's files is checked by test_offsets_decoder_on_kafka.py)."""
     real, before = lab
     name = "notebooks/05_consumer_groups_and_offsets.ipynb"
     nb = nbformat.read(os.path.join(ROOT, name), as_version=4)
     only = ["kafka4-only" in c.get("metadata", {}).get("tags", []) for c in nb.cells]
     assert sum(only) == 8, f"{name}: {sum(only)} cells tagged kafka4-only, not 8"
-    nb.cells = [c for c, o in zip(nb.cells, only) if not o]
+    files = ["kafkalab-only" in c.get("metadata", {}).get("tags", []) for c in nb.cells]
+    assert sum(files) == 2, f"{name}: {sum(files)} cells tagged kafkalab-only, not 2"
+    nb.cells = [c for c, o, f in zip(nb.cells, only, files) if not (o or f)]
+    assert not any("dump_log(" in c.source for c in nb.cells if c.cell_type == "code"), \
+        "every cell that reads the broker's files is tagged kafkalab-only"
     assert not any("run_protocols(" in c.source or "runs[" in c.source for c in nb.cells if c.cell_type == "code"), \
         "every cell of the consumer protocol's section is tagged kafka4-only"
     copy = tmp_path / "05_consumer_groups_and_offsets_on_kafka_3_9.ipynb"
