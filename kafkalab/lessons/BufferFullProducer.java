@@ -3,8 +3,8 @@
 //
 //   BufferFullProducer BOOTSTRAP TOPIC BUFFER_MEMORY MAX_BLOCK_MS RECORD_BYTES
 //
-// Sends one record and waits for its acknowledgement (the partition's metadata is then known, so that no send()
-// below waits for metadata), prints "READY" and waits for a line on stdin (the lesson pauses the partition's
+// Sends one record and waits for its acknowledgement, trying again while the metadata wait (also bounded by
+// max.block.ms) times out (the partition's metadata is then known, so that no send() below waits for metadata), prints "READY" and waits for a line on stdin (the lesson pauses the partition's
 // leader meanwhile). Then sends RECORD_BYTES-byte records to partition 0 until one send() fails, and prints
 //   ACCEPTED <records send() took before the failure> <longest of their send() calls, ms>
 //   FAILED <that send() call's ms> <exception class> <is a TimeoutException> <message>
@@ -35,7 +35,14 @@ public class BufferFullProducer {
         BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in));
         AtomicInteger delivered = new AtomicInteger();
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p)) {
-            producer.send(new ProducerRecord<>(topic, 0, null, value)).get();
+            for (int attempt = 1; ; attempt++) {   // the metadata wait counts against max.block.ms too: try again
+                try {
+                    producer.send(new ProducerRecord<>(topic, 0, null, value)).get();
+                    break;
+                } catch (java.util.concurrent.ExecutionException e) {
+                    if (!(e.getCause() instanceof TimeoutException) || attempt == 30) throw e;
+                }
+            }
             System.out.println("READY");
             System.out.flush();
             stdin.readLine();
