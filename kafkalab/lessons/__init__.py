@@ -17,7 +17,10 @@ job, each saying which lessons use it:
 * :mod:`~kafkalab.lessons.traffic` — producers to measure: lesson 03's ``Writer`` thread, lesson 02's
   ``trickle`` (what ``linger.ms`` costs), lesson 05's ``trickle_to_consumer`` (the long poll);
 * :mod:`~kafkalab.lessons.request_log` and :mod:`~kafkalab.lessons.ordering` — lesson 02's producer
-  requests rebuilt from librdkafka's debug log, and the reordering counts;
+  requests rebuilt from librdkafka's debug log (and each attempt timed: retry backoff, timeouts), and the
+  reordering counts;
+* :mod:`~kafkalab.lessons.java_producer` — lesson 02's Kafka Java producer with a full buffer
+  (``buffer.memory``, ``max.block.ms``), ``BufferFullProducer.java`` run as a child process;
 * :mod:`~kafkalab.lessons.copier` — lesson 07's consume-transform-produce copier, run as a process
   and SIGKILLed;
 * :mod:`~kafkalab.lessons.share_groups` — lesson and lab 09's share group and share consumer.

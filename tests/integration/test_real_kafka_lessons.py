@@ -13,9 +13,10 @@ asserts on measured data are what must hold. One cluster serves the module; afte
 must be whole again (every broker running and registered).
 
 Lesson 02 injects faults, which only kafkalab's brokers take, into a cluster of its own
-(``connect(brokers=3, local=True)``). Its other steps (acks latency, batching, compression, quotas) run
-here on three Kafka 3.9 brokers of their own (``KAFKALAB_BACKEND=kafka``), without the cells tagged
-``kafkalab-only``. Lesson 04's sections 2 to 4 (segments rolled by size and by time, the dump tool on
+(``connect(brokers=3, local=True)``). Its other steps (acks latency, batching, compression, a full buffer
+with Kafka's Java producer, a producer shared by threads, the leader's ``request.timeout.ms`` and the
+client's ``socket.timeout.ms`` against paused brokers, byte-rate and request quotas) run here on three
+Kafka 3.9 brokers of their own (``KAFKALAB_BACKEND=kafka``), without the cells tagged ``kafkalab-only``. Lesson 04's sections 2 to 4 (segments rolled by size and by time, the dump tool on
 the segment files, the offset and time indexes, offsetsForTimes) run the same way on one Kafka 3.9
 broker of their own, whose files are on this machine; its steps from section 5 on set the broker's
 clock (retention and the cleaner run at a chosen time) and are tagged ``kafkalab-only``.
@@ -179,10 +180,11 @@ def _without_kafkalab_only(name: str, tagged: int, is_kafka: str, tmp_path):
 
 
 def test_lesson_02_steps_without_fault_injection_hold_on_kafka(tmp_path):
-    """acks latency, batching, compression ratios and a producer quota, on Kafka's own brokers: lesson 02 minus
-    the cells tagged kafkalab-only, with a cell that checks the brokers really are Kafka's."""
+    """acks latency, batching, compression ratios, a full buffer, threads sharing a producer, timeouts against
+    paused brokers, producer and request quotas, on Kafka's own brokers: lesson 02 minus the cells tagged
+    kafkalab-only, with a cell that checks the brokers really are Kafka's."""
     kept = _without_kafkalab_only(
-        "notebooks/02_producer_acks_and_batching.ipynb", 11,
+        "notebooks/02_producer_acks_and_batching.ipynb", 13,
         'assert cluster.backend.name == "kafka" and "kafka.Kafka" in psutil.Process(int(cluster.brokers["pid"][0])).cmdline()',
         tmp_path)
     assert not any("inject_fault" in c.source for c in kept if c.cell_type == "code"), \

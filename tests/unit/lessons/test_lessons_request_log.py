@@ -4,7 +4,9 @@ from __future__ import annotations
 import logging
 
 from kafkalab.lessons.ordering import order_stats, stored_runs
-from kafkalab.lessons.request_log import RequestLog, request_timeline
+import pandas as pd
+
+from kafkalab.lessons.request_log import RequestLog, produce_attempts, request_timeline
 
 # librdkafka's lines (debug=msg,protocol) for two requests of 2 records: the first refused and retried
 LINES = [
@@ -59,3 +61,37 @@ def test_order_stats_counts_duplicates_inversions_and_records_moved_ahead():
 def test_stored_runs_of_first_copies():
     assert stored_runs(["seq-2", "seq-3", "seq-0", "seq-1", "seq-2", "seq-4"]) == ["seq-2…seq-3", "seq-0…seq-1", "seq-4…seq-4"]
     assert stored_runs([]) == []
+
+
+# one record's attempts: refused, retried after a backoff, then a request timed out in flight, then delivered
+ATTEMPT_LINES = [
+    "127.0.0.1:1/1: Sent ProduceRequest (v10, 124 bytes @ 0, CorrId 2)",
+    "127.0.0.1:1/1: Received ProduceResponse (v10, 92 bytes, CorrId 2, rtt 16.90ms)",
+    "127.0.0.1:1/1: t [0]: MessageSet with 1 message(s) (MsgId 0, BaseSeq -1) encountered error: Broker: Not enough in-sync replicas (actions Retry,MsgNotPersisted)",
+    "127.0.0.1:1/1: Sent ProduceRequest (v10, 124 bytes @ 0, CorrId 3)",
+    "127.0.0.1:1/1: Timed out ProduceRequest in flight (after 1004ms, timeout #0)",
+    "127.0.0.1:1/1: Sent ProduceRequest (v10, 124 bytes @ 0, CorrId 4)",
+    "127.0.0.1:1/1: Received ProduceResponse (v10, 56 bytes, CorrId 4, rtt 1.05ms)",
+    "127.0.0.1:1/1: t [0]: MessageSet with 1 message(s) (MsgId 0, BaseSeq -1) delivered",
+]
+
+
+def test_request_log_keeps_when_each_line_arrived():
+    handler = RequestLog()
+    handler.emit(logging.LogRecord("x", logging.DEBUG, __file__, 1, "Sent ProduceRequest", None, None))
+    assert len(handler.times) == 1 and handler.times[0] > 0
+
+
+def test_produce_attempts_times_each_request_and_the_gap_before_it():
+    handler = RequestLog()
+    handler.lines, handler.times = list(ATTEMPT_LINES), [10.0, 10.017, 10.018, 10.25, 11.254, 11.5, 11.501, 11.502]
+    attempts = produce_attempts(handler)
+    assert list(attempts["attempt"]) == [1, 2, 3]
+    assert [round(v) for v in attempts["sent ms"]] == [0, 250, 1500]
+    assert list(attempts["waited ms"]) == [16.9, 1004.0, 1.05]
+    assert list(attempts["outcome"].fillna("none")) == ["Broker: Not enough in-sync replicas", "no answer: timed out", "delivered"]
+    assert pd.isna(attempts["gap ms"].iloc[0]) and [round(v) for v in attempts["gap ms"].iloc[1:]] == [233, 246]
+
+
+def test_produce_attempts_of_nothing_is_empty():
+    assert produce_attempts(RequestLog()).empty
