@@ -36,14 +36,15 @@ def _call(bootstrap: str, request, response_cls, timeout_s: float = 10.0):
                 request.API_VERSION = VERSION
                 request.with_header(correlation_id=1, client_id="kafkalab-quotas")
                 sock.sendall(bytes(request.encode(header=True, framed=True)))
-                (size,) = struct.unpack(">i", _recv(sock, 4))
-                return response_cls.decode(_recv(sock, size), version=VERSION, header=True)
+                (size,) = struct.unpack(">i", recv_exactly(sock, 4))
+                return response_cls.decode(recv_exactly(sock, size), version=VERSION, header=True)
         except OSError as exc:
             last = exc
     raise ConnectionError(f"no broker of {bootstrap} answered: {last}")
 
 
-def _recv(sock, n: int) -> bytes:
+def recv_exactly(sock, n: int) -> bytes:
+    """``n`` bytes from ``sock`` (a response's size, then its frame); ConnectionError if the broker closes first."""
     buf = bytearray()
     while len(buf) < n:
         chunk = sock.recv(n - len(buf))

@@ -22,18 +22,9 @@ from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 
 from ..broker.common.errors import ErrorCode
 from ..broker.common.records import Record, build_batch
+from .client_quotas import recv_exactly
 
 VERSION = 9
-
-
-def _recv(sock, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("the broker closed the connection")
-        buf += chunk
-    return bytes(buf)
 
 
 def produce_once(address: str, topic: str, partition: int, values: list[str], acks: int = -1,
@@ -51,8 +42,8 @@ def produce_once(address: str, topic: str, partition: int, values: list[str], ac
     host, _, port = address.rpartition(":")
     with socket.create_connection((host, int(port)), timeout=timeout_ms / 1000 + 30) as sock:
         sock.sendall(bytes(request.encode(header=True, framed=True)))
-        (size,) = struct.unpack(">i", _recv(sock, 4))
-        response = ProduceResponse.decode(_recv(sock, size), version=VERSION, header=True)
+        (size,) = struct.unpack(">i", recv_exactly(sock, 4))
+        response = ProduceResponse.decode(recv_exactly(sock, size), version=VERSION, header=True)
     answer = response.responses[0].partition_responses[0]
     return {"error": ErrorCode(answer.error_code).name, "error_code": answer.error_code,
             "base_offset": answer.base_offset}
