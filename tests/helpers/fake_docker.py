@@ -411,6 +411,20 @@ def run_nbval(notebook: str, env: dict, timeout_s: float = 300) -> tuple[subproc
     return run, time.monotonic() - began
 
 
+def run_copy(nb, name: str, tmp_path, suffix: str, where: str, **env_vars) -> None:
+    """Write ``nb`` (a changed copy of the notebook ``name``) into ``tmp_path`` as ``<name>_<suffix>.ipynb`` and run
+    it with nbval, in an environment without the caller's ``KAFKALAB_*`` variables but with ``env_vars``; a lab's
+    check.py is imported from beside the notebook. Fails naming ``where`` it ran and nbval's output."""
+    import nbformat
+    copy = tmp_path / name.replace("/", "_").replace(".ipynb", f"_{suffix}.ipynb")
+    nbformat.write(nb, str(copy))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKALAB_")}
+    env.update(env_vars, PYTHONPATH=os.pathsep.join([ROOT, os.path.dirname(os.path.join(ROOT, name))]))
+    run, took = run_nbval(str(copy), env, timeout_s=600)
+    assert run.returncode == 0, (f"{name} {where}: nbval --nbval-lax failed after {took:.0f} s:\n"
+                                 f"{run.stdout[-6000:]}\n{run.stderr[-2000:]}")
+
+
 def assert_whole(lab: "ComposeLikeCluster") -> None:
     """Every broker running and registered, nothing left failing in the background."""
     lab.wait_background()

@@ -18,7 +18,7 @@ import os
 import nbformat
 import pytest
 
-from tests.helpers.fake_docker import ROOT, run_nbval
+from tests.helpers.fake_docker import ROOT, run_copy
 
 pytestmark = pytest.mark.cluster
 
@@ -59,11 +59,4 @@ def test_holds_on_a_mini_kraft_cluster(name, tmp_path):
             cells.append(nbformat.v4.new_code_cell(IS_KRAFT))
     assert len(cells) > len(nb.cells), f"{name} starts no cluster of its own"
     nb.cells = cells
-    copy = tmp_path / name.replace("/", "_").replace(".ipynb", "_on_kraft.ipynb")
-    nbformat.write(nb, str(copy))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKALAB_")}
-    # a lab's check.py is imported from beside the notebook
-    env.update(KAFKALAB_MODE="kraft", PYTHONPATH=os.pathsep.join([ROOT, os.path.dirname(os.path.join(ROOT, name))]))
-    run, took = run_nbval(str(copy), env, timeout_s=600)
-    assert run.returncode == 0, (f"{name} in KRaft mode: nbval --nbval-lax failed after {took:.0f} s:\n"
-                                 f"{run.stdout[-6000:]}\n{run.stderr[-2000:]}")
+    run_copy(nb, name, tmp_path, "on_kraft", "in KRaft mode", KAFKALAB_MODE="kraft")

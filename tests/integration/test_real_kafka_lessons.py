@@ -44,7 +44,7 @@ import pytest
 
 from tests.helpers.cluster_helpers import restore_brokers
 from tests.helpers.fake_docker import (ROOT, ComposeLikeCluster, assert_whole, lesson_03_done_as_expected,
-                                      lesson_03_for_external, run_nbval)
+                                      lesson_03_for_external, run_copy, run_nbval)
 from kafkalab.cluster import KafkaBackend
 from kafkalab.cluster.distribution import fetch_kafka
 
@@ -168,14 +168,7 @@ def _without_kafkalab_only(name: str, tagged: int, is_kafka: str, tmp_path):
     code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
     after = next((i for i in code if nb.cells[i].source.startswith("assert")), code[0])   # a lab: its setup cell
     nb.cells.insert(after + 1, nbformat.v4.new_code_cell(is_kafka))
-    copy = tmp_path / name.replace("/", "_").replace(".ipynb", "_on_kafka.ipynb")
-    nbformat.write(nb, str(copy))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKALAB_")}
-    # a lab's check.py is imported from beside the notebook
-    env.update(KAFKALAB_BACKEND="kafka", PYTHONPATH=os.pathsep.join([ROOT, os.path.dirname(os.path.join(ROOT, name))]))
-    run, took = run_nbval(str(copy), env, timeout_s=600)
-    assert run.returncode == 0, (f"{name} on Kafka 3.9: nbval --nbval-lax failed after {took:.0f} s:\n"
-                                 f"{run.stdout[-6000:]}\n{run.stderr[-2000:]}")
+    run_copy(nb, name, tmp_path, "on_kafka", "on Kafka 3.9", KAFKALAB_BACKEND="kafka")
     return kept
 
 
