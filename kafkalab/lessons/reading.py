@@ -51,9 +51,28 @@ def watermark_offsets(consumer: Consumer, topic: str, partition: int, timeout_s:
             return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s, cached=cached)
         except KafkaException as exc:
             err = exc.args[0]
-            if not (err.retriable() or err.code() in RETRIABLE_OFFSETS_ERRORS) or time.monotonic() - asked > timeout_s:
+            retriable = err.retriable() or err.code() in RETRIABLE_OFFSETS_ERRORS
+            if err.code() == KafkaError._UNKNOWN_PARTITION:
+                retriable = _leaderless(consumer, topic, partition)
+            if not retriable or time.monotonic() - asked > timeout_s:
                 raise
             time.sleep(0.2)
+
+
+def _leaderless(consumer: Consumer, topic: str, partition: int) -> bool:
+    """Whether ``partition`` exists but has no leader in fresh metadata (asked now, which also refreshes the client's
+    cache). librdkafka answers a watermark query with _UNKNOWN_PARTITION when its cached metadata shows the partition
+    with leader -1, as a broker reports it between a leader's death and the next election reaching its metadata cache,
+    and it would not ask again by itself; a partition that really does not exist is not retried."""
+    try:
+        found = consumer.list_topics(topic, timeout=5).topics.get(topic)
+    except KafkaException:
+        return True  # no broker answered yet: a failover, not a missing partition
+    if found is None:
+        return False
+    if found.error is not None:  # the topic itself without partitions yet, as a broker answers before its cache has it
+        return found.error.code() == KafkaError.LEADER_NOT_AVAILABLE
+    return partition in found.partitions
 
 
 def _consumer(kafka, logger=None, **overrides) -> Consumer:
