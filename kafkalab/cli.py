@@ -290,6 +290,8 @@ def format_status(snap, directory: str | None = None) -> str:
             f"{' (combined nodes: broker,controller)' if combined else ''} in KRaft mode, active controller"
             if kraft else f"{len(snap.brokers)} {snap.backend or ''} broker(s), controller")
     out.append(f"cluster{where}: {what} {_cell(snap.controller)}, bootstrap servers {snap.bootstrap_servers}")
+    if snap.metrics:   # Kafka's own metrics, summed over the brokers (kafkalab.viz.cluster_state.HEADLINE_METRICS)
+        out.append("metrics: " + ", ".join(f"{name} {int(value)}" for name, value in snap.metrics.items()))
     out.append("")
     out.append(_table(["broker", "address", "pid", "state", "registered", "controller"] + (["roles"] if kraft else []),
                       [[b.id, f"{b.host}:{b.port}", b.pid, b.state, "fenced" if b.fenced else b.registered,

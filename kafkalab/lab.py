@@ -118,6 +118,21 @@ class LabKafka:
         config.update({config_name(k): v for k, v in overrides.items()})
         return config
 
+    def metrics(self, names=None):
+        """Kafka's own metrics of the brokers this lesson talks to, under the names the Prometheus JMX exporter gives
+        them (``kafka_server_replicamanager_underreplicatedpartitions``): a pandas DataFrame with the columns broker,
+        metric, labels, value, time (:meth:`kafkalab.Cluster.metrics`, :meth:`kafkalab.MiniBroker.metrics`).
+        ``names``: a metric name or prefix, or a list of them. An external cluster's metrics are not known here:
+        they are served where its operators put them (the JMX exporter's port on each broker)."""
+        self._check_open()
+        if self.broker is not None:
+            return self.broker.metrics(names)
+        if self.cluster is not None:
+            return self.cluster.metrics(names)
+        raise RuntimeError("metrics() needs brokers kafkalab started (kafkalab.connect() without "
+                           "KAFKALAB_BOOTSTRAP_SERVERS, or `kafkalab up`): an external cluster's metrics are "
+                           "served where its operators put them, not known to the lab")
+
     def topics(self) -> list[str]:
         """Names of the topics the cluster has (internal ones like ``__consumer_offsets`` excluded)."""
         self._check_open()

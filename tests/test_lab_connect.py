@@ -157,3 +157,23 @@ def test_plot_log_draws_and_validates():
         plot_log([0, 1], labels=["a"])
     with pytest.raises(ValueError, match="at least one"):
         plot_log([])
+
+
+def test_metrics_of_the_embedded_broker_and_a_clear_refusal_for_an_external_cluster(monkeypatch):
+    with kafkalab.connect() as kafka:
+        topic = kafka.create_topic("lab-metrics")
+        producer = Producer(kafka.client_config())
+        for i in range(7):
+            producer.produce(topic, b"v")
+        assert producer.flush(10) == 0
+        frame = kafka.metrics("kafka_server_brokertopicmetrics_messagesin")
+        mine = frame[frame["labels"].map(lambda labels: labels.get("topic") == topic)]
+        assert mine["value"].tolist() == [7]
+        bootstrap = kafka.bootstrap_servers
+    monkeypatch.setenv(ENV_VAR, bootstrap)   # the same address, now as an external cluster nobody here started
+    external = kafkalab.connect()
+    try:
+        with pytest.raises(RuntimeError, match="external cluster"):
+            external.metrics()
+    finally:
+        external.close()

@@ -113,7 +113,19 @@ class Snapshot:
     groups: list[GroupInfo] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)         # what could not be read this time
     backend: str = ""
+    metrics: dict[str, float] = field(default_factory=dict)  # HEADLINE_METRICS summed over the brokers serving them
     taken_at: float = field(default_factory=time.time)
+
+
+#: Kafka's metrics the dashboard's header shows (the JMX exporter's names), each summed over the brokers: every
+#: broker counts the partitions it leads that are under-replicated; only the active controller counts offline
+#: partitions and has ActiveControllerCount 1 (so the sum is 1 in a healthy cluster, 0 with no controller).
+HEADLINE_METRICS = {
+    "kafka_server_replicamanager_underreplicatedpartitions": "UnderReplicatedPartitions",
+    "kafka_server_replicamanager_underminisrpartitioncount": "UnderMinIsrPartitionCount",
+    "kafka_controller_kafkacontroller_offlinepartitionscount": "OfflinePartitionsCount",
+    "kafka_controller_kafkacontroller_activecontrollercount": "ActiveControllerCount",
+}
 
 
 def _cluster_of(kafka):
@@ -168,6 +180,8 @@ class Collector:
             self._cluster_part(snap, topics, internal)
         else:
             self._metadata_part(snap, topics, internal)
+        if self.kind != EXTERNAL:
+            self._metrics_part(snap)
         if groups:
             try:
                 self._groups_part(snap)
@@ -277,6 +291,21 @@ class Collector:
                         p.high_watermark = offset
                     else:
                         p.leo[broker_id] = offset
+
+    def _metrics_part(self, snap: Snapshot) -> None:
+        """HEADLINE_METRICS from the brokers' metrics endpoints (none: real Kafka without the JMX exporter's agent)."""
+        source = self.cluster if self.cluster is not None else getattr(self.kafka, "broker", self.kafka)
+        if not hasattr(source, "metrics") or getattr(source, "metrics_url", True) is None:
+            return   # a cluster kafkalab only watches (its metrics are where its operators serve them), or none served
+        try:
+            frame = source.metrics(list(HEADLINE_METRICS))
+        except Exception as exc:   # noqa: BLE001 -- a broker serving no metrics, or one that died mid-scrape
+            snap.errors.append(f"metrics: {exc}")
+            return
+        # a KRaft node that is broker and controller at once serves both; exact names only (no prefix matches)
+        frame = frame[frame["metric"].isin(HEADLINE_METRICS)]
+        sums = frame.groupby("metric")["value"].sum()
+        snap.metrics = {label: float(sums[m]) for m, label in HEADLINE_METRICS.items() if m in sums.index}
 
     # -- consumer groups -------------------------------------------------------------------------------------
 

@@ -240,5 +240,20 @@ def groups_html(rows: list[GroupRow]) -> str:
 def header_html(snap: Snapshot) -> str:
     what = {EMBEDDED: "embedded mini broker (inside this kernel)", CLUSTER: f"local {snap.backend} cluster",
             EXTERNAL: "external cluster"}[snap.kind]
-    return (f"<b>kafkalab dashboard</b> — {what}, bootstrap servers <code>{html.escape(snap.bootstrap_servers)}"
+    head = (f"<b>kafkalab dashboard</b> — {what}, bootstrap servers <code>{html.escape(snap.bootstrap_servers)}"
             f"</code>, controller {_e(snap.controller)}")
+    return head + metrics_html(snap)
+
+
+def metrics_html(snap: Snapshot) -> str:
+    """A line of Kafka's own metrics (summed over the brokers) and the groups' total lag; a non-zero
+    under-replicated, under-min-ISR or offline count, or an active controller count other than 1, in red."""
+    parts = []
+    for name, value in snap.metrics.items():
+        bad = value != 1 if name == "ActiveControllerCount" else value > 0
+        text = f"{html.escape(name)} {int(value)}"
+        parts.append(f"<b style='color:{COLOURS['down']}'>{text}</b>" if bad else text)
+    lags = [g.total_lag for g in snap.groups if g.total_lag is not None]
+    if lags:
+        parts.append(f"consumer lag {sum(lags)}")
+    return f"<br><small>{' · '.join(parts)}</small>" if parts else ""

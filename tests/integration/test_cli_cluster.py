@@ -112,6 +112,9 @@ def test_up_status_break_and_down(up_dir):
     assert [row[1] for row in orders] == ["0", "1"] and all(row[5] == "10" for row in orders), status.stdout
     billing = [line.split() for line in lines if line.startswith("billing ")]
     assert billing and billing[0][3:8] == ["orders", "0", "4", "10", "6"], status.stdout
+    # Kafka's own metrics, summed over the brokers: healthy, one active controller
+    assert ("metrics: UnderReplicatedPartitions 0, UnderMinIsrPartitionCount 0, OfflinePartitionsCount 0, "
+            "ActiveControllerCount 1") in lines, status.stdout
 
     # break it from the terminal
     kill = kafkalab("kill", "2", "--dir", up_dir)

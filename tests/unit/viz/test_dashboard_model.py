@@ -98,3 +98,17 @@ def test_html_escapes_names():
     snap.partitions = [PartitionInfo("<script>", 0, 1, [1], [1], 0, {1: 0})]
     assert "<script>" not in m.partitions_html(m.partition_rows(snap))
     assert "&lt;script&gt;" in m.partitions_html(m.partition_rows(snap))
+
+
+def test_the_header_shows_kafkas_metrics_and_the_lag_bad_values_in_red():
+    snap = three_brokers()
+    assert "UnderReplicatedPartitions" not in m.header_html(snap)    # no metrics served: no line
+    snap.metrics = {"UnderReplicatedPartitions": 2.0, "OfflinePartitionsCount": 0.0, "ActiveControllerCount": 1.0}
+    snap.groups = [GroupInfo("g", "stable", [], [GroupOffset("t", 0, 3, 10), GroupOffset("t", 1, 5, 5)])]
+    line = m.metrics_html(snap)
+    assert "color:#d62728'>UnderReplicatedPartitions 2<" in line
+    assert "OfflinePartitionsCount 0" in line and "color:#d62728'>OfflinePartitionsCount" not in line
+    assert "color:#d62728'>ActiveControllerCount" not in line and "consumer lag 7" in line
+    snap.metrics["ActiveControllerCount"] = 0.0                     # no controller: red too
+    assert "color:#d62728'>ActiveControllerCount 0<" in m.metrics_html(snap)
+    assert m.metrics_html(snap) in m.header_html(snap)
