@@ -88,6 +88,9 @@ class Cluster(ClusterInspection, BrokerLifecycle, FaultControls):
     :mod:`~kafkalab.cluster.lifecycle`) and lab faults (:mod:`~kafkalab.cluster.fault_controls`).
     What it owns, and how that is stopped, is in :mod:`~kafkalab.cluster.resources`."""
 
+    #: the cluster's architecture, as :class:`~kafkalab.cluster.kraft.KRaftCluster` says ``"kraft"``
+    mode = "zookeeper"
+
     def __init__(self, brokers: int = 3, dir: str | None = None, backend="mini", host: str = "127.0.0.1",  # noqa: A002 - the public keyword
                  base_port: int | None = None, timeout_s: float = 30.0, wait: bool = True, **broker_configs):
         if brokers < 1:
