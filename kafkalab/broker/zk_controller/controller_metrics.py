@@ -5,7 +5,8 @@
   ``updateMetrics``), ``OfflinePartitionsCount`` (partitions with a leadership but no live leader, topics being
   deleted left out), ``PreferredReplicaImbalanceCount`` (partitions whose leader is not their first replica, topics
   being deleted left out), ``GlobalTopicCount`` and ``GlobalPartitionCount`` (partitions with a leadership), and
-  ``ActiveBrokerCount`` (live and shutting-down brokers). Kafka recomputes them after each controller event; here
+  ``ActiveBrokerCount`` (live and shutting-down brokers); ``FencedBrokerCount`` is always 0 (Kafka 3.9: no fencing
+  in ZooKeeper mode). Kafka recomputes them after each controller event; here
   they are computed from the controller's context when read;
 * ``kafka.controller:type=ControllerStats``: ``UncleanLeaderElectionsPerSec`` (a leader elected from outside the
   ISR) and one timer per controller state, timing the events of that state (Kafka's ``ControllerState``'s
@@ -64,3 +65,4 @@ def register_controller_gauges(controller, registry: MetricsRegistry) -> None:
     group.new_gauge("GlobalTopicCount", if_active(lambda ctx: len(ctx.all_topics)))
     group.new_gauge("GlobalPartitionCount", if_active(lambda ctx: len(ctx.leadership)))
     group.new_gauge("ActiveBrokerCount", if_active(lambda ctx: len(ctx.live_or_shutting_down_broker_ids)))
+    group.new_gauge("FencedBrokerCount", lambda: 0)   # Kafka 3.9: "always 0 in the ZK controller" (no fencing)
