@@ -196,3 +196,44 @@ def test_mini_broker_metrics_as_a_dataframe(tmp_path):
     with kafkalab.mini(log_dir=str(tmp_path / "c"), **{"kafkalab.metrics.port": -1}) as broker:
         with pytest.raises(RuntimeError, match="serves no metrics"):
             broker.metrics()
+
+
+def test_the_group_coordinators_gauges_count_its_groups_by_state_and_their_offsets(tmp_path):
+    """GroupMetadataManager's NumGroups, NumGroups<State> and NumOffsets against what ListGroups/DescribeGroups and
+    OffsetFetch answer: a stable group of one member with offsets on 2 partitions, then the member gone (Empty)."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    def gauges(broker):
+        frame = broker.metrics("kafka_coordinator_group_groupmetadatamanager_")
+        return {m.removeprefix("kafka_coordinator_group_groupmetadatamanager_"): v
+                for m, v in zip(frame["metric"], frame["value"])}
+
+    with kafkalab.mini(log_dir=str(tmp_path / "b"), **{"num.partitions": 2, **NO_RETENTION_CHECK}) as broker:
+        assert gauges(broker) == {"numoffsets": 0, "numgroups": 0, "numgroupspreparingrebalance": 0,
+                                  "numgroupscompletingrebalance": 0, "numgroupsstable": 0, "numgroupsdead": 0,
+                                  "numgroupsempty": 0}
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+        for i in range(4):
+            producer.produce("grouped", b"v", partition=i % 2)
+        assert producer.flush(10) == 0
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "billing",
+                             "auto.offset.reset": "earliest", "enable.auto.commit": False})
+        consumer.subscribe(["grouped"])
+        got = []
+        while len(got) < 4:
+            msg = consumer.poll(1.0)
+            if msg is not None and msg.error() is None:
+                got.append(msg)
+        consumer.commit(asynchronous=False)
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        state = admin.describe_consumer_groups(["billing"])["billing"].result(10).state.name
+        assert state == "STABLE"
+        live = gauges(broker)
+        assert live["numgroups"] == 1 and live["numgroupsstable"] == 1 and live["numgroupsempty"] == 0
+        committed = consumer.committed([TopicPartition("grouped", p) for p in (0, 1)], timeout=10)
+        assert live["numoffsets"] == sum(tp.offset >= 0 for tp in committed) == 2
+        consumer.close()   # LeaveGroup: no members, the offsets stay
+        empty = gauges(broker)
+        assert empty["numgroups"] == 1 and empty["numgroupsempty"] == 1 and empty["numgroupsstable"] == 0
+        assert empty["numoffsets"] == 2

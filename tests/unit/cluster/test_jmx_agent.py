@@ -58,6 +58,7 @@ SHAPES = [
     ("kafka.controller", "ControllerStats", "LeaderElectionRateAndTimeMs", {}),
     ("kafka.server", "DelayedOperationPurgatory", "PurgatorySize", {"delayedOperation": "Produce"}),
     ("kafka.cluster", "Partition", "UnderReplicated", {"topic": "my-topic.v1", "partition": "0"}),
+    ("kafka.coordinator.group", "GroupMetadataManager", "NumGroupsStable", {}),   # a dotted domain: '_' for '.'
 ]
 
 

@@ -28,7 +28,7 @@ RESERVOIR_SIZE = 1028
 PERCENTILES: tuple[tuple[str, float], ...] = (
     ("50", 0.50), ("75", 0.75), ("95", 0.95), ("98", 0.98), ("99", 0.99), ("999", 0.999))
 
-_GROUP = re.compile(r"kafka\.\w+")
+_GROUP = re.compile(r"kafka(\.\w+)+")   # kafka.server, kafka.coordinator.group
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 
 
@@ -47,7 +47,7 @@ class MetricName:
     @classmethod
     def of(cls, group: str, type_: str, name: str, tags: dict | None = None) -> "MetricName":
         if not isinstance(group, str) or not _GROUP.fullmatch(group):
-            raise ValueError(f"metric group must be 'kafka.<word>' (e.g. 'kafka.server'), not {group!r}")
+            raise ValueError(f"metric group must be 'kafka.<word>[.<word>...]' (e.g. 'kafka.server'), not {group!r}")
         for what, value in (("type", type_), ("name", name)):
             if not isinstance(value, str) or not _WORD.fullmatch(value):
                 raise ValueError(f"metric {what} must be a word (e.g. 'ReplicaManager'), not {value!r}")

@@ -87,6 +87,7 @@ import asyncio
 import logging
 
 from ...common.errors import ErrorCode, KafkaError
+from . import group_coordinator_metrics
 from .consumer_group import ConsumerGroup
 from .consumer_group_heartbeat import ConsumerGroupHeartbeats
 from .consumer_group_migration import ConsumerGroupMigration
@@ -128,6 +129,8 @@ class GroupCoordinator(JoinSyncHandlers, Rebalancing, MemberSessions, GroupOffse
         self.in_cluster: bool = broker.in_cluster
         self.owned_partitions: set[int] = set()
         self.loading_partitions: set[int] = set()
+        if broker.metrics is not None:
+            group_coordinator_metrics.register(self, broker.metrics)
 
     # -- lifecycle ------------------------------------------------------------
 
