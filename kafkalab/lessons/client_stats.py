@@ -20,7 +20,8 @@ Kafka's Java clients keep the same numbers as JMX metrics (``kafka.producer:type
     ...                       # produce, then producer.flush(); stats.wait_for_next()
     stats.broker_table()      # one row per broker: requests, round trip, queue time, throttle
     stats.topic_table()       # one row per topic: batches, bytes and records per batch
-    stats.frame()             # long form: t, source, metric, value (a plot per metric over time)
+    stats.frame()             # long form: t, source, metric, value
+    over_time(stats.series("rtt_ms_avg"), ylabel="round trip (ms)")   # kafkalab.viz.plots
 """
 from __future__ import annotations
 
@@ -85,6 +86,20 @@ class ClientStats:
             for name, topic in doc.get("topics", {}).items():
                 rows += _window_rows(t, f"topic {name}", topic, TOPIC_WINDOWS)
         return pd.DataFrame(rows, columns=["t", "source", "metric", "value"])
+
+    def series(self, metric: str) -> pd.DataFrame:
+        """One ``metric`` of :meth:`frame` (e.g. ``rtt_ms_avg``, ``waitresp_cnt``, ``batch_records_avg``) over time:
+        a column ``t`` and one column per source that has it, as ``kafkalab.viz.plots.over_time`` draws them. A
+        window that saw nothing has no value (a gap, not a 0)."""
+        frame = self.frame()
+        part = frame[frame["metric"] == metric]
+        if part.empty:
+            known = sorted(set(frame["metric"]))
+            raise KeyError(f"no {metric!r} in the statistics kept" + (f"; there are {', '.join(known)}" if known else
+                                                                     " (none came yet: wait_for_next)"))
+        wide = part.pivot_table(index="t", columns="source", values="value", aggfunc="last")
+        wide.columns = [str(c) for c in wide.columns]
+        return wide.reset_index()
 
     def broker_table(self) -> pd.DataFrame:
         """One row per broker over the whole run: requests sent (a counter since the client started), the most

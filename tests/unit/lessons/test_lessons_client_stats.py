@@ -64,3 +64,20 @@ def test_a_producer_against_a_mini_broker(shared_broker):
     assert brokers.iloc[0]["round trip ms (mean)"] > 0
     client = stats.frame().query("source == 'client' and metric == 'txmsgs'")["value"]
     assert client.iloc[-1] == 1000
+
+
+def test_a_series_over_time_is_what_over_time_draws():
+    from kafkalab.viz.plots import over_time
+    stats = ClientStats(100)
+    stats._on_stats(document(4, window(1, 1000), window(1, 100)))
+    stats._on_stats(document(7, window(0, 0), window(0, 0)))          # an empty window: a gap
+    stats._on_stats(document(9, window(2, 3000), window(2, 300)))
+    rtt = stats.series("rtt_ms_avg")
+    assert list(rtt.columns) == ["t", "broker 1"] and rtt["broker 1"].tolist() == [1.0, 3.0]
+    assert stats.series("tx")["broker 1"].tolist() == [4, 7, 9]
+    figure = over_time(rtt, ylabel="round trip (ms)")
+    assert len(figure.axes[0].lines) == 1
+    with pytest.raises(KeyError, match="no 'rtt' in the statistics kept; there are"):
+        stats.series("rtt")
+    with pytest.raises(KeyError, match="none came yet"):
+        ClientStats(100).series("tx")
