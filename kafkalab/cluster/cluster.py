@@ -293,7 +293,7 @@ def _refuse_a_running_cluster(directory: str) -> None:
 
 
 def cluster(brokers: int = 3, dir: str | None = None, backend: str = "mini", mode: str | None = None,  # noqa: A002 - the public keyword
-            metrics: bool = False, **broker_configs) -> Cluster:
+            metrics: bool | None = None, **broker_configs) -> Cluster:
     """Start a ZooKeeper and ``brokers`` broker processes; see :class:`Cluster` and the module docstring.
 
     Also accepted: ``host`` (default 127.0.0.1), ``base_port`` (broker i listens on base_port + i - 1;
@@ -306,19 +306,19 @@ def cluster(brokers: int = 3, dir: str | None = None, backend: str = "mini", mod
     :mod:`kafkalab.cluster.kraft`. Without ``mode``, ``$KAFKALAB_MODE`` chooses (as it does for
     ``kafkalab.connect(brokers=N)``), and ``"zookeeper"`` is the default.
 
-    ``metrics=True`` with ``backend="kafka"``: Apache Kafka's nodes serve their metrics too, under the mini broker's
-    names, through the Prometheus JMX exporter's agent (``kafkalab fetch-jmx-exporter``; off by default, see
-    docs/differences.md). Mini brokers and controllers always serve theirs."""
+    With ``backend="kafka"``, Apache Kafka's nodes serve their metrics too, under the mini broker's names, through the
+    Prometheus JMX exporter's agent once it is fetched (``kafkalab fetch-jmx-exporter``); ``metrics=True`` also warns
+    when it is not, ``metrics=False`` runs no agent. Mini brokers and controllers always serve theirs."""
     if mode is None:
         from .configs import mode_from_env
         mode = mode_from_env()
-    if metrics and backend == "kafka":
+    if metrics is not None and backend == "kafka":
         if mode == "kraft":
             from .kraft_config import KRaftBackend
-            backend = KRaftBackend(metrics=True)
+            backend = KRaftBackend(metrics=metrics)
         else:
             from .kafka_backend import KafkaBackend
-            backend = KafkaBackend(metrics=True)
+            backend = KafkaBackend(metrics=metrics)
     if mode == "kraft":
         from .kraft import kraft_cluster
         return kraft_cluster(brokers=brokers, dir=dir, backend=backend, **broker_configs)

@@ -65,6 +65,14 @@ def find_agent(warn: bool = True) -> Path | None:
     return jar
 
 
+def agent_for(metrics: bool | None) -> Path | None:
+    """A real-Kafka backend's agent jar: ``metrics=None`` (the default) the cached jar if it is fetched, silently
+    none if not; ``True`` the same with one warning when it is missing; ``False`` none."""
+    if metrics is False:
+        return None
+    return find_agent(warn=metrics is True)
+
+
 def javaagent_option(jar: Path | str, host: str, port: int, rules: Path | str = RULES) -> str:
     """``-javaagent:<jar>=<host>:<port>:<rules>``: the agent serving ``http://host:port/metrics``."""
     if not isinstance(port, int) or not 0 < port <= 65535:

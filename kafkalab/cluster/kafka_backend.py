@@ -33,7 +33,7 @@ import os
 import re
 import sys
 
-from .jmx_agent import find_agent, javaagent_option
+from .jmx_agent import agent_for, javaagent_option
 
 #: configs the cluster sets itself, per broker
 RESERVED = ("broker.id", "listeners", "advertised.listeners", "log.dirs", "log.dir", "zookeeper.connect")
@@ -126,7 +126,7 @@ class KafkaBackend:
     needs_fixed_port = True
 
     def __init__(self, kafka_home: str | None = None, heap_opts: str = "-Xms64m -Xmx256m",
-                 use_script: bool | None = None, metrics: bool = False):
+                 use_script: bool | None = None, metrics: bool | None = None):
         kafka_home = kafka_home or os.environ.get("KAFKA_HOME")
         if not kafka_home:
             from .distribution import cached
@@ -152,10 +152,10 @@ class KafkaBackend:
             use_script = os.name == "posix" and os.path.exists(self.start_script)
         self.use_script = use_script
         self.heap_opts = heap_opts
-        #: the Prometheus JMX exporter's agent jar (None: the brokers serve no metrics). Opt-in, ``metrics=True``: with
-        #: the agent on by default a CI run failed three real-Kafka lesson tests, not yet explained; without the jar
-        #: fetched (``kafkalab fetch-jmx-exporter``) it warns once
-        self.agent_jar = find_agent() if metrics else None
+        #: the Prometheus JMX exporter's agent jar (None: the brokers serve no metrics): ``metrics=None`` (the
+        #: default) runs it when it is fetched (``kafkalab fetch-jmx-exporter``), ``True`` also warns once when it is
+        #: not, ``False`` never runs it
+        self.agent_jar = agent_for(metrics)
 
     def javaagent(self, host: str, port: int) -> str | None:
         """The JVM option that serves the broker's metrics at ``http://host:port/metrics`` (None: no agent)."""

@@ -42,7 +42,7 @@ import os
 import uuid
 
 from .configs import LAB_DEFAULTS, LabDefault
-from .jmx_agent import find_agent, javaagent_option
+from .jmx_agent import agent_for, javaagent_option
 from .kafka_backend import KafkaDistributionError, _escape, config_value, kafka_version
 
 #: node ids of separate controllers: 3001, 3002, ... (brokers are 1..N), so that no id is shared
@@ -122,7 +122,7 @@ class KRaftBackend:
     needs_fixed_port = True
 
     def __init__(self, kafka_home: str | None = None, heap_opts: str = "-Xms64m -Xmx256m",
-                 controller_heap_opts: str = "-Xms32m -Xmx192m", metrics: bool = False):
+                 controller_heap_opts: str = "-Xms32m -Xmx192m", metrics: bool | None = None):
         if kafka_home is None:   # $KAFKA_HOME if it is a 4.x (a 3.x there is for the ZooKeeper mode), else the cache
             env_home = os.environ.get("KAFKA_HOME")
             if env_home and os.path.isdir(env_home) and _major(env_home) >= 4:
@@ -145,9 +145,8 @@ class KRaftBackend:
                 "(run 'kafkalab fetch-kafka 4'). Kafka 3.x runs in the lab's ZooKeeper mode (mode='zookeeper')")
         self.heap_opts = heap_opts
         self.controller_heap_opts = controller_heap_opts
-        #: the Prometheus JMX exporter's agent jar, in every node (None: no metrics). Opt-in, ``metrics=True``, as
-        #: ``KafkaBackend``'s
-        self.agent_jar = find_agent() if metrics else None
+        #: the Prometheus JMX exporter's agent jar, in every node (None: no metrics), chosen as ``KafkaBackend``'s
+        self.agent_jar = agent_for(metrics)
 
     def javaagent(self, host: str, port: int) -> str | None:
         """The JVM option that serves the node's metrics at ``http://host:port/metrics`` (None: no agent)."""

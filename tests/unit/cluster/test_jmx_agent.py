@@ -116,7 +116,7 @@ def test_the_agent_goes_on_the_java_command_line_or_into_kafka_opts(tmp_path, mo
     assert script.command("/s/b.properties", agent) == [script.start_script, "/s/b.properties"]
     assert script.env(1, str(tmp_path), agent)["KAFKA_OPTS"] == agent
     assert KafkaBackend(str(fake_kafka_home(tmp_path / "c")), metrics=False).javaagent("127.0.0.1", 9404) is None
-    assert KafkaBackend(str(fake_kafka_home(tmp_path / "d"))).agent_jar is None   # opt-in: off by default
+    assert KafkaBackend(str(fake_kafka_home(tmp_path / "d"))).agent_jar == jar   # on by default once fetched
 
 
 def test_without_the_jar_brokers_start_without_metrics_and_one_warning(tmp_path, monkeypatch):
@@ -129,6 +129,10 @@ def test_without_the_jar_brokers_start_without_metrics_and_one_warning(tmp_path,
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert KafkaBackend(home, metrics=True).agent_jar is None    # the warning is said once
+    monkeypatch.setattr(jmx_agent, "_warned", False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert KafkaBackend(home).agent_jar is None    # not asked for: no metrics, and no warning either
 
 
 def test_kraft_nodes_get_the_agent_too(tmp_path, monkeypatch):
