@@ -181,6 +181,10 @@ def test_dashboard_renders_and_its_kill_button_kills(jupyterlab, browser):
     with open(pids_file) as f:
         pids = {int(k): v for k, v in json.load(f).items()}
     assert alive(pids[2])
+    # Kafka's metrics in the header: one active controller, nothing under-replicated yet
+    header = wait_for(lambda: (lambda t: t if "ActiveControllerCount 1" in t else None)(
+        browser.find_element(By.CSS_SELECTOR, ".kafkalab-dashboard").text), 30, "the metrics line", browser)
+    assert "UnderReplicatedPartitions 0" in header and "OfflinePartitionsCount 0" in header
     shot(browser, "dashboard-before-kill.png")
 
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", kill2)
@@ -195,6 +199,9 @@ def test_dashboard_renders_and_its_kill_button_kills(jupyterlab, browser):
     assert not browser.find_element(By.CSS_SELECTOR, ".kafkalab-dashboard .kafkalab-kill-2").is_enabled()
     assert browser.find_element(By.CSS_SELECTOR, ".kafkalab-dashboard .kafkalab-restart-2").is_enabled()
     time.sleep(5)   # the session expires (4 s): the partitions' ISR shrink shows too
+    # ... and so does UnderReplicatedPartitions, summed over the two brokers left
+    wait_for(lambda: "UnderReplicatedPartitions 0" not in browser.find_element(
+        By.CSS_SELECTOR, ".kafkalab-dashboard").text, 30, "under-replicated partitions in the header", browser)
     shot(browser, "dashboard-after-kill.png")
     # the lab's Jupyter config turned the announcements plugin off: no news pop-up over the lesson
     assert "notified about official Jupyter news" not in browser.find_element(By.TAG_NAME, "body").text
