@@ -237,3 +237,55 @@ def test_the_group_coordinators_gauges_count_its_groups_by_state_and_their_offse
         empty = gauges(broker)
         assert empty["numgroups"] == 1 and empty["numgroupsempty"] == 1 and empty["numgroupsstable"] == 0
         assert empty["numoffsets"] == 2
+
+
+def test_client_quota_metrics_are_the_quota_managers_and_what_the_client_was_told(tmp_path):
+    """kafka.server:type=Produce,client-id=C (byte-rate, throttle-time), as Kafka's ClientQuotaManager: a producer
+    flat out over its quota; the byte rate the broker measured is near the quota while it is throttled, and
+    throttle-time is the mean of the throttle times the client was told (librdkafka's throttle_cb)."""
+    import math
+    import time
+
+    from confluent_kafka import Producer
+
+    from kafkalab.tools.client_quotas import alter_client_quotas
+
+    quota = 200_000
+    with kafkalab.mini(log_dir=str(tmp_path / "q"), **{"quota.window.num": 3, "quota.window.size.seconds": 1},
+                       **NO_RETENTION_CHECK) as broker:
+        assert broker.metrics("kafka_server_produce_").empty            # no quota yet: no sensor
+        alter_client_quotas(broker.bootstrap_servers, {"client-id": "slow"}, {"producer_byte_rate": quota})
+        told, rates = [], []
+        p = Producer({"bootstrap.servers": broker.bootstrap_servers, "client.id": "slow", "linger.ms": 5,
+                      "queue.buffering.max.kbytes": 256, "throttle_cb": lambda ev: told.append(ev.throttle_time)})
+        start = last = time.monotonic()
+        while time.monotonic() - start < 6:
+            try:
+                p.produce("quota-metrics", b"x" * 1000)
+            except BufferError:
+                p.poll(0.01)
+            p.poll(0)
+            if time.monotonic() - last > 0.5 and time.monotonic() - start > 2:
+                last = time.monotonic()
+                df = broker.metrics("kafka_server_produce_byte_rate")
+                rates += [row.value for row in df.itertuples() if row.labels == {"client_id": "slow"}]
+        p.flush(30)
+        df = broker.metrics(["kafka_server_produce_byte_rate", "kafka_server_produce_throttle_time"])
+        values = {(row.metric, tuple(sorted(row.labels.items()))): row.value for row in df.itertuples()}
+        assert set(values) == {("kafka_server_produce_byte_rate", (("client_id", "slow"),)),
+                               ("kafka_server_produce_throttle_time", (("client_id", "slow"),))}
+        positive = [t * 1000 for t in told if t > 0]
+        assert positive
+        history = broker.call(lambda: [t for h in broker.server.quotas.throttles.values() for _, t in h])
+        throttle_time = values[("kafka_server_produce_throttle_time", (("client_id", "slow"),))]
+        assert throttle_time == pytest.approx(sum(history) / len(history))              # the broker's own throttles
+        assert throttle_time == pytest.approx(sum(positive) / len(positive), rel=0.02)  # and what the client heard
+        rates.sort()
+        assert rates and 0.5 * quota < rates[len(rates) // 2] < 2 * quota, rates         # the median, near the quota
+        # another client: measured (producer quotas are on), never throttled
+        other = Producer({"bootstrap.servers": broker.bootstrap_servers, "client.id": "other"})
+        other.produce("quota-metrics", b"y" * 100)
+        other.flush(30)
+        df = broker.metrics("kafka_server_produce_")
+        others = {row.metric: row.value for row in df.itertuples() if row.labels == {"client_id": "other"}}
+        assert others["kafka_server_produce_byte_rate"] > 0 and math.isnan(others["kafka_server_produce_throttle_time"])

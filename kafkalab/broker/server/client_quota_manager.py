@@ -47,6 +47,26 @@ enforcement (KIP-599: accepted and stored, not enforced); old clients are muted
 after the response like new ones, where Kafka delays the response to clients
 older than KIP-219.
 
+**Metrics** (Kafka's ``ClientQuotaManager.getOrCreateQuotaSensors``): once a quota of a kind is set anywhere
+(``quotasEnabled``), every client's request of that kind is recorded on the sensors of its *quota entity*, the
+tags ``user`` and ``client-id`` that :meth:`ClientQuotaManager.quota_metric_tags` picks (a client no quota
+applies to is measured too, against no bound); the first record creates two metrics in the broker's registry,
+as Kafka's ``JmxReporter`` names them (a tag with an empty value left out):
+
+``kafka.server:type=Produce|Fetch|Request,user=U,client-id=C``
+    ``byte-rate`` (``request-time`` for Request): the :class:`Rate` measured against the quota, per second
+    (Request: percent of one thread);
+    ``throttle-time``: the :class:`Avg` of the throttle times (ms) given for this quota, recorded by
+    :meth:`ClientQuotaManager.throttle` only for the quota that decided a response's throttle (``KafkaApis``:
+    the bandwidth quota's if its throttle is strictly longer, else the request quota's), over Kafka's default
+    metric window (``metrics.num.samples=2`` × ``metrics.sample.window.ms=30000``); NaN while none was recorded.
+
+Simplified: sensors are not expired after an hour without requests (Kafka's
+``InactiveSensorExpirationTimeSeconds``), and when quotas change the rates start over (Kafka changes the bound
+of a sensor in place) where ``throttle-time`` keeps its samples; user and client id go into the MBean name
+unsanitized (Kafka URL-encodes the user, ``Sanitizer``, and ``JmxReporter`` quotes a value with ``,=:*?``);
+a Produce with ``acks=0`` is recorded on the request quota too (Kafka skips it).
+
 **A consumer's Fetch**, as in Kafka's ``KafkaApis.handleFetchRequest``: its size
 is capped at what the quota allows at once, ``quota * (quota.window.num - 1) *
 quota.window.size.seconds`` (``getMaxValueInQuotaWindow``); the response's bytes
@@ -81,6 +101,15 @@ QUOTA_KEYS = {
     REQUEST_PERCENTAGE: ({"user", "client-id"}, False),
     CONTROLLER_MUTATION_RATE: ({"user", "client-id"}, False),
 }
+#: quota key -> Kafka's QuotaType (the metric group) and the name of the metric it is measured by
+QUOTA_METRICS = {
+    PRODUCER_BYTE_RATE: ("Produce", "byte-rate"),
+    CONSUMER_BYTE_RATE: ("Fetch", "byte-rate"),
+    REQUEST_PERCENTAGE: ("Request", "request-time"),
+}
+#: Kafka's MetricConfig defaults for a sensor given no config of its own (the broker's ``metrics.num.samples``,
+#: ``metrics.sample.window.ms``): the window of ``throttle-time``'s Avg
+METRIC_SAMPLES, METRIC_WINDOW_MS = 2, 30_000
 USER, CLIENT_ID = "user", "client-id"
 ANONYMOUS = "ANONYMOUS"
 DEFAULT = "<default>"          # how ZooKeeper names the default entity
@@ -135,6 +164,42 @@ class Rate:
         return sum(s[1] for s in self.samples) / (self.window_size(now_ms) / 1000)
 
 
+class Avg:
+    """Kafka's ``Avg`` over a ``SampledStat``: the mean of the values recorded in the kept samples, NaN if none.
+
+    As Kafka's: ``samples`` + 1 samples of ``window_ms`` in a ring; a sample whose last event is as old as all the
+    windows (``samples * window_ms``) is reset when measured."""
+
+    def __init__(self, samples: int = METRIC_SAMPLES, window_ms: int = METRIC_WINDOW_MS):
+        self.samples_n = samples
+        self.window_ms = window_ms
+        self.samples: list[list[float]] = []      # [start_ms, sum, count, last_event_ms]
+        self.current = 0
+
+    def record(self, value: float, now_ms: float) -> None:
+        if not self.samples:
+            self.samples.append([now_ms, 0.0, 0, now_ms])
+        sample = self.samples[self.current]
+        if now_ms - sample[0] >= self.window_ms:          # complete: advance in the ring
+            self.current = (self.current + 1) % (self.samples_n + 1)
+            if self.current >= len(self.samples):
+                self.samples.append([now_ms, 0.0, 0, now_ms])
+            else:
+                self.samples[self.current][:] = [now_ms, 0.0, 0, now_ms]
+            sample = self.samples[self.current]
+        sample[1] += value
+        sample[2] += 1
+        sample[3] = now_ms
+
+    def measure(self, now_ms: float) -> float:
+        expire = self.samples_n * self.window_ms
+        for sample in self.samples:
+            if now_ms - sample[3] >= expire:
+                sample[:] = [now_ms, 0.0, 0, now_ms]
+        count = sum(s[2] for s in self.samples)
+        return sum(s[1] for s in self.samples) / count if count else math.nan
+
+
 class ClientQuotaManager:
     """Every quota of one broker, and the rates measured against them."""
 
@@ -149,8 +214,12 @@ class ClientQuotaManager:
         self.quotas: dict[Entity, dict[str, float]] = {}
         #: (quota key, user tag, client tag) -> Rate
         self.sensors: dict[tuple[str, str, str], Rate] = {}
+        #: (quota key, user tag, client tag) -> Avg of the throttle times given (the throttle-time metric)
+        self.throttle_times: dict[tuple[str, str, str], Avg] = {}
         #: (quota key, user tag, client tag) -> [(time.time(), throttle ms)], the last ones (notebooks, tests)
         self.throttles: dict[tuple[str, str, str], list] = {}
+        #: the sensors whose metrics are in the broker's registry
+        self._registered: set[tuple[str, str, str]] = set()
         if log_dir is not None and not self.in_cluster:
             self._load_file()
 
@@ -185,19 +254,81 @@ class ClientQuotaManager:
                 return values[key], tags
         return None
 
+    def quota_metric_tags(self, key: str, user: str, client_id: str) -> tuple[float, tuple[str, str]] | None:
+        """Kafka's ``DefaultQuotaCallback.quotaMetricTags`` and ``quotaLimit``: the bound (inf if no quota applies)
+        and the (user, client id) tags of the sensor a client is measured on; None while no quota of ``key`` is
+        set at all (Kafka's ``quotasEnabled`` is false: nothing is recorded)."""
+        shapes = {frozenset(t for t, _ in entity) for entity, values in self.quotas.items() if key in values}
+        if not shapes:
+            return None
+        found = self.find_quota(key, user, client_id)
+        if found is not None:
+            return found
+        # quotaTypesEnabled: with quotas on one kind of entity only, the tags are that kind's
+        if shapes == {frozenset({USER})}:
+            return math.inf, (user, "")
+        if shapes == {frozenset({USER, CLIENT_ID})}:
+            return math.inf, (user, client_id)
+        return math.inf, ("", client_id)
+
+    def _sensor(self, key: str, tags: tuple[str, str]) -> Rate:
+        """Kafka's ``getOrCreateQuotaSensors``: the quota sensor (its throttle-time sensor and both metrics too)."""
+        sensor_key = (key, *tags)
+        rate = self.sensors.get(sensor_key)
+        if rate is None:
+            rate = self.sensors[sensor_key] = Rate(self.samples, self.window_ms)
+        if sensor_key not in self.throttle_times:
+            self.throttle_times[sensor_key] = Avg()
+        if sensor_key not in self._registered:
+            self._register_metrics(sensor_key)
+        return rate
+
+    def _register_metrics(self, sensor_key: tuple[str, str, str]) -> None:
+        registry = getattr(self.broker, "metrics", None)
+        if registry is None or sensor_key[0] not in QUOTA_METRICS:
+            return
+        from ..common.metrics import MetricName
+        quota_type, rate_name = QUOTA_METRICS[sensor_key[0]]
+        tags = {USER: sensor_key[1], CLIENT_ID: sensor_key[2]}
+        registry.new_gauge(MetricName.of_kafka_metric("kafka.server", quota_type, rate_name, tags),
+                           lambda: self.measure(sensor_key))
+        registry.new_gauge(MetricName.of_kafka_metric("kafka.server", quota_type, "throttle-time", tags),
+                           lambda: self.measure_throttle_time(sensor_key))
+        self._registered.add(sensor_key)
+
+    def measure(self, sensor_key: tuple[str, str, str], now_ms: float | None = None) -> float:
+        """The ``byte-rate`` (``request-time``) metric: the sensor's rate now; 0 since quotas changed."""
+        rate = self.sensors.get(sensor_key)
+        return 0.0 if rate is None else rate.measure(time.monotonic() * 1000 if now_ms is None else now_ms)
+
+    def measure_throttle_time(self, sensor_key: tuple[str, str, str], now_ms: float | None = None) -> float:
+        """The ``throttle-time`` metric: the mean throttle time given in its window, NaN if none."""
+        avg = self.throttle_times.get(sensor_key)
+        return math.nan if avg is None else avg.measure(time.monotonic() * 1000 if now_ms is None else now_ms)
+
+    def throttle(self, key: str, client_id: str | None, throttle_ms: int, now_ms: float | None = None,
+                 user: str = ANONYMOUS) -> None:
+        """Kafka's ``ClientQuotaManager.throttle``: a response of the client's is throttled for ``throttle_ms`` by
+        the ``key`` quota; recorded on its throttle-time sensor (the muting itself is the socket server's)."""
+        if throttle_ms <= 0:
+            return
+        found = self.quota_metric_tags(key, user, client_id or "")
+        if found is None:
+            return
+        self._sensor(key, found[1])
+        self.throttle_times[(key, *found[1])].record(throttle_ms, time.monotonic() * 1000 if now_ms is None else now_ms)
+
     def record_and_get_throttle_ms(self, key: str, client_id: str | None, value: float,
                                    now_ms: float | None = None, user: str = ANONYMOUS) -> int:
         """Record ``value`` against the client's ``key`` quota; the throttle time in ms (0 within it)."""
         client_id = client_id or ""
-        found = self.find_quota(key, user, client_id)
+        found = self.quota_metric_tags(key, user, client_id)
         if found is None:
             return 0
         bound, tags = found
         now_ms = time.monotonic() * 1000 if now_ms is None else now_ms
         sensor_key = (key, *tags)
-        rate = self.sensors.get(sensor_key)
-        if rate is None:
-            rate = self.sensors[sensor_key] = Rate(self.samples, self.window_ms)
+        rate = self._sensor(key, tags)
         rate.record(value, now_ms)
         observed = rate.measure(now_ms)
         if observed <= bound:
@@ -217,20 +348,24 @@ class ClientQuotaManager:
         if api in EXEMPT_APIS or from_follower:
             return 0
         now_ms = time.monotonic() * 1000
-        throttle = self.record_and_get_throttle_ms(REQUEST_PERCENTAGE, client_id, handler_s * 100, now_ms)
+        request = self.record_and_get_throttle_ms(REQUEST_PERCENTAGE, client_id, handler_s * 100, now_ms)
+        bandwidth, bandwidth_key = 0, None
         if api == "Produce":
-            throttle = max(throttle, self.record_and_get_throttle_ms(PRODUCER_BYTE_RATE, client_id, request_bytes,
-                                                                     now_ms))
+            bandwidth_key = PRODUCER_BYTE_RATE
+            bandwidth = self.record_and_get_throttle_ms(PRODUCER_BYTE_RATE, client_id, request_bytes, now_ms)
         elif api == "Fetch":
-            throttle = max(throttle, self.record_and_get_throttle_ms(CONSUMER_BYTE_RATE, client_id, response_bytes,
-                                                                     now_ms))
-            if throttle:   # the response goes out empty (KafkaApis): its bytes were never sent (Kafka's
-                self.unrecord(CONSUMER_BYTE_RATE, client_id, response_bytes, now_ms)   # unrecordQuotaSensor)
+            bandwidth_key = CONSUMER_BYTE_RATE
+            bandwidth = self.record_and_get_throttle_ms(CONSUMER_BYTE_RATE, client_id, response_bytes, now_ms)
+            if max(request, bandwidth):   # the response goes out empty (KafkaApis): its bytes were never sent
+                self.unrecord(CONSUMER_BYTE_RATE, client_id, response_bytes, now_ms)   # (unrecordQuotaSensor)
+        throttle = max(request, bandwidth)
+        if throttle:   # KafkaApis: requestHelper.throttle(quotas.<the quota that decided>, ...)
+            self.throttle(bandwidth_key if bandwidth > request else REQUEST_PERCENTAGE, client_id, throttle, now_ms)
         return throttle
 
     def unrecord(self, key: str, client_id: str | None, value: float, now_ms: float, user: str = ANONYMOUS) -> None:
         """Take back ``value`` recorded at ``now_ms`` (a negative record, as Kafka's ``unrecordQuotaSensor``)."""
-        found = self.find_quota(key, user, client_id or "")
+        found = self.quota_metric_tags(key, user, client_id or "")
         rate = self.sensors.get((key, *found[1])) if found is not None else None
         if rate is not None:
             rate.record(-value, now_ms)

@@ -160,3 +160,46 @@ def test_kraft_nodes_get_the_agent_too(tmp_path, monkeypatch):
     assert cmd[-3:] == [agent, "kafka.Kafka", "/s/node-3001.properties"]
     without = KRaftBackend(str(fake_kafka_home(tmp_path / "b", "4.0.0", script=False)), metrics=False)
     assert jmx_agent.javaagent_for(without, node) is None and node.metrics_url is None
+
+
+def export_kafka_metric(name: MetricName) -> tuple[str, dict] | None:
+    """(sample name, labels) the rules give a Kafka metric's MBean (``kafka.server:type=T,k=v...``, no name=) and
+    attribute ``name.name``, or None."""
+    props = ", ".join([f"type={name.type}"] + [f"{k}={v}" for k, v in name.tags])
+    text = f"{name.group}<{props}><>{name.name}: 1.0"
+    for rule in RULES["rules"]:
+        m = re.match(f"^.*(?:{rule['pattern']}).*$", text)
+        if m:
+            sample = _sub(rule["name"], m)
+            sample = sample.lower() if RULES["lowercaseOutputName"] else sample
+            return _safe(sample), {_sub(k, m): _sub(v, m) for k, v in (rule.get("labels") or {}).items()}
+    return None
+
+
+QUOTA_SHAPES = [   # ClientQuotaManager's metric tags: user and client id, user only, client id only (JmxReporter
+    {"user": "ANONYMOUS", "client-id": "reporter"},   # leaves an empty tag out of the MBean name)
+    {"user": "ANONYMOUS"},
+    {"client-id": "reporter"},
+]
+
+
+@pytest.mark.parametrize("quota_type,attribute", [("Produce", "byte-rate"), ("Fetch", "byte-rate"),
+                                                  ("Request", "request-time"), ("Produce", "throttle-time"),
+                                                  ("Fetch", "throttle-time"), ("Request", "throttle-time")])
+@pytest.mark.parametrize("tags", QUOTA_SHAPES)
+def test_the_rules_give_the_client_quota_metrics_the_mini_broker_s_names(quota_type, attribute, tags):
+    from kafkalab.broker.common.metrics.prometheus import prometheus_samples
+    metric = MetricName.of_kafka_metric("kafka.server", quota_type, attribute, tags)
+    got = export_kafka_metric(metric)
+    assert got is not None, f"no rule matches {metric}"
+    assert got[0] == f"kafka_server_{quota_type.lower()}_{attribute.replace('-', '_')}"
+    [family] = prometheus_samples([(metric, "gauge", 2.5)])
+    [sample] = family.samples
+    assert (sample.name, sample.labels) == got
+
+
+def test_other_kafka_metrics_of_the_quota_types_are_not_exported():
+    for text in ("kafka.server<type=Produce><>queue-size: 0",
+                 "kafka.server<type=Request><>exempt-request-time: 0",
+                 "kafka.server<type=Produce, client-id=c><>byte-total: 1"):
+        assert not any(re.match(f"^.*(?:{r['pattern']}).*$", text) for r in RULES["rules"]), text

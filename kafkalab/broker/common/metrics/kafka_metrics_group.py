@@ -60,16 +60,18 @@ class MetricName:
         return cls(group, type_, name, items)
 
     @classmethod
-    def of_kafka_metric(cls, group: str, type_: str, name: str) -> "MetricName":
-        """A Kafka metric (``Metrics.metricName(name, group)`` in Kafka's code, e.g. ``KafkaRaftMetrics``'):
-        the MBean ``group:type=type_`` with the attribute ``name``."""
-        checked = cls.of(group, type_, name)
-        return cls(checked.group, checked.type, checked.name, (), kafka_metric=True)
+    def of_kafka_metric(cls, group: str, type_: str, name: str, tags: dict | None = None) -> "MetricName":
+        """A Kafka metric (``Metrics.metricName(name, group[, tags])`` in Kafka's code, e.g. ``KafkaRaftMetrics``'):
+        the MBean ``group:type=type_[,tag=value...]`` with the attribute ``name``. Tags keep their order and one
+        with an empty value is left out, as Kafka's ``JmxReporter.getMBeanName`` does (a client quota's
+        ``kafka.server:type=Produce,user=ANONYMOUS,client-id=p1`` or, for a client-id quota, ``...,client-id=p1``)."""
+        checked = cls.of(group, type_, name, tags)
+        return cls(checked.group, checked.type, checked.name, checked.tags, kafka_metric=True)
 
     @property
     def mbean_name(self) -> str:
         if self.kafka_metric:
-            return f"{self.group}:type={self.type}"
+            return ",".join([f"{self.group}:type={self.type}"] + [f"{k}={v}" for k, v in self.tags])
         return ",".join([f"{self.group}:type={self.type}", f"name={self.name}"] + [f"{k}={v}" for k, v in self.tags])
 
     def __str__(self) -> str:

@@ -15,6 +15,10 @@ MBean (attribute)                                      Prometheus sample
 ``kafka.X:type=T,name=N[,k=v...]`` (99thPercentile)    ``kafka_x_t_n{...,quantile="0.99"}``
 ``kafka.server:type=T`` (``a-b``), a Kafka metric      ``kafka_server_t_a_b`` gauge (``kafka-kraft-3_0_0.yml``'s rules
                                                        for raft-metrics: ``kafka_server_raft_metrics_current_leader``)
+``kafka.server:type=T,k=v[,k2=v2]`` (``a-b``)          ``kafka_server_t_a_b{k="v",...}`` gauge, label names made safe
+                                                       (kafkalab's rules for the client quota metrics:
+                                                       ``kafka.server:type=Produce,user=U,client-id=C`` (byte-rate) ->
+                                                       ``kafka_server_produce_byte_rate{user="U",client_id="C"}``)
 ``kafka.server:type=raft-metrics`` (current-state)     ``kafka_server_raft_metrics_current_state_info{state="leader"}``
                                                        1 (a string: the other string-valued Kafka metrics are left
                                                        out, as the exporter leaves out what no rule matches)
@@ -122,7 +126,7 @@ def prometheus_samples(values: Snapshot) -> list[Metric]:
         return fam
 
     for name, kind, value in values:
-        labels = dict(name.tags)
+        labels = {_safe(k): v for k, v in name.tags}   # a Kafka metric's client-id tag: the label client_id
         doc = name.mbean_name if name.kafka_metric else f"{name.group}:type={name.type},name={name.name}"
         if kind == "info":   # kafka-kraft-3_0_0.yml: current-state: ([a-z]+) -> ..._current_state_info{state=$1} 1
             info = prometheus_name(name) + "_info"

@@ -1,7 +1,11 @@
 """ClientQuotaManager on its own: Kafka's sampled rate, throttle time, precedence and filters."""
+import math
+import time
+
 import pytest
 
-from kafkalab.broker.server.client_quota_manager import ClientQuotaManager, Rate, entity_of, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE
+from kafkalab.broker.server.client_quota_manager import (Avg, ClientQuotaManager, Rate, entity_of, PRODUCER_BYTE_RATE,
+                                                         REQUEST_PERCENTAGE)
 
 
 def test_rate_assumes_at_least_n_minus_1_full_windows():
@@ -122,3 +126,84 @@ def test_a_throttled_fetch_is_taken_back_and_fetches_are_capped(tmp_path):
     rate = m.sensors[(CONSUMER_BYTE_RATE, "", "c")]
     assert sum(s[1] for s in rate.samples) == 1500
     assert m.throttle_for_request("Fetch", "c", 100, 10**6, 0.0, True) == 0          # a follower: exempt
+
+
+# -- metrics: kafka.server:type=Produce|Fetch|Request,user=..,client-id=.. (Kafka's ClientQuotaManager sensors) ----
+
+class _Broker:
+    """What ClientQuotaManager reads of a broker, with a metrics registry."""
+    in_cluster = False
+
+    def __init__(self, log_dir, samples=11):
+        from kafkalab.broker.common.metrics import MetricsRegistry
+        self.config = {"quota.window.num": samples, "quota.window.size.seconds": 1}
+        self.log_dir = str(log_dir)
+        self.metrics = MetricsRegistry()
+
+
+def _metric(broker, quota_type, name, **tags):
+    from kafkalab.broker.common.metrics import MetricName
+    tags = {k.replace("_", "-"): v for k, v in tags.items()}
+    metric = broker.metrics.get(MetricName.of_kafka_metric("kafka.server", quota_type, name, tags))
+    return None if metric is None else metric.value
+
+
+def test_no_sensor_and_no_metric_until_a_quota_of_the_kind_is_set(tmp_path):
+    broker = _Broker(tmp_path)
+    m = ClientQuotaManager(broker)
+    assert m.throttle_for_request("Produce", "p", 10_000, 0, 0.001, False) == 0
+    assert len(broker.metrics) == 0 and m.sensors == {}              # quotasEnabled is false: nothing recorded
+    m._set(entity_of([("client-id", "p")]), {PRODUCER_BYTE_RATE: 1000})
+    m.throttle_for_request("Produce", "other", 500, 0, 0.001, False)
+    # every client is measured once producer quotas are on, a client no quota applies to against no bound;
+    # client-id quotas only: the tags are ("", client id), so the MBean has no user
+    assert _metric(broker, "Produce", "byte-rate", client_id="other") == pytest.approx(500 / 10, rel=0.05)
+    assert math.isnan(_metric(broker, "Produce", "throttle-time", client_id="other"))   # Avg of nothing
+    assert _metric(broker, "Request", "request-time", client_id="other") is None     # no request quota is set
+    assert _metric(broker, "Fetch", "byte-rate", client_id="other") is None
+
+
+def test_byte_rate_and_throttle_time_are_the_quota_managers_own_rate_and_throttles(tmp_path):
+    broker = _Broker(tmp_path, samples=3)
+    m = ClientQuotaManager(broker)
+    m._set(entity_of([("client-id", "p")]), {PRODUCER_BYTE_RATE: 1000})
+    given = [m.throttle_for_request("Produce", "p", 1500, 0, 0.0, False) for _ in range(4)]
+    assert given[0] == 0 and all(t > 0 for t in given[1:])           # 1500 B over >= 2 s is within; then over
+    key = (PRODUCER_BYTE_RATE, "", "p")
+    now_ms = time.monotonic() * 1000
+    assert _metric(broker, "Produce", "byte-rate", client_id="p") == pytest.approx(m.sensors[key].measure(now_ms),
+                                                                                   rel=0.05)
+    assert [t for _, t in m.throttles[key]] == given[1:]               # the throttles the responses carried
+    assert _metric(broker, "Produce", "throttle-time", client_id="p") == pytest.approx(sum(given[1:]) / 3)
+
+
+def test_throttle_time_is_recorded_for_the_quota_that_decided(tmp_path):
+    broker = _Broker(tmp_path)
+    m = ClientQuotaManager(broker)
+    m._set(entity_of([("client-id", "p")]), {PRODUCER_BYTE_RATE: 1000, REQUEST_PERCENTAGE: 1})
+    throttle = m.throttle_for_request("Produce", "p", 100, 0, 1.0, False)    # 1 s of handler time: 100 % > 1 %
+    assert throttle == 1000                                                   # capped at one window
+    assert _metric(broker, "Request", "throttle-time", client_id="p") == 1000
+    assert math.isnan(_metric(broker, "Produce", "throttle-time", client_id="p"))   # the byte rate was within
+    assert _metric(broker, "Request", "request-time", client_id="p") == pytest.approx(100 / 10, rel=0.01)  # % / s
+
+
+def test_user_quota_tags_and_the_avg_window(tmp_path):
+    broker = _Broker(tmp_path)
+    m = ClientQuotaManager(broker)
+    m._set(entity_of([("user", "ANONYMOUS")]), {PRODUCER_BYTE_RATE: 10})
+    m.throttle_for_request("Produce", "a", 1000, 0, 0.0, False)
+    assert _metric(broker, "Produce", "byte-rate", user="ANONYMOUS") > 10    # shared by every client of the user
+    assert _metric(broker, "Produce", "byte-rate", client_id="a") is None
+
+
+def test_avg_is_kafkas_sampled_mean():
+    a = Avg(samples=2, window_ms=30_000)
+    assert math.isnan(a.measure(0))
+    a.record(100, 0)
+    a.record(300, 1_000)
+    assert a.measure(1_000) == 200
+    a.record(600, 40_000)                       # a second sample
+    assert a.measure(40_000) == pytest.approx(1000 / 3)
+    assert a.measure(61_000) == 600             # the first sample's last event is 60 s old: reset
+    assert math.isnan(a.measure(100_000))

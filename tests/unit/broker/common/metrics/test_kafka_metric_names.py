@@ -48,3 +48,19 @@ def test_current_state_is_an_info_sample_other_strings_are_left_out_and_numbers_
     assert "kafka_server_raft_metrics_commit_latency_max NaN" in text
     state[0] = "follower"
     assert 'kafka_server_raft_metrics_current_state_info{state="follower"} 1.0' in scrape(registry)
+
+
+def test_a_kafka_metric_with_tags_names_its_mbean_as_jmx_reporter_and_its_labels_safely():
+    name = MetricName.of_kafka_metric("kafka.server", "Produce", "byte-rate", {"user": "ANONYMOUS", "client-id": "p1"})
+    assert name.mbean_name == "kafka.server:type=Produce,user=ANONYMOUS,client-id=p1"
+    assert str(name) == "kafka.server:type=Produce,user=ANONYMOUS,client-id=p1 byte-rate"
+    assert MetricName.of_kafka_metric("kafka.server", "Produce", "byte-rate", {"user": "", "client-id": "p1"}) \
+        .mbean_name == "kafka.server:type=Produce,client-id=p1"     # an empty tag is left out (JmxReporter)
+    assert prometheus_name(name) == "kafka_server_produce_byte_rate"
+    registry = MetricsRegistry()
+    registry.new_gauge(name, lambda: 1234.5)
+    registry.new_gauge(MetricName.of_kafka_metric("kafka.server", "Produce", "throttle-time", {"client-id": "p1"}),
+                       lambda: math.nan)
+    text = scrape(registry)
+    assert 'kafka_server_produce_byte_rate{client_id="p1",user="ANONYMOUS"} 1234.5' in text
+    assert 'kafka_server_produce_throttle_time{client_id="p1"} NaN' in text
