@@ -40,7 +40,7 @@ def drill():
     d.metrics["B"] = pd.concat([scrape("before", healthy()), scrape("during", {
         2: {URP: 2, ACTIVE: 1}, 3: {URP: 1, ACTIVE: 0}})], ignore_index=True)
     d.metrics["C"] = pd.concat([scrape("before", healthy()), scrape("during", {
-        1: {URP: 0, ACTIVE: 1, lab.THROTTLE: 2500.0}, 2: {URP: 0, ACTIVE: 0}, 3: {URP: 0, ACTIVE: 0}})],
+        1: {URP: 0, ACTIVE: 1, lab.THROTTLE: 2500.0, "kafka_server_produce_byte_rate": float("nan")}, 2: {URP: 0, ACTIVE: 0}, 3: {URP: 0, ACTIVE: 0}})],
         ignore_index=True)
     d._truth = {"A": ("stuck follower", 2), "B": ("dead controller", 1), "C": ("quota", None)}
     return d
@@ -59,6 +59,7 @@ def test_the_table_has_a_row_per_phase_and_broker_and_a_silent_broker_is_named()
     # request): 0 in the table
     assert during.loc[2, "Produce throttle-time (ms, largest client)"] == 0
     assert drill().table("C").loc[("during", 1), "Produce throttle-time (ms, largest client)"] == 2500.0
+    assert drill().table("C").loc[("during", 1), "Produce byte-rate (B/s, largest client)"] == 0   # NaN: none measured
     with pytest.raises(KeyError, match="no incident 'D'"):
         drill().table("D")
 

@@ -45,8 +45,12 @@ SIGNALS = {
     "kafka_server_replicamanager_isrshrinks_total": "IsrShrinks (count)",
     "kafka_server_replicamanager_leadercount": "LeaderCount",
     "kafka_server_produce_throttle_time": "Produce throttle-time (ms, largest client)",
+    "kafka_server_produce_byte_rate": "Produce byte-rate (B/s, largest client)",
 }
 THROTTLE = "kafka_server_produce_throttle_time"
+#: per client: the largest over a broker's clients, 0 where none is measured (Kafka creates a client's quota sensors at
+#: its first request once a quota is set) or none was throttled in the window (Kafka's Avg is NaN then)
+PER_CLIENT = (THROTTLE, "kafka_server_produce_byte_rate")
 
 
 @dataclass
@@ -74,9 +78,12 @@ class Drill:
                 row = {"phase": phase, "broker": broker, "serving metrics": not mine.empty}
                 for metric, column in SIGNALS.items():
                     values = mine[mine["metric"] == metric]["value"]
-                    row[column] = (values.max() if metric == THROTTLE else values.sum()) if not mine.empty else None
-                    if metric == THROTTLE and not mine.empty and values.empty:
-                        row[column] = 0.0   # no client has been throttled on this broker: Kafka has no series yet
+                    if mine.empty:
+                        row[column] = None
+                    elif metric in PER_CLIENT:
+                        row[column] = float(values.fillna(0).max()) if not values.empty else 0.0
+                    else:
+                        row[column] = values.sum()
                 rows.append(row)
         return pd.DataFrame(rows).set_index(["phase", "broker"])
 
@@ -242,8 +249,9 @@ HINTS = {
     "stuck follower": "every broker still serves its metrics, and UnderReplicatedPartitions went up on the leaders of "
                       "the partitions the stuck broker follows (their IsrShrinks count too); the stuck one is the "
                       "broker whose own partitions stayed fully replicated",
-    "quota": "nothing is under-replicated and every broker is there; the leader's Produce throttle-time (the average "
-             "throttle it gave a client id) went from 0 to seconds",
+    "quota": "nothing is under-replicated and every broker is there; a leader's Produce throttle-time (the average "
+             "throttle it gave a client id over the last minute) rose from before to during, and that client's "
+             "byte-rate is at its quota",
     "dead controller": "one broker stopped serving metrics at all, and ActiveControllerCount moved from it to another "
                        "broker (the sum stays 1: one active controller)",
 }
