@@ -152,3 +152,46 @@ def test_kraft_broker_and_controller_serve_their_metrics(tmp_path):
         assert RM + "partitioncount" in served["broker"]
         assert RM + "partitioncount" not in served["controller"]
         assert KC + "activecontrollercount" in served["controller"]
+
+
+def _over_a_quota(cluster, seconds=3.0):
+    """A producer with client id "q" flat out against a 100 kB/s client-id quota; the throttle times it was told,
+    then the client quota samples of the brokers."""
+    import time
+    from kafkalab.tools.client_quotas import alter_client_quotas
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic("quota", 1, 1)])["quota"].result(30)
+    alter_client_quotas(cluster.bootstrap_servers, {"client-id": "q"}, {"producer_byte_rate": 100_000})
+    time.sleep(1)   # Kafka's brokers apply it when ZooKeeper notifies them
+    told = []
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "client.id": "q", "linger.ms": 5,
+                         "queue.buffering.max.kbytes": 256, "throttle_cb": lambda ev: told.append(ev.throttle_time)})
+    start = time.monotonic()
+    while time.monotonic() - start < seconds:
+        try:
+            producer.produce("quota", b"x" * 1000)
+        except BufferError:
+            producer.poll(0.01)
+        producer.poll(0)
+    producer.flush(30)
+    df = cluster.metrics(["kafka_server_produce_byte_rate", "kafka_server_produce_throttle_time"])
+    return [t for t in told if t > 0], df
+
+
+def test_the_client_quota_metrics_have_the_same_names_on_kafka(tmp_path):
+    """kafka.server:type=Produce,client-id=q (byte-rate, throttle-time) through kafkalab's rules on a Kafka 3.9
+    broker: the names and labels a mini broker serves for the same quota, values of the same kind."""
+    fetch_jmx_exporter()
+    backend = KafkaBackend(str(fetch_kafka("3.9")), metrics=True)
+    results = {}
+    for name, kwargs in (("mini", {}), ("kafka", {"backend": backend})):
+        with kafkalab.cluster(1, dir=str(tmp_path / name), **kwargs) as c:
+            results[name] = _over_a_quota(c)
+    for name, (told, df) in results.items():
+        assert told, name
+        got = {(r.metric, tuple(sorted(r.labels.items()))): r.value for r in df.itertuples()}
+        assert set(got) == {("kafka_server_produce_byte_rate", (("client_id", "q"),)),
+                            ("kafka_server_produce_throttle_time", (("client_id", "q"),))}, name
+        assert got[("kafka_server_produce_byte_rate", (("client_id", "q"),))] > 0, name
+        assert got[("kafka_server_produce_throttle_time", (("client_id", "q"),))] > 0, name
