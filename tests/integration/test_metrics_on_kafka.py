@@ -152,6 +152,13 @@ def test_kraft_broker_and_controller_serve_their_metrics(tmp_path):
         assert RM + "partitioncount" in served["broker"]
         assert RM + "partitioncount" not in served["controller"]
         assert KC + "activecontrollercount" in served["controller"]
+        # the Raft client's metrics under the mini controllers' names, and the leader they say is the quorum's
+        raft = c.metrics("kafka_server_raft_metrics_")
+        names = set(raft[raft["roles"] == "controller"]["metric"])
+        assert {"kafka_server_raft_metrics_current_leader", "kafka_server_raft_metrics_current_epoch",
+                "kafka_server_raft_metrics_high_watermark"} <= names, names
+        leader = raft[(raft["roles"] == "controller") & (raft["metric"] == "kafka_server_raft_metrics_current_leader")]
+        assert leader["value"].tolist() == [c.quorum().attrs["leader_id"]]
 
 
 def _over_a_quota(cluster, seconds=3.0):

@@ -203,3 +203,15 @@ def test_other_kafka_metrics_of_the_quota_types_are_not_exported():
                  "kafka.server<type=Request><>exempt-request-time: 0",
                  "kafka.server<type=Produce, client-id=c><>byte-total: 1"):
         assert not any(re.match(f"^.*(?:{r['pattern']}).*$", text) for r in RULES["rules"]), text
+
+
+@pytest.mark.parametrize("attribute", ["current-leader", "current-epoch", "high-watermark", "commit-latency-avg",
+                                       "log-end-offset"])
+def test_the_rules_give_raft_metrics_the_mini_controllers_names(attribute):
+    from kafkalab.broker.common.metrics.prometheus import prometheus_samples
+    metric = MetricName.of_kafka_metric("kafka.server", "raft-metrics", attribute)
+    got = export_kafka_metric(metric)
+    assert got == (f"kafka_server_raft_metrics_{attribute.replace('-', '_')}", {})
+    [family] = prometheus_samples([(metric, "gauge", 7.0)])
+    [sample] = family.samples
+    assert (sample.name, sample.labels) == got
