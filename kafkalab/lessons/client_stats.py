@@ -73,7 +73,7 @@ class ClientStats:
 
     def frame(self) -> pd.DataFrame:
         """Every kept value: ``t`` (s), ``source`` (``client``, ``broker <id>`` or ``topic <name>``), ``metric``,
-        ``value``. Windows give ``<name>_avg``, ``<name>_p99``, ``<name>_max`` and ``<name>_cnt``."""
+        ``value``. Windows give ``<name>_avg``, ``<name>_p99``, ``<name>_max``, ``<name>_sum`` and ``<name>_cnt``."""
         rows = []
         for t, doc in self.snapshots:
             rows += [(t, "client", f, doc[f]) for f in CLIENT_FIELDS if f in doc]
@@ -103,8 +103,8 @@ class ClientStats:
 
     def broker_table(self) -> pd.DataFrame:
         """One row per broker over the whole run: requests sent (a counter since the client started), the most
-        in flight at once (as the documents caught it), round trip, queue time and throttle (mean, weighted by
-        each window's count as one long window would have it, and the worst window's p99)."""
+        in flight at once (as the documents caught it), round trip, queue time and throttle (the mean over every
+        window, as one long window would have it: their sums over their counts; and the worst window's p99)."""
         return self._table("broker", (("rtt_ms", "round trip ms"), ("queue_time_ms", "queue time ms"),
                                       ("throttle_ms", "throttle ms")),
                            lambda by: {"requests": _last(by.get("tx")), "max in flight": _max(by.get("waitresp_cnt"))})
@@ -121,7 +121,7 @@ class ClientStats:
             by = {m: g["value"] for m, g in part.groupby("metric")}
             row = first_columns(by)
             for name, label in windows:
-                mean = _weighted_mean(by.get(f"{name}_avg"), by.get(f"{name}_cnt"))
+                mean = _mean(by.get(f"{name}_sum"), by.get(f"{name}_cnt"))
                 if mean is not None:
                     row[f"{label} (mean)"] = round(mean, 3)
                     row[f"{label} (p99, worst window)"] = round(float(by[f"{name}_p99"].max()), 3)
@@ -139,7 +139,7 @@ def _window_rows(t, source, fields, windows) -> list:
         if not w or not w.get("cnt"):
             continue
         scale = 1000.0 if field in MICROSECONDS else 1.0
-        rows += [(t, source, f"{name}_{stat}", w[stat] / scale) for stat in ("avg", "p99", "max")]
+        rows += [(t, source, f"{name}_{stat}", w[stat] / scale) for stat in ("avg", "p99", "max", "sum")]
         rows.append((t, source, f"{name}_cnt", w["cnt"]))
     return rows
 
@@ -152,7 +152,9 @@ def _max(series) -> int:
     return 0 if series is None or series.empty else int(series.max())
 
 
-def _weighted_mean(means, counts):
-    if means is None or counts is None or counts.sum() == 0:
+def _mean(sums, counts):
+    """The mean over every window: their sums over their counts (librdkafka's ``avg`` of a window is an integer from
+    its histogram's buckets, approximate; ``sum`` and ``cnt`` are exact)."""
+    if sums is None or counts is None or counts.sum() == 0:
         return None
-    return float((means.to_numpy() * counts.to_numpy()).sum() / counts.sum())
+    return float(sums.sum() / counts.sum())
