@@ -177,7 +177,7 @@ def test_lesson_02_steps_without_fault_injection_hold_on_kafka(tmp_path):
     paused brokers, producer and request quotas, on Kafka's own brokers: lesson 02 minus the cells tagged
     kafkalab-only, with a cell that checks the brokers really are Kafka's."""
     kept = _without_kafkalab_only(
-        "notebooks/02_producer_acks_and_batching.ipynb", 17,
+        "notebooks/02_producer_acks_and_batching.ipynb", 15,
         'assert cluster.backend.name == "kafka" and "kafka.Kafka" in psutil.Process(int(cluster.brokers["pid"][0])).cmdline()',
         tmp_path)
     assert not any("inject_fault" in c.source for c in kept if c.cell_type == "code"), \
