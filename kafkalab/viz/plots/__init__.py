@@ -18,19 +18,22 @@ broker id (:func:`broker_colour`) and per partition (:func:`partition_colour`), 
 partition 3 has the same colour in every lesson.
 
 The helpers live in small modules — :mod:`.style` (the look, colours), :mod:`.counts` (bars),
-:mod:`.latency`, :mod:`.timelines` (failover, lag, series over time) and :mod:`.logs` (segments,
-compaction) — and are all importable from here: ``from kafkalab.viz.plots import failover_timeline``.
+:mod:`.latency`, :mod:`.timelines` (failover, lag, series over time), :mod:`.metrics` (a broker metric over time,
+one line per broker) and :mod:`.logs` (segments, compaction) — and are all importable from here:
+``from kafkalab.viz.plots import failover_timeline``.
 """
 from .counts import bars, records_per_partition
 from .failovers import failover_comparison
 from .latency import latency_distributions, throughput_latency
 from .logs import compacted_log, segments_over_time
+from .metrics import metrics_over_time
 from .style import (BROKER_COLOURS, GRID, HIGH_WATERMARK, HIGHLIGHT, PARTITION_COLOURS, PASTEL, SIZES, STYLE,
                     broker_colour, new_figure, partition_colour, styled)
 from .timelines import failover_timeline, lag_over_time, over_time
 
 __all__ = ["records_per_partition", "latency_distributions", "failover_timeline", "segments_over_time",
            "compacted_log", "failover_comparison", "lag_over_time", "throughput_latency", "bars", "over_time",
+           "metrics_over_time",
            "new_figure", "styled",
            "partition_colour", "broker_colour", "STYLE", "SIZES", "PASTEL", "PARTITION_COLOURS", "BROKER_COLOURS",
            "GRID", "HIGHLIGHT", "HIGH_WATERMARK"]

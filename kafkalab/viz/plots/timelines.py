@@ -25,6 +25,16 @@ def _events(events):
     return out
 
 
+def _mark_events(axes, events, labelled) -> None:
+    """Each ``(t, label)`` of ``events`` as a grey dotted vertical line on every axes of ``axes``, its label
+    written along the line at the top of ``labelled`` (the plots over time share this look)."""
+    for when, label in events:
+        for ax in axes:
+            ax.axvline(when, color="grey", ls=":")
+        labelled.annotate(label, (when, 1), xycoords=("data", "axes fraction"), xytext=(-2, -4),
+                          textcoords="offset points", fontsize=8, rotation=90, va="top", ha="right")
+
+
 def failover_timeline(timeline, *, events=(), title: str | None = None, shade=None) -> Figure:
     """One partition through a failover: its leader, its ISR size, and its offsets over time.
 
@@ -84,11 +94,7 @@ def failover_timeline(timeline, *, events=(), title: str | None = None, shade=No
         ax_offsets.set_ylabel("offset (records)")
         ax_offsets.set_xlabel("time (s)")
         ax_offsets.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
-        for when, label in events:
-            for ax in (ax_leader, ax_isr, ax_offsets):
-                ax.axvline(when, color="grey", ls=":")
-            ax_offsets.annotate(label, (when, 1), xycoords=("data", "axes fraction"), xytext=(-2, -4),
-                                textcoords="offset points", fontsize=8, rotation=90, va="top", ha="right")
+        _mark_events((ax_leader, ax_isr, ax_offsets), events, ax_offsets)
         if shade is not None:
             t0, t1 = (float(x) for x in shade)
             for ax in (ax_leader, ax_isr, ax_offsets):
