@@ -40,7 +40,8 @@ def drill():
     d.metrics["B"] = pd.concat([scrape("before", healthy()), scrape("during", {
         2: {URP: 2, ACTIVE: 1}, 3: {URP: 1, ACTIVE: 0}})], ignore_index=True)
     d.metrics["C"] = pd.concat([scrape("before", healthy()), scrape("during", {
-        1: {URP: 0, ACTIVE: 1, lab.THROTTLE: 2500.0, "kafka_server_produce_byte_rate": float("nan")}, 2: {URP: 0, ACTIVE: 0}, 3: {URP: 0, ACTIVE: 0}})],
+        1: {URP: 0, ACTIVE: 1, lab.THROTTLE: 2500.0, "kafka_server_produce_byte_rate": float("nan")},
+        2: {URP: 0, ACTIVE: 0}, 3: {URP: 0, ACTIVE: 0}})],
         ignore_index=True)
     d._truth = {"A": ("stuck follower", 2), "B": ("dead controller", 1), "C": ("quota", None)}
     return d
@@ -70,7 +71,8 @@ def test_the_right_diagnosis_passes(capsys):
 
 
 @pytest.mark.parametrize("wrong, said", [
-    ({"A": ("quota", None)}, "it was not a quota. Look again at drill.table('A'): in a quota, nothing is under-replicated"),
+    ({"A": ("quota", None)},
+     "it was not a quota. Look again at drill.table('A'): in a quota, nothing is under-replicated"),
     ({"B": ("stuck follower", 1)}, "in a stuck follower, every broker still serves its metrics"),
     ({"A": ("stuck follower", 1)}, "right kind; the broker is wrong"),
     ({"C": ("quota", 1)}, "no broker (None): a quota is a client's"),
