@@ -58,6 +58,7 @@ SHAPES = [
     ("kafka.controller", "ControllerStats", "LeaderElectionRateAndTimeMs", {}),
     ("kafka.server", "DelayedOperationPurgatory", "PurgatorySize", {"delayedOperation": "Produce"}),
     ("kafka.cluster", "Partition", "UnderReplicated", {"topic": "my-topic.v1", "partition": "0"}),
+    ("kafka.server", "ReplicaFetcherManager", "MaxLag", {"clientId": "Replica"}),
 ]
 
 
