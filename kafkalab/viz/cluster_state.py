@@ -85,7 +85,7 @@ class GroupOffset:
 
     @property
     def lag(self) -> int | None:
-        """end - committed, not capped at 0, None if either is missing (:func:`kafkalab.tools.consumer_groups.lag_of`)."""
+        """end - committed, not capped at 0; None if either is missing (``consumer_groups.lag_of``)."""
         from ..tools.consumer_groups import lag_of
         return lag_of(self.committed, self.end)
 
