@@ -17,7 +17,8 @@ replica's **log end offset** of that replica (ListOffsets, see
 :mod:`kafkalab.cluster.offsets`), and consumer groups come from the admin API:
 ListGroups, DescribeGroups and OffsetFetch; a group's **lag** on a partition
 is the partition's end offset minus the group's committed offset, as
-``kafka-consumer-groups.sh --describe`` computes it.
+``kafka-consumer-groups.sh --describe`` computes it (the requests and the arithmetic are
+:mod:`kafkalab.tools.consumer_groups`'s, which also gives the tool's table).
 
 The snapshot is plain data (dataclasses), so that what the dashboard shows can
 be tested without a cluster: see :mod:`kafkalab.viz.dashboard_model`.
@@ -84,9 +85,9 @@ class GroupOffset:
 
     @property
     def lag(self) -> int | None:
-        if self.committed is None or self.end is None:
-            return None
-        return max(0, self.end - self.committed)
+        """end - committed, not capped at 0; None if either is missing (``consumer_groups.lag_of``)."""
+        from ..tools.consumer_groups import lag_of
+        return lag_of(self.committed, self.end)
 
 
 @dataclass
@@ -310,8 +311,7 @@ class Collector:
     # -- consumer groups -------------------------------------------------------------------------------------
 
     def _groups_part(self, snap: Snapshot) -> None:
-        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-        from confluent_kafka.admin import OffsetSpec
+        from ..tools.consumer_groups import committed_offsets, end_offsets
         admin = self.admin()
         t = self.timeout_s
         listed = admin.list_consumer_groups(request_timeout=t).result(t * 2)
@@ -335,10 +335,7 @@ class Collector:
                        for m in d.members]
             group = GroupInfo(gid, state, members)
             try:
-                fetched = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(gid)],
-                                                            request_timeout=t)[gid].result(t * 2)
-                committed = {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None)
-                             for tp in fetched.topic_partitions}
+                committed = committed_offsets(admin, gid, t)
             except Exception as exc:   # noqa: BLE001
                 snap.errors.append(f"group {gid} offsets: {exc}")
                 committed = {}
@@ -347,14 +344,7 @@ class Collector:
             ends = dict(end_known)
             if missing:
                 try:
-                    futures = admin.list_offsets({TopicPartition(tp, p): OffsetSpec.latest() for tp, p in missing},
-                                                 request_timeout=t)
-                    for tp, fut in futures.items():
-                        try:
-                            offset = fut.result(t * 2).offset
-                            ends[(tp.topic, tp.partition)] = offset if offset >= 0 else None
-                        except Exception:   # noqa: BLE001 -- its leader is down: no end offset
-                            pass
+                    ends.update({k: v for k, v in end_offsets(admin, missing, t).items() if v is not None})
                 except Exception as exc:   # noqa: BLE001
                     snap.errors.append(f"group {gid} end offsets: {exc}")
             group.offsets = [GroupOffset(tp, p, committed.get((tp, p)), ends.get((tp, p))) for tp, p in keys]

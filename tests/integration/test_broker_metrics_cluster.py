@@ -9,6 +9,7 @@ ISR meters must move as the ISRs did.
 from __future__ import annotations
 
 import functools
+import time
 import uuid
 
 import pandas as pd
@@ -25,8 +26,11 @@ WAIT_S = 60
 MIN_ISR = 3   # = the replication factor: one replica down puts every partition of the topic under min ISR
 # a follower that stops fetching while there are new records leaves the ISR after replica.lag.time.max.ms (the
 # leader shrinks it: an ISR shrink), well before its ZooKeeper session expires (then the controller would remove it)
+# replica.fetch.max.bytes=1: a follower fetches one batch per Fetch (Kafka returns the first batch whatever its
+# size), so that catching up takes many fetches and its MaxLag shows between them
 LAB = {"zookeeper.session.timeout.ms": 6000, "replica.lag.time.max.ms": 1500,
-       "leader.imbalance.check.interval.seconds": 3600}
+       "leader.imbalance.check.interval.seconds": 3600, "replica.fetch.max.bytes": 1}
+MAX_LAG = "kafka_server_replicafetchermanager_maxlag"
 
 wait_until = functools.partial(cluster_helpers.wait_until, timeout=WAIT_S, interval=0.3)
 
@@ -166,3 +170,58 @@ def test_metrics_follow_the_cluster_through_failures(tmp_path):
                            "another broker to be the active controller, as the metrics say")
         assert sum(moved["got"][b]["kafka_controller_kafkacontroller_activecontrollercount"] for b in moved["got"]) == 1
         assert controller not in moved["got"]
+
+        # a follower paused while records are written: MaxLag (kafka.server:type=ReplicaFetcherManager,
+        # name=MaxLag,clientId=Replica) is the largest max(0, leader's high watermark - fetch offset) its fetchers
+        # saw in a fetch response (AbstractFetcherThread.processFetchResponse): above 0 while it catches up
+        max_lag_of_follower_caught_up(cluster, admin, f"lagging-{uuid.uuid4().hex[:6]}")
+
+
+def max_lag_of(url: str) -> float:
+    from kafkalab.cluster.metrics import scrape
+    return next(v for name, labels, v in scrape(url) if name == MAX_LAG and labels == {"clientId": "Replica"})
+
+
+def max_lag_of_follower_caught_up(cluster, admin, topic: str) -> None:
+    # a topic of its own with min.insync.replicas 1: the lag is measured against the high watermark, which a leader
+    # does not move while its ISR is under min.insync.replicas (maybeIncrementLeaderHW): under the first topic's
+    # min ISR of 3 a paused follower's MaxLag stays 0 however far behind the log end it is
+    admin.create_topics([NewTopic(topic, 1, 2)], operation_timeout=30)[topic].result(60)
+    partition = 0
+    row = wait_until(lambda: next((r for r in cluster.describe(topic).to_dict("records")
+                                   if pd.notna(r["leader"]) and len(r["isr"]) == 2), None),
+                     f"{topic} led, with 2 replicas in sync")
+    leader = int(row["leader"])
+    follower = next(int(b) for b in row["isr"] if int(b) != leader)
+    url = next(b["metrics_url"] for b in cluster_helpers.broker_states(cluster) if b["id"] == follower)
+    wait_until(lambda: max_lag_of(url) == 0, f"broker {follower}'s MaxLag 0 (caught up)")
+
+    fault = cluster.inject_fault(follower, "pause_replication", duration_s=WAIT_S, topic=topic, partition=partition)
+    # one record per batch (batch.num.messages=1): catching up takes one fetch per record
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": 1, "linger.ms": 0,
+                         "batch.num.messages": 1})
+    records = 400
+    for i in range(records):
+        producer.produce(topic, b"while the follower is paused", partition=partition)
+        producer.poll(0)
+    assert producer.flush(WAIT_S) == 0
+    wait_until(lambda: follower not in isr_of(cluster, topic, partition),
+               f"broker {follower} out of partition {partition}'s ISR (the high watermark goes on without it)")
+    # as in Kafka, a partition's lag is set when a fetch response for it is processed: none comes while paused
+    assert max_lag_of(url) == 0
+    paused = next(r for r in cluster.describe(topic).to_dict("records") if int(r["partition"]) == partition)
+
+    assert cluster.clear_faults(follower, fault["id"]) == 1
+    seen = []   # scraped as fast as it goes while the follower catches up, one batch per fetch
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline and not (seen and seen[-1] == 0 and max(seen) > 0):
+        seen.append(max_lag_of(url))
+    assert max(seen) > 0, (paused, seen[:5], len(seen))
+    assert max(seen) <= records
+    wait_until(lambda: follower in isr_of(cluster, topic, partition) and max_lag_of(url) == 0,
+               f"broker {follower} back in the ISR with MaxLag 0")
+
+
+def isr_of(cluster, topic: str, partition: int) -> list[int]:
+    row = next(r for r in cluster.describe(topic).to_dict("records") if int(r["partition"]) == partition)
+    return [int(b) for b in row["isr"]]

@@ -39,6 +39,16 @@ epoch, and the leader says if and where they diverge.
 Simplified: Fetch v12 with topic names and no fetch sessions (every request
 is a full fetch); no quotas or throttling; no tiered storage.
 
+Metrics (Kafka's ``AbstractFetcherManager`` and ``FetcherLagStats``): each fetcher keeps a partition's lag,
+``max(0, leader's high watermark in the fetch response - our next fetch offset)``, set when a response for it is
+processed (``processFetchResponse``; after an out-of-range reset: 0 if we truncated to the leader's end, else
+the leader's end offset minus where we fetch from) and dropped when the partition is removed; the manager's gauges
+``kafka.server:type=ReplicaFetcherManager,name=MaxLag,clientId=Replica`` (the largest lag of any fetcher's
+partitions, 0 without any) and ``FailedPartitionsCount`` (:func:`register_metrics`). As in Kafka, a partition
+that gets no fetch response keeps its last lag (a paused follower's lag does not grow while it fetches nothing;
+it shows once it fetches again and is behind). Not here: ``MinFetchRate``, ``DeadThreadCount`` and the
+per-partition ``FetcherLagMetrics`` ``ConsumerLag`` gauges.
+
 Lab hook (not in Kafka): a ``pause_replication`` fault (:mod:`kafkalab.broker.server.faults`)
 holds the partitions it covers back from the fetch (and drops their data from a
 fetch already out), checked every 100 ms, so that a follower stops replicating for
@@ -109,6 +119,8 @@ class ReplicaFetcherThread:
         self._wakeup = asyncio.Event()
         self.task: asyncio.Task | None = None
         self.fetches = 0   # responses processed (tests and notebooks)
+        #: Kafka's ``fetcherLagStats``: partition -> its lag at the last response processed for it
+        self.lag_stats: dict[tuple[str, int], int] = {}
 
     @property
     def replica_manager(self):
@@ -125,6 +137,7 @@ class ReplicaFetcherThread:
     def remove_partitions(self, keys) -> None:
         for key in keys:
             self.partitions.pop(key, None)
+            self.lag_stats.pop(key, None)   # fetcherLagStats.unregister
 
     async def shutdown(self) -> None:
         if self.task is not None:
@@ -204,6 +217,7 @@ class ReplicaFetcherThread:
                 partition = self.replica_manager.partitions.get(key)
                 if partition is None:
                     self.partitions.pop(key, None)
+                    self.lag_stats.pop(key, None)
                     continue
                 error = p.error_code
                 try:
@@ -241,6 +255,8 @@ class ReplicaFetcherThread:
                 state.fetch_offset = info.last_offset + 1
                 latest = log_.leader_epoch_cache.latest_epoch
                 state.last_fetched_epoch = latest if latest is not None else -1
+        # Kafka: lag = max(0, partitionData.highWatermark - nextOffset), nextOffset past what was appended
+        self.lag_stats[(partition.topic, partition.index)] = max(0, p.high_watermark - state.fetch_offset)
         partition.update_follower_high_watermark(p.high_watermark)
         leader_start = p.log_start_offset
         if 0 <= leader_start <= log_.high_watermark and leader_start > log_.log_start_offset:
@@ -294,6 +310,7 @@ class ReplicaFetcherThread:
                             partition.name, leo, leader_end)
                 partition.truncate_to(leader_end)
                 state.fetch_offset = log_.log_end_offset   # below leader_end if that fell inside a batch
+                self.lag_stats[(partition.topic, partition.index)] = 0
             else:
                 leader_start = await self._list_offset(partition, state, EARLIEST_TIMESTAMP)
                 if leader_start > leo:
@@ -301,12 +318,34 @@ class ReplicaFetcherThread:
                                 self.name, partition.name, leo, leader_start)
                     partition.truncate_fully_and_start_at(leader_start)
                 state.fetch_offset = max(leader_start, leo)
+                self.lag_stats[(partition.topic, partition.index)] = leader_end - state.fetch_offset   # initialLag
             latest = log_.leader_epoch_cache.latest_epoch
             state.last_fetched_epoch = latest if latest is not None else -1
             return True
         except (LookupError, ConnectionError, OSError, asyncio.TimeoutError) as exc:
             log.info("%s: could not look up the leader's offsets for %s: %s", self.name, partition.name, exc)
             return False
+
+
+def register_metrics(rm, registry) -> None:
+    """``kafka.server:type=ReplicaFetcherManager,...,clientId=Replica``: ``MaxLag`` and ``FailedPartitionsCount``
+    of ``rm``'s (the ReplicaManager's) fetcher manager, 0 while it has none (Kafka creates it with the
+    ReplicaManager; here it comes with the first partition followed)."""
+    from ..common.metrics import KafkaMetricsGroup
+    group = KafkaMetricsGroup(registry, "kafka.server", "ReplicaFetcherManager")
+    tags = {"clientId": "Replica"}
+
+    def max_lag() -> int:
+        manager = rm.replica_fetcher_manager
+        if manager is None:
+            return 0
+        return max((lag for f in list(manager.fetchers.values()) for lag in list(f.lag_stats.values())), default=0)
+
+    def failed() -> int:
+        manager = rm.replica_fetcher_manager
+        return len(manager.failed_partitions) if manager is not None else 0
+    group.new_gauge("MaxLag", max_lag, tags)
+    group.new_gauge("FailedPartitionsCount", failed, tags)
 
 
 class ReplicaFetcherManager:

@@ -63,6 +63,7 @@ from ..common.topic import INTERNAL_TOPICS
 from ..log.log import LogAppendInfo
 from ..network.request_channel import current_remote_time
 from .replica_fetcher_thread import InitialFetchState, ReplicaFetcherManager
+from .replica_fetcher_thread import register_metrics as register_fetcher_metrics
 from .replica_manager_metrics import AlterPartitionListener
 
 log = logging.getLogger(__name__)
@@ -119,6 +120,7 @@ class ReplicaManager:
         if registry is not None:
             self.broker_topic_stats = BrokerTopicStats(registry)
             self.alter_partition_listener = replica_manager_metrics.register(self, registry)
+            register_fetcher_metrics(self, registry)
 
     @property
     def config(self):

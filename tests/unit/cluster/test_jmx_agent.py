@@ -59,6 +59,7 @@ SHAPES = [
     ("kafka.server", "DelayedOperationPurgatory", "PurgatorySize", {"delayedOperation": "Produce"}),
     ("kafka.cluster", "Partition", "UnderReplicated", {"topic": "my-topic.v1", "partition": "0"}),
     ("kafka.coordinator.group", "GroupMetadataManager", "NumGroupsStable", {}),   # a dotted domain: '_' for '.'
+    ("kafka.server", "ReplicaFetcherManager", "MaxLag", {"clientId": "Replica"}),
 ]
 
 
