@@ -290,7 +290,7 @@ def format_status(snap, directory: str | None = None) -> str:
             f"{' (combined nodes: broker,controller)' if combined else ''} in KRaft mode, active controller"
             if kraft else f"{len(snap.brokers)} {snap.backend or ''} broker(s), controller")
     out.append(f"cluster{where}: {what} {_cell(snap.controller)}, bootstrap servers {snap.bootstrap_servers}")
-    if snap.metrics:   # Kafka's own metrics, summed over the brokers (kafkalab.viz.cluster_state.HEADLINE_METRICS)
+    if snap.metrics:   # Kafka's own metrics, the cluster's (kafkalab.viz.cluster_state.headline_metrics)
         out.append("metrics: " + ", ".join(f"{name} {int(value)}" for name, value in snap.metrics.items()))
     out.append("")
     out.append(_table(["broker", "address", "pid", "state", "registered", "controller"] + (["roles"] if kraft else []),

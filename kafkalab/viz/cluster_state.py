@@ -118,15 +118,27 @@ class Snapshot:
     taken_at: float = field(default_factory=time.time)
 
 
-#: Kafka's metrics the dashboard's header shows (the JMX exporter's names), each summed over the brokers: every
-#: broker counts the partitions it leads that are under-replicated; only the active controller counts offline
-#: partitions and has ActiveControllerCount 1 (so the sum is 1 in a healthy cluster, 0 with no controller).
+#: Kafka's metrics the dashboard's header shows (the JMX exporter's names), each over the brokers: every broker
+#: counts the partitions it leads that are under-replicated (summed); ActiveControllerCount is 1 on the active
+#: controller only (summed: 1 in a healthy cluster, 0 with no controller); OfflinePartitionsCount is counted by
+#: the active ZooKeeper-mode controller only, but by every KRaft controller from the metadata it replayed
+#: (Kafka 4's ControllerMetadataMetrics), so the cluster's count is the largest, not the sum (HEADLINE_LARGEST).
 HEADLINE_METRICS = {
     "kafka_server_replicamanager_underreplicatedpartitions": "UnderReplicatedPartitions",
     "kafka_server_replicamanager_underminisrpartitioncount": "UnderMinIsrPartitionCount",
     "kafka_controller_kafkacontroller_offlinepartitionscount": "OfflinePartitionsCount",
     "kafka_controller_kafkacontroller_activecontrollercount": "ActiveControllerCount",
 }
+HEADLINE_LARGEST = {"kafka_controller_kafkacontroller_offlinepartitionscount"}
+
+
+def headline_metrics(frame) -> dict[str, float]:
+    """HEADLINE_METRICS of a ``metrics()`` frame, each the cluster's: summed over the nodes, or the largest."""
+    frame = frame[frame["metric"].isin(HEADLINE_METRICS)]   # exact names only (no prefix matches)
+    by = frame.groupby("metric")["value"]
+    sums, largest = by.sum(), by.max()
+    return {label: float((largest if m in HEADLINE_LARGEST else sums)[m])
+            for m, label in HEADLINE_METRICS.items() if m in sums.index}
 
 
 def _cluster_of(kafka):
@@ -303,10 +315,7 @@ class Collector:
         except Exception as exc:   # noqa: BLE001 -- a broker serving no metrics, or one that died mid-scrape
             snap.errors.append(f"metrics: {exc}")
             return
-        # a KRaft node that is broker and controller at once serves both; exact names only (no prefix matches)
-        frame = frame[frame["metric"].isin(HEADLINE_METRICS)]
-        sums = frame.groupby("metric")["value"].sum()
-        snap.metrics = {label: float(sums[m]) for m, label in HEADLINE_METRICS.items() if m in sums.index}
+        snap.metrics = headline_metrics(frame)   # a combined KRaft node serves both sides at one URL
 
     # -- consumer groups -------------------------------------------------------------------------------------
 

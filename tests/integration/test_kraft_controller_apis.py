@@ -37,6 +37,12 @@ def partitions(c, topic: str) -> dict[int, dict]:
     return {p["partition"]: p for p in c.metadata([topic])["topics"].get(topic, {}).get("partitions", [])}
 
 
+def partitions_on(broker, topic: str) -> dict[int, dict]:
+    """The partitions of ``topic`` as one broker's metadata cache holds them."""
+    answer = metadata_answer(metadata_request(broker["host"], int(broker["port"]), [topic], 1.0))
+    return {p["partition"]: p for p in answer["topics"].get(topic, {}).get("partitions", [])}
+
+
 def error_of(future) -> int:
     try:
         future.result(20)
@@ -75,6 +81,10 @@ def test_create_partitions_and_configs_are_forwarded_to_the_active_controller(tm
         assert error_of(admin.create_partitions([NewPartitions("grow", 3)])["grow"]) == 0
         wait_until(lambda: len(partitions(c, "grow")) == 3 and all(
             p["leader"] >= 0 and len(p["isr"]) == 3 for p in partitions(c, "grow").values()), "3 partitions, led")
+        # every broker's metadata image has replayed the new PartitionRecords: a producer that bootstraps from one
+        # that has not yet is told the topic has 1 partition and fails partition 2 at once (_UNKNOWN_PARTITION)
+        for b in c.broker_ids:
+            wait_until(lambda: len(partitions_on(brokers.loc[b], "grow")) == 3, f"broker {b} to show 3 partitions")
         # the new partition is produced to
         producer = Producer({"bootstrap.servers": c.bootstrap_servers, "acks": "all"})
         delivered = []

@@ -28,6 +28,17 @@ def test_no_module_over_600_lines():
     assert not too_long, f"modules over {MAX_LINES} lines: {too_long}"
 
 
+def test_test_modules_have_unique_names():
+    # tests/ has no __init__.py in its folders: pytest imports each test module by its bare name, so two
+    # test_x.py in different folders fail collection ("import file mismatch") in whichever order loads second
+    tests = PACKAGE.parent / "tests"
+    seen: dict[str, list[str]] = {}
+    for p in tests.rglob("test_*.py"):
+        seen.setdefault(p.name, []).append(str(p.relative_to(tests)))
+    shared = {n: ps for n, ps in seen.items() if len(ps) > 1}
+    assert not shared, f"test modules sharing a name: {shared}"
+
+
 def test_the_broker_never_imports_the_lab():
     """kafkalab/broker/ is Kafka in small: it may not depend on the launcher, the notebooks' helpers or the
     visual side (they depend on it)."""

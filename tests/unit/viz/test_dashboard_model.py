@@ -112,3 +112,19 @@ def test_the_header_shows_kafkas_metrics_and_the_lag_bad_values_in_red():
     snap.metrics["ActiveControllerCount"] = 0.0                     # no controller: red too
     assert "color:#d62728'>ActiveControllerCount 0<" in m.metrics_html(snap)
     assert m.metrics_html(snap) in m.header_html(snap)
+
+
+def test_headline_metrics_are_the_clusters_sums_but_kraft_s_offline_count_is_every_controllers():
+    import pandas as pd
+
+    from kafkalab.viz.cluster_state import headline_metrics
+    rows = [(3001, "kafka_controller_kafkacontroller_activecontrollercount", 1),
+            (3002, "kafka_controller_kafkacontroller_activecontrollercount", 0),
+            (3001, "kafka_controller_kafkacontroller_offlinepartitionscount", 2),   # every KRaft controller
+            (3002, "kafka_controller_kafkacontroller_offlinepartitionscount", 2),   # counts the same partitions
+            (1, "kafka_server_replicamanager_underreplicatedpartitions", 1),
+            (2, "kafka_server_replicamanager_underreplicatedpartitions", 2),
+            (1, "kafka_server_replicamanager_underreplicatedpartitions_other", 5)]   # a prefix match: left out
+    frame = pd.DataFrame(rows, columns=["broker", "metric", "value"])
+    assert headline_metrics(frame) == {"UnderReplicatedPartitions": 3.0, "OfflinePartitionsCount": 2.0,
+                                       "ActiveControllerCount": 1.0}
