@@ -91,7 +91,8 @@ class KafkaApis:
                 return await forwarding.forward(request.frame, body, request.client_host, request.api_version,
                                                 request.correlation_id)
             ctx = RequestContext(self.broker, spec.key, request.api_version, request.correlation_id,
-                                 body.header.client_id, request.client_host, request.connection_id, self.quotas)
+                                 body.header.client_id, request.client_host, request.connection_id, self.quotas,
+                                 request.channel)
             # 4. count
             self._count(ctx.client_id, spec.name, request.api_version)
             # 5. handle (or a lab fault)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from ..common.errors import ErrorCode
+from ..common.security.kafka_principal import ANONYMOUS, KafkaPrincipal
 from ..network.request_channel import InvalidRequest, Request
 from ..common.message.codec import build, null_violation
 
@@ -144,6 +145,17 @@ class RequestContext:
     connection_id: int
     #: the broker's client quotas (ClientQuotaManager), handed in by KafkaApis
     quotas: Any = None
+    #: the connection's KafkaChannel (listener, security protocol, principal); None for a request made in a test
+    channel: Any = None
+
+    @property
+    def principal(self) -> KafkaPrincipal:
+        """Who sent the request (``User:ANONYMOUS`` on a PLAINTEXT connection), as Kafka's ``RequestContext``."""
+        return self.channel.principal if self.channel is not None else ANONYMOUS
+
+    @property
+    def listener_name(self) -> str:
+        return self.channel.listener_name if self.channel is not None else "PLAINTEXT"
 
     def response(self, spec: ApiSpec, data: dict):
         return build(spec.response, self.api_version, data)

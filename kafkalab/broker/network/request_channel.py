@@ -21,6 +21,8 @@ import struct
 from dataclasses import dataclass
 from typing import Callable
 
+from .kafka_channel import KafkaChannel
+
 #: the request header's fixed start: api_key int16, api_version int16, correlation_id int32
 HEADER_PREFIX = struct.Struct(">hhi")
 
@@ -72,9 +74,12 @@ class Request:
     #: set by the handler: ``on_sent(request, send_s)`` once the response is written (``send_s``: how long the
     #: write took; 0.0 without a response), where the request's metrics are recorded
     on_sent: "Callable[[Request, float], None] | None" = None
+    #: the connection it came on: its listener, security protocol and principal (None: a bare test request)
+    channel: KafkaChannel | None = None
 
     @classmethod
-    def parse(cls, frame: bytes, connection_id: int, client_host: str) -> "Request":
+    def parse(cls, frame: bytes, connection_id: int, client_host: str,
+              channel: KafkaChannel | None = None) -> "Request":
         """``frame`` must hold at least the header's fixed start (the socket server checks its size)."""
         api_key, api_version, correlation_id = HEADER_PREFIX.unpack_from(frame)
-        return cls(api_key, api_version, correlation_id, frame, connection_id, client_host)
+        return cls(api_key, api_version, correlation_id, frame, connection_id, client_host, channel=channel)

@@ -45,6 +45,7 @@ import time
 from typing import Awaitable, Callable
 
 from ..utils.async_util import cancel_and_wait
+from .kafka_channel import KafkaChannel
 from .request_channel import HEADER_PREFIX, CloseConnection, InvalidRequest, Request
 
 log = logging.getLogger(__name__)
@@ -56,8 +57,12 @@ RequestHandler = Callable[[Request], Awaitable["bytes | bytearray | None"]]
 
 
 class SocketServer:
-    def __init__(self, host: str, port: int, max_request_size: int, handler: RequestHandler):
+    def __init__(self, host: str, port: int, max_request_size: int, handler: RequestHandler,
+                 listener_name: str = "PLAINTEXT", security_protocol: str = "PLAINTEXT"):
         self.host = host
+        #: the listener this server accepts for, and its security protocol (each connection's KafkaChannel)
+        self.listener_name = listener_name
+        self.security_protocol = security_protocol
         self.port = port
         self.max_request_size = max_request_size
         self.handler = handler
@@ -95,6 +100,8 @@ class SocketServer:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn_id = next(self._ids)
         peer = writer.get_extra_info("peername") or ("?", 0)
+        channel = KafkaChannel(conn_id, peer[0], peer[1] if len(peer) > 1 else 0, self.listener_name,
+                               self.security_protocol, authenticated=not self.security_protocol.startswith("SASL_"))
         task = asyncio.current_task()
         self._connections.add(task)
         try:
@@ -112,7 +119,7 @@ class SocketServer:
                     frame = await reader.readexactly(size)
                 except asyncio.IncompleteReadError:
                     raise InvalidRequest(f"connection closed {size} bytes into a frame") from None
-                request = Request.parse(frame, conn_id, peer[0])
+                request = Request.parse(frame, conn_id, peer[0], channel)
                 response = await self.handler(request)
                 on_sent = request.on_sent
                 send_s = 0.0
