@@ -181,7 +181,7 @@ class BrokerServer(BaseBroker):
             self.lifecycle.set_ready_to_unfence()
             await asyncio.wait_for(self.lifecycle.unfenced.wait(),
                                    max(0.0, deadline - asyncio.get_running_loop().time()))
-            self.socket_server.enable_request_processing()
+            self.enable_request_processing()   # every listener
         except asyncio.TimeoutError:
             what = "unfenced" if self._publishing else "told it had caught up with the metadata"
             raise StartupError(f"broker {self.broker_id} was not {what} by the controllers in "
