@@ -203,3 +203,17 @@ def test_a_bad_ssl_config_stops_the_start_with_kafkas_message(ca, tmp_path):
                       **{"ssl.keystore.type": "PEM", "ssl.keystore.key": ca.broker_certificate.key_pem})
     with kafkalab.mini(log_dir=str(tmp_path / "b")) as broker:   # the failed start left its log directory free
         assert metadata_brokers(broker.bootstrap_servers)
+
+
+def test_describe_configs_hides_ssl_passwords(ca, tmp_path):
+    from confluent_kafka.admin import ConfigResource
+    cert = ca.issue("CN=broker", ["127.0.0.1"], key_password="s3cret", name="encrypted")
+    with kafkalab.mini(log_dir=str(tmp_path / "b"), listeners=LISTENERS, **ca.broker_configs(cert)) as broker:
+        assert metadata_brokers(broker.listeners["SSL"], **ca.client_configs())   # the encrypted key was read
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        resource = ConfigResource(ConfigResource.Type.BROKER, "0")
+        entries = admin.describe_configs([resource])[resource].result(timeout=WAIT_S)
+        assert entries["ssl.key.password"].is_sensitive and entries["ssl.key.password"].value is None
+        assert entries["ssl.client.auth"].value == "none" and not entries["ssl.client.auth"].is_sensitive
+        assert entries["listener.security.protocol.map"].value == (
+            "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT")
