@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 #: Kafka's ``SecurityProtocol`` names, in Kafka's order
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+#: ``SecurityProtocol.id``: what UpdateMetadata and BrokerRegistration carry
+SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 #: ``listener.security.protocol.map``'s default in Kafka 3.9 (``SocketServerConfigs``: a HashMap's order)
 DEFAULT_PROTOCOL_MAP = "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"
 #: ``SocketServerConfigs.URI_PARSE_REGEXP``

@@ -20,6 +20,7 @@ import logging
 from collections import defaultdict
 from typing import Callable
 
+from ..common.endpoint import SECURITY_PROTOCOL_IDS
 from ..common.message.codec import build
 from ..common.message.zk_messages import (LEADER_AND_ISR_VERSION, STOP_REPLICA_VERSION, UPDATE_METADATA_VERSION,
                                 LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest)
@@ -33,10 +34,6 @@ RETRY_BACKOFF_S = 0.1
 LEADER_DURING_DELETE = -2      # Kafka's LeaderAndIsr.LeaderDuringDelete: "this topic is being deleted"
 EPOCH_DURING_DELETE = -2       # Kafka's LeaderAndIsr.EpochDuringDelete
 PLAINTEXT_SECURITY_PROTOCOL = 0
-
-
-#: Kafka's ``SecurityProtocol`` ids, as UpdateMetadata carries them
-SECURITY_PROTOCOL_IDS = {"PLAINTEXT": PLAINTEXT_SECURITY_PROTOCOL, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 
 class _BrokerChannel:
