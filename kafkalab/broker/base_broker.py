@@ -118,6 +118,11 @@ class BaseBroker:
         #: the listeners (Kafka's ``config.listeners``): one SocketServer each, made below
         self.listener_configs = config.listener_configs
         ssl_contexts = self._ssl_contexts()   # before the log directory is locked: a bad ssl.* config fails here
+        inter_broker = self.listener_configs.inter_broker_security_protocol
+        if metadata_mode is not MetadataMode.STANDALONE and inter_broker != "PLAINTEXT":
+            raise StartupError(f"the mini broker's connections to other brokers and controllers are PLAINTEXT only: "
+                               f"the inter-broker listener {self.listener_configs.inter_broker_listener_name} is "
+                               f"{inter_broker} (set inter.broker.listener.name to a PLAINTEXT listener)")
         primary = _primary_endpoint(self.listener_configs.listeners)
         self.host = primary.host or "127.0.0.1"
         self._metadata_mode = metadata_mode
