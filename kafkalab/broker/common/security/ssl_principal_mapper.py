@@ -90,8 +90,8 @@ def _replacement_parts(replacement: str, groups: int) -> list[str | int]:
 class SslPrincipalMapper:
     def __init__(self, rules: str | None = "DEFAULT"):
         text = "DEFAULT" if rules is None else rules
-        self.rules = [_parse_rule(m.group(1)) for m in _RULE_SPLITTER.finditer(text.strip())]
-        self.rules = [r for r in self.rules if r is not None]
+        parsed = [_parse_rule(m.group(1)) for m in _RULE_SPLITTER.finditer(text.strip())]
+        self.rules: list[_Rule] = [r for r in parsed if r is not None]
 
     def get_name(self, distinguished_name: str) -> str:
         for rule in self.rules:
