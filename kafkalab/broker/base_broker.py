@@ -117,7 +117,7 @@ class BaseBroker:
             raise ValueError("log.dirs must be set")
         #: the listeners (Kafka's ``config.listeners``): one SocketServer each, made below
         self.listener_configs = config.listener_configs
-        ssl_contexts = self._ssl_contexts()   # before the log directory is locked: a bad ssl.* config fails here
+        ssl_contexts, mappers = self._ssl_contexts()   # before the log directory is locked: bad ssl.* configs fail here
         inter_broker = self.listener_configs.inter_broker_security_protocol
         if metadata_mode is not MetadataMode.STANDALONE and inter_broker != "PLAINTEXT":
             raise StartupError(f"the mini broker's connections to other brokers and controllers are PLAINTEXT only: "
@@ -159,8 +159,7 @@ class BaseBroker:
             name = endpoint.listener_name
             self.socket_servers[name] = SocketServer(
                 endpoint.host or "127.0.0.1", endpoint.port, config["socket.request.max.bytes"],
-                self.kafka_apis.handle, name, endpoint.security_protocol, ssl_contexts.get(name),
-                SslPrincipalMapper(self.listener_configs.listener_value(name, "ssl.principal.mapping.rules")))
+                self.kafka_apis.handle, name, endpoint.security_protocol, ssl_contexts.get(name), mappers[name])
         self.socket_server = self.socket_servers[primary.listener_name]
         self.group_coordinator: GroupCoordinator | None = None   # set in start() once the loop runs
         self.producer_id_manager: ProducerIdGenerator | None = None
@@ -177,19 +176,21 @@ class BaseBroker:
         self._registered = False
         self._stopping = False
 
-    def _ssl_contexts(self) -> dict[str, ssl.SSLContext]:
+    def _ssl_contexts(self) -> tuple[dict[str, ssl.SSLContext], dict[str, SslPrincipalMapper]]:
         """The SSLContext of each SSL and SASL_SSL listener, from its ``ssl.*`` configs (``listener.name.<l>.``
-        first); a mistake is a StartupError with Kafka's message, naming the listener."""
-        contexts = {}
+        first), and each listener's ``ssl.principal.mapping.rules``; a mistake is a StartupError with Kafka's
+        message, naming the listener."""
+        contexts, mappers = {}, {}
         for endpoint in self.listener_configs.listeners:
             name = endpoint.listener_name
-            if endpoint.security_protocol in ("SSL", "SASL_SSL"):
-                try:
+            try:
+                mappers[name] = SslPrincipalMapper(self.listener_configs.listener_value(
+                    name, "ssl.principal.mapping.rules"))
+                if endpoint.security_protocol in ("SSL", "SASL_SSL"):
                     contexts[name] = create_server_context(self.listener_configs.ssl_configs(name))
-                    SslPrincipalMapper(self.listener_configs.listener_value(name, "ssl.principal.mapping.rules"))
-                except ValueError as exc:
-                    raise StartupError(f"listener {name}: {exc}") from exc
-        return contexts
+            except ValueError as exc:
+                raise StartupError(f"listener {name}: {exc}") from exc
+        return contexts, mappers
 
     def _new_admin_manager(self) -> AdminManager:
         return AdminManager(self)

@@ -22,3 +22,11 @@ def test_a_cluster_broker_with_an_ssl_inter_broker_listener_is_refused(tmp_path)
     server = KafkaServer(standalone)
     assert list(server.socket_servers) == ["SSL"] and server.socket_server.ssl_context is not None
     server.log_manager.release_lock()
+
+
+def test_a_bad_principal_mapping_rule_fails_the_start_and_leaves_the_directory_free(tmp_path):
+    bad = BrokerConfig({"log.dirs": str(tmp_path / "b"), "ssl.principal.mapping.rules": "RULE:a/b/Lx"})
+    with pytest.raises(StartupError, match="listener PLAINTEXT: Invalid rule: `RULE:a/b/Lx`, unmatched substring"):
+        KafkaServer(bad)
+    server = KafkaServer(BrokerConfig({"log.dirs": str(tmp_path / "b")}))   # the directory is not locked
+    server.log_manager.release_lock()
