@@ -140,12 +140,28 @@ def _leader_of(broker, topic: str, partition: int, out: dict) -> dict:
     return out
 
 
+def _on_listener(ctx, out: dict) -> dict:
+    """The coordinator's address on the listener the request came in on (Kafka's
+    ``getAliveBrokerNode(coordinatorId, request.context.listenerName)``): COORDINATOR_NOT_AVAILABLE if it has
+    no such listener."""
+    if out.get("error_code") or out.get("node_id", -1) < 0:
+        return out
+    node = next((b for b in ctx.broker.live_broker_nodes_for(ctx.listener_name) if b.id == out["node_id"]), None)
+    if node is None:
+        out.update(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, node_id=-1, host="", port=-1,
+                   error_message=f"broker {out['node_id']} has no listener {ctx.listener_name}")
+    else:
+        out.update(host=node.host, port=node.port)
+    return out
+
+
 @api(FindCoordinatorRequest, FindCoordinatorResponse, versions=(0, 6))
 async def handle_find_coordinator(ctx, request):
     key_type = request.key_type if ctx.api_version >= 1 else GROUP
     if ctx.api_version >= 4:
         return {"throttle_time_ms": 0,
-                "coordinators": [_coordinator_for(ctx.broker, k, key_type) for k in request.coordinator_keys or []]}
-    c = _coordinator_for(ctx.broker, request.key, key_type)
+                "coordinators": [_on_listener(ctx, _coordinator_for(ctx.broker, k, key_type))
+                                 for k in request.coordinator_keys or []]}
+    c = _on_listener(ctx, _coordinator_for(ctx.broker, request.key, key_type))
     return {"throttle_time_ms": 0, "error_code": c["error_code"], "error_message": c["error_message"],
             "node_id": c["node_id"], "host": c["host"], "port": c["port"]}
