@@ -81,6 +81,14 @@ def test_an_expired_acquisition_lock_is_counted_on_its_share_partition(broker):
     bs = handle.bootstrap_servers
     topic, group = setup_topic(bs, 4)
     holder = subprocess.Popen([sys.executable, "-c", CHILD, bs, group, topic], stdout=subprocess.PIPE, text=True)
+    c = None
+    last = []
+
+    def timeouts():
+        df = share_metrics(handle, group)
+        df = df[df["metric"] == SP + "acquisitionlocktimeout_total"]
+        last[:] = df["value"].tolist()
+        return [df] if df["value"].sum() == len(held) else None
     try:
         line = holder.stdout.readline()
         assert line.startswith("HOLDING"), line
@@ -90,17 +98,18 @@ def test_an_expired_acquisition_lock_is_counted_on_its_share_partition(broker):
         got = []
         poll_until({"c": c}, lambda _n, c, m: (got.append(m.offset()), c.acknowledge(m, ACCEPT)),
                    lambda: len(got) >= len(held), timeout=LOCK_MS / 1000 + 40)
-        c.close()
+        assert sorted(got) == held
+        # read while the group has members: Kafka 4.4 drops a share-partition (and its metrics) from its cache
+        # once its group is empty
+        try:
+            [df] = wait_until(timeouts, f"AcquisitionLockTimeoutPerSec of {group} to count {len(held)}", timeout=30)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}: {kind} counted {last}") from None
     finally:
+        if c is not None:
+            c.close()
         holder.kill()
         holder.wait(10)
-    assert sorted(got) == held
-
-    def timeouts():
-        df = share_metrics(handle, group)
-        df = df[df["metric"] == SP + "acquisitionlocktimeout_total"]
-        return [df] if df["value"].sum() == len(held) else None
-    [df] = wait_until(timeouts, f"AcquisitionLockTimeoutPerSec of {group} to count {len(held)}", timeout=30)
     [labels] = df["labels"].tolist()
     assert labels == {"group": group, "topic": topic, "partition": "0"}, (kind, labels)
 
@@ -116,8 +125,10 @@ def test_the_share_partition_metrics_names_and_labels(broker):
         [df] = wait_until(lambda: [d] if (d := share_metrics(handle, group)).shape[0] >= 3 else None,
                           "the share-partition's metrics", timeout=30)
         names = {(r.metric, tuple(sorted(r.labels))) for r in df.itertuples()}
-        assert names == {(SP + m, ("group", "partition", "topic")) for m in
-                         ("inflightmessagecount", "inflightbatchcount", "acquisitionlocktimeout_total")}, (kind, names)
+        served = {(SP + m, ("group", "partition", "topic")) for m in
+                  ("inflightmessagecount", "inflightbatchcount", "acquisitionlocktimeout_total")}
+        # Kafka 4.4 serves these and more (histograms docs/differences.md lists as not served by the mini broker)
+        assert served <= names if kind != "mini" else served == names, (kind, sorted(names))
         in_flight = df[df["metric"] == SP + "inflightmessagecount"]["value"].tolist()
         assert in_flight == [3.0], (kind, in_flight)          # the 3 acquired records
         load = share_metrics(handle)

@@ -47,7 +47,7 @@ def test_mbean_names_keep_kafkas_order_and_drop_empty_tags():
     (("server", "ReplicaManager", "X"), "kafka.<word>"),
     (("kafka.server", "Replica Manager", "X"), "type must be a word"),
     (("kafka.server", "ReplicaManager", ""), "name must be a word"),
-    (("kafka.server", "T", "N", {"a": 1, "b": 2, "c": 3}), "at most two tags"),
+    (("kafka.server", "T", "N", {"a": 1, "b": 2, "c": 3, "d": 4, "e": 5}), "at most four tags"),
     (("kafka.server", "T", "N", {"name": 1}), "tag must be a word"),
 ])
 def test_bad_names_are_refused_clearly(args, match):
