@@ -57,6 +57,8 @@ from .log.log_manager import LogDirLockedError, LogManager
 from .apis import load_all
 from .kafka_apis import KafkaApis
 from .network.socket_server import SocketServer
+from .security.authorizer.acl_authorizer import ACL_AUTHORIZER, STANDARD_AUTHORIZER, AclAuthorizer, MemoryAclStore
+from .security.authorizer.acl_store import FileAclStore
 from .server.admin_manager import AdminManager
 from .server.client_quota_manager import ClientQuotaManager
 from .server.config import BrokerConfig, LogConfig
@@ -119,6 +121,8 @@ class BaseBroker:
         #: served at ``metrics_url`` unless ``kafkalab.metrics.port`` is -1
         self.metrics: MetricsRegistry | None = MetricsRegistry() if config["kafkalab.metrics.enabled"] else None
         self.metrics_server: MetricsHttpServer | None = None
+        #: ACL authorization (``authorizer.class.name``); a ZooKeeper-mode broker gives it its ZooKeeper store in start()
+        self.authorizer: AclAuthorizer | None = self._new_authorizer()
         log_manager: LogManager | None = None
         try:  # Kafka's LogManager.createAndValidateLogDirs: the directory must exist (or be creatable) and be writable
             log_manager = self.log_manager = LogManager(self.log_dir, config, lock_dir=True)  # one broker per directory
@@ -159,6 +163,19 @@ class BaseBroker:
 
     def _new_admin_manager(self) -> AdminManager:
         return AdminManager(self)
+
+    def _new_authorizer(self) -> AclAuthorizer | None:
+        """The authorizer, its ACLs in ``acls.json`` of the log directory (standalone; ZooKeeper mode replaces
+        the store once connected)."""
+        name = self.config["authorizer.class.name"]
+        if name and self._metadata_mode is MetadataMode.KRAFT:
+            raise StartupError("authorizer.class.name: the mini broker's KRaft mode has no authorizer yet "
+                               "(no AccessControlEntryRecords); see docs/differences.md")
+        if name == STANDARD_AUTHORIZER and self._metadata_mode is MetadataMode.ZOOKEEPER:
+            raise StartupError(f"authorizer.class.name={name} keeps its ACLs in the KRaft metadata log; a "
+                               f"ZooKeeper-mode broker uses {ACL_AUTHORIZER}")
+        store = MemoryAclStore() if self.in_cluster else FileAclStore(self.log_dir)
+        return AclAuthorizer.from_config(self.config, store)
 
     def _derive_cluster_id(self) -> str:
         return kafka_uuid_string(hashlib.sha1(os.path.abspath(self.log_dir).encode()).digest()[:16])
