@@ -121,7 +121,7 @@ class BaseBroker:
         #: served at ``metrics_url`` unless ``kafkalab.metrics.port`` is -1
         self.metrics: MetricsRegistry | None = MetricsRegistry() if config["kafkalab.metrics.enabled"] else None
         self.metrics_server: MetricsHttpServer | None = None
-        #: ACL authorization (``authorizer.class.name``); a ZooKeeper-mode broker gives it its ZooKeeper store in start()
+        #: ACL authorization (``authorizer.class.name``); in ZooKeeper mode given its ZooKeeper store in start()
         self.authorizer: AclAuthorizer | None = self._new_authorizer()
         log_manager: LogManager | None = None
         try:  # Kafka's LogManager.createAndValidateLogDirs: the directory must exist (or be creatable) and be writable

@@ -47,14 +47,14 @@ def authorize_cluster(ctx, operation: AclOperation, log_if_denied: bool = True) 
     return authorize(ctx, operation, ResourceType.CLUSTER, CLUSTER_NAME, log_if_denied=log_if_denied)
 
 
-def filter_by_authorized(ctx, operation: AclOperation, resource_type: ResourceType, names: Iterable[str],
+def filter_by_authorized(ctx, operation: AclOperation, resource_type: ResourceType, names: Iterable[str | None],
                          log_if_allowed: bool = True, log_if_denied: bool = True) -> set[str]:
     """The names (each asked once, its count as ``resourceRefCount``) the principal may ``operation``."""
-    names = [n for n in names if n is not None]
+    present: list[str] = [n for n in names if n is not None]
     authorizer = authorizer_of(ctx)
     if authorizer is None:
-        return set(names)
-    counts = collections.Counter(names)
+        return set(present)
+    counts = collections.Counter(present)
     actions = [Action(operation, ResourcePattern(resource_type, name, PatternType.LITERAL), count, log_if_allowed,
                       log_if_denied) for name, count in counts.items()]
     results = authorizer.authorize(ctx.principal, ctx.client_host, actions, _request_name(ctx))

@@ -245,3 +245,28 @@ class AclBindingFilter:
 
 #: the filter that matches every binding (``AclBindingFilter.ANY``)
 ANY_FILTER = AclBindingFilter()
+
+
+# -- from the wire (CreateAcls, DescribeAcls, DeleteAcls) ---------------------------------------------------
+
+def raw_unknown(*codes: int) -> bool:
+    """A code 0 (UNKNOWN) among the request's: Kafka's request classes refuse to parse it
+    (``CreateAclsRequest.validate``: IllegalArgumentException; the connection is closed)."""
+    return any(code == 0 for code in codes)
+
+
+def binding_from_wire(resource_type: int, name: str, pattern_type: int, principal: str, host: str, operation: int,
+                      permission_type: int) -> AclBinding:
+    """``CreateAclsRequest.aclBinding``; ValueError for ANY or MATCH (Kafka's ResourcePattern and
+    AccessControlEntry refuse them)."""
+    return AclBinding(ResourcePattern(ResourceType.from_code(resource_type), name, PatternType.from_code(pattern_type)),
+                      AccessControlEntry(principal, host, AclOperation.from_code(operation),
+                                         AclPermissionType.from_code(permission_type)))
+
+
+def filter_from_wire(resource_type: int, name: str | None, pattern_type: int, principal: str | None,
+                     host: str | None, operation: int, permission_type: int) -> AclBindingFilter:
+    return AclBindingFilter(
+        ResourcePatternFilter(ResourceType.from_code(resource_type), name, PatternType.from_code(pattern_type)),
+        AccessControlEntryFilter(principal, host, AclOperation.from_code(operation),
+                                 AclPermissionType.from_code(permission_type)))
