@@ -269,3 +269,25 @@ def test_the_standalone_file_keeps_them_across_restarts(tmp_path):
     assert again.acls(AclBindingFilter()) == [a, b]
     again.delete_acls([AclBindingFilter()])
     assert AclAuthorizer(store=FileAclStore(str(tmp_path))).acls(AclBindingFilter()) == []
+
+
+def test_standard_authorizer_logs_in_its_own_words(caplog):
+    # as a Kafka 4.4 combined node logged these (its kafka.authorizer.logger at DEBUG)
+    from kafkalab.broker.security.authorizer.acl_authorizer import STANDARD_AUTHORIZER
+    auth = authorizer(binding(RT.TOPIC, "y-orders"), class_name=STANDARD_AUTHORIZER, super_users={"User:admin"})
+    with caplog.at_level(logging.DEBUG, logger="kafka.authorizer.logger"):
+        auth.authorize(ALICE, HOST, [Action(Op.DESCRIBE, ResourcePattern(RT.TOPIC, "y-orders")),
+                                     Action(Op.DESCRIBE, ResourcePattern(RT.TOPIC, "x-orders"))], "Metadata")
+        auth.authorize("User:admin", HOST, [Action(Op.ALTER, ResourcePattern(RT.CLUSTER, "kafka-cluster"))],
+                       "CreateAcls")
+    audit = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Principal = ")]
+    assert audit == [
+        "Principal = User:alice is Allowed operation = DESCRIBE from host = 127.0.0.1 on resource = "
+        "Topic:LITERAL:y-orders for request = Metadata with resourceRefCount = 1 based on rule MatchingAcl(acl="
+        "StandardAcl[resourceType=TOPIC, resourceName=y-orders, patternType=LITERAL, principal=User:alice, host=*, "
+        "operation=WRITE, permissionType=ALLOW])",
+        "Principal = User:alice is Denied operation = DESCRIBE from host = 127.0.0.1 on resource = "
+        "Topic:LITERAL:x-orders for request = Metadata with resourceRefCount = 1 based on rule DefaultDeny",
+        "Principal = User:admin is Allowed operation = ALTER from host = 127.0.0.1 on resource = "
+        "Cluster:LITERAL:kafka-cluster for request = CreateAcls with resourceRefCount = 1 based on rule SuperUser",
+    ]

@@ -211,40 +211,43 @@ class AclAuthorizer:
         resource = action.resource_pattern
         if resource.pattern_type is not PatternType.LITERAL:
             raise ValueError(f"Only literal resources are supported. Got: {resource.pattern_type.name}")
+        rule = ""   # StandardAuthorizer's log names the rule that decided
         if principal in self.super_users:
             authorizer_logger.debug("principal = %s is a super user, allowing operation without checking acls.",
                                     principal)
-            authorized = True
+            authorized, rule = True, "SuperUser"
         else:
             acls = self._matching_acls(resource.resource_type, resource.name)
             if not acls:
                 authorizer_logger.debug("No acl found for resource %s, authorized = %s", resource,
                                         str(self.allow_everyone_if_no_acl_found).lower())
                 authorized = self.allow_everyone_if_no_acl_found
+                rule = "DefaultAllow" if authorized else "DefaultDeny"
             else:
                 op = action.operation
                 allow_ops = ({AclOperation.DESCRIBE, AclOperation.READ, AclOperation.WRITE, AclOperation.DELETE,
                               AclOperation.ALTER} if op is AclOperation.DESCRIBE else
                              {AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS}
                              if op is AclOperation.DESCRIBE_CONFIGS else {op})
-                denied = _matching_acl_exists(acls, {op}, principal, host, AclPermissionType.DENY)
-                authorized = not denied and _matching_acl_exists(acls, allow_ops, principal, host,
-                                                                 AclPermissionType.ALLOW)
-        self._log(principal, host, action, authorized, request)
+                deny = _matching_acl(acls, {op}, principal, host, AclPermissionType.DENY)
+                allow = None if deny else _matching_acl(acls, allow_ops, principal, host, AclPermissionType.ALLOW)
+                authorized = allow is not None
+                decided = deny or allow
+                rule = "DefaultDeny" if decided is None else f"MatchingAcl(acl={_standard_acl(decided)})"
+        self._log(principal, host, action, authorized, request, rule)
         return authorized
 
-    def _matching_acls(self, resource_type: ResourceType, name: str) -> list[AccessControlEntry]:
+    def _matching_acls(self, resource_type: ResourceType, name: str) -> list[tuple[ResourcePattern,
+                                                                                    AccessControlEntry]]:
         with self._lock:
             snapshot = list(self._acls.items())
-        found: list[AccessControlEntry] = []
+        found: list[tuple[ResourcePattern, AccessControlEntry]] = []
         for pattern, entries in snapshot:
             if pattern.resource_type is not resource_type:
                 continue
-            if pattern.pattern_type is PatternType.LITERAL:
-                if pattern.name == name or pattern.name == WILDCARD_RESOURCE:
-                    found.extend(entries)
-            elif pattern.pattern_type is PatternType.PREFIXED and name.startswith(pattern.name):
-                found.extend(entries)
+            if ((pattern.pattern_type is PatternType.LITERAL and pattern.name in (name, WILDCARD_RESOURCE))
+                    or (pattern.pattern_type is PatternType.PREFIXED and name.startswith(pattern.name))):
+                found.extend((pattern, e) for e in sorted(entries, key=_entry_key))
         return found
 
     def authorize_by_resource_type(self, principal: KafkaPrincipal | str, host: str, op: AclOperation,
@@ -277,22 +280,31 @@ class AclAuthorizer:
             authorized = (any(not any(a.startswith(d) for d in deny_prefixes) for a in allow_prefixes)
                           or any(a not in deny_literals and not any(a.startswith(d) for d in deny_prefixes)
                                  for a in allow_literals))
-        self._log(principal, host, action, authorized, request)
+        self._log(principal, host, action, authorized, request, "DefaultAllow" if authorized else "DefaultDeny")
         return authorized
 
-    def _log(self, principal: str, host: str, action: Action, authorized: bool, request: str) -> None:
-        """Kafka's ``logAuditMessage``: denied at INFO, allowed at DEBUG, what grants nothing at TRACE."""
+    def _log(self, principal: str, host: str, action: Action, authorized: bool, request: str, rule: str = "") -> None:
+        """Kafka's ``logAuditMessage``: denied at INFO, allowed at DEBUG, what grants nothing at TRACE; in
+        AclAuthorizer's words, or StandardAuthorizer's (KRaft: the operation's enum name, the deciding rule)."""
         logged = action.log_if_allowed if authorized else action.log_if_denied
         level = (logging.DEBUG if authorized else logging.INFO) if logged else TRACE
         if logged:
             self.decisions.append(AuthorizationDecision(
                 time.time(), principal, action.operation.pascal, str(action.resource_pattern), host,
                 "ALLOWED" if authorized else "DENIED", request))
-        if authorizer_logger.isEnabledFor(level):
+        if not authorizer_logger.isEnabledFor(level):
+            return
+        verdict = "Allowed" if authorized else "Denied"
+        if self.class_name == STANDARD_AUTHORIZER:
+            authorizer_logger.log(
+                level, "Principal = %s is %s operation = %s from host = %s on resource = %s for request = %s "
+                "with resourceRefCount = %d based on rule %s", principal, verdict, action.operation.name, host,
+                action.resource_pattern, request, action.resource_reference_count, rule or "DefaultDeny")
+        else:
             authorizer_logger.log(
                 level, "Principal = %s is %s Operation = %s from host = %s on resource = %s for request = %s "
-                "with resourceRefCount = %d", principal, "Allowed" if authorized else "Denied",
-                action.operation.pascal, host, action.resource_pattern, request, action.resource_reference_count)
+                "with resourceRefCount = %d", principal, verdict, action.operation.pascal, host,
+                action.resource_pattern, request, action.resource_reference_count)
 
     def decision_rows(self) -> list[dict]:
         """The kept decisions, oldest first, as rows for a table."""
@@ -300,16 +312,26 @@ class AclAuthorizer:
                  "decision": d.decision, "request": d.request} for d in list(self.decisions)]
 
 
-def _matching_acl_exists(acls: list[AccessControlEntry], operations: set[AclOperation], principal: str, host: str,
-                         permission: AclPermissionType) -> bool:
-    for acl in acls:
+def _matching_acl(acls: list[tuple[ResourcePattern, AccessControlEntry]], operations: set[AclOperation],
+                  principal: str, host: str, permission: AclPermissionType):
+    """The first ACL of ``permission`` that applies (``matchingAclExists``), as (pattern, entry); None if none."""
+    for pattern, acl in acls:
         if (acl.permission_type is permission and acl.principal in (principal, WILDCARD_PRINCIPAL)
                 and (acl.operation in operations or acl.operation is AclOperation.ALL)
                 and acl.host in (host, WILDCARD_HOST)):
-            authorizer_logger.debug("operation = %s from host = %s is %s based on acl = %s",
-                                    "/".join(sorted(o.pascal for o in operations)), host, permission.pascal, acl)
-            return True
-    return False
+            authorizer_logger.debug("operation = %s on resource = %s from host = %s is %s based on acl = %s",
+                                    "/".join(sorted(o.pascal for o in operations)), pattern, host,
+                                    permission.pascal, acl)
+            return pattern, acl
+    return None
+
+
+def _standard_acl(match) -> str:
+    """KRaft's ``StandardAcl`` as Kafka 4.4 prints it (a Java record)."""
+    pattern, acl = match
+    return (f"StandardAcl[resourceType={pattern.resource_type.name}, resourceName={pattern.name}, "
+            f"patternType={pattern.pattern_type.name}, principal={acl.principal}, host={acl.host}, "
+            f"operation={acl.operation.name}, permissionType={acl.permission_type.name}]")
 
 
 def _validate(binding: AclBinding) -> str | None:
