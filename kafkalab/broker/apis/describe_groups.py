@@ -49,7 +49,8 @@ async def handle_describe_groups(ctx, request):
             else:
                 summary.pop("generation_id", None)
                 entry.update(summary)
-                if v >= 3 and request.include_authorized_operations:   # KIP-430
-                    entry["authorized_operations"] = authorized_operations(ctx, ResourceType.GROUP, group_id)
+                bits = authorized_operations(ctx, ResourceType.GROUP, group_id)
+                if v >= 3 and request.include_authorized_operations and bits is not None:   # KIP-430
+                    entry["authorized_operations"] = bits
         groups.append(entry)
     return {"throttle_time_ms": 0, "groups": groups}

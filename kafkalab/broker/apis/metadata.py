@@ -155,7 +155,7 @@ async def handle_metadata(ctx, request):
             topics.append(_named_topic(broker, t.name, allow_auto, ctx.api_version))
         if denied is not None:
             topics += denied.created + denied.answers
-    if ctx.api_version >= 8 and getattr(request, "include_topic_authorized_operations", False):
+    if checked and ctx.api_version >= 8 and getattr(request, "include_topic_authorized_operations", False):
         for entry in topics:   # KIP-430
             if entry["error_code"] == 0 and entry.get("name"):
                 entry["topic_authorized_operations"] = authorized_operations(ctx, ResourceType.TOPIC, entry["name"])
@@ -167,7 +167,7 @@ async def handle_metadata(ctx, request):
         "controller_id": broker.controller_id,
         "topics": topics,
     }
-    if 8 <= ctx.api_version <= 10 and getattr(request, "include_cluster_authorized_operations", False):
+    if checked and 8 <= ctx.api_version <= 10 and getattr(request, "include_cluster_authorized_operations", False):
         answer["cluster_authorized_operations"] = (
             authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
             if authorize_cluster(ctx, AclOperation.DESCRIBE) else 0)

@@ -61,13 +61,14 @@ def filter_by_authorized(ctx, operation: AclOperation, resource_type: ResourceTy
     return {name for name, allowed in zip(counts, results) if allowed}
 
 
-def authorized_operations(ctx, resource_type: ResourceType, name: str) -> int:
+def authorized_operations(ctx, resource_type: ResourceType, name: str) -> int | None:
     """KIP-430: the bit field of the operations the principal may do on the resource (each decision logged at
-    TRACE only, as Kafka's ``authorizedOperations``)."""
+    TRACE only, as Kafka's ``authorizedOperations``). None without an authorizer: the mini broker then leaves
+    the field out (-2147483648) as it always did, where Kafka answers every supported operation."""
     supported = SUPPORTED_OPERATIONS[resource_type]
     authorizer = authorizer_of(ctx)
     if authorizer is None:
-        return authorized_operations_bits(supported)
+        return None
     pattern = ResourcePattern(resource_type, name, PatternType.LITERAL)
     results = authorizer.authorize(ctx.principal, ctx.client_host,
                                    [Action(op, pattern, 1, False, False) for op in supported], _request_name(ctx))
