@@ -51,8 +51,8 @@ async def handle_describe_cluster(ctx, request):
         "brokers": brokers,
         # KIP-430: with an authorizer, what the principal may do on the cluster (0 without DESCRIBE on it); without
         # one None, which the codec writes as -2147483648 ("omitted"; Kafka would answer every operation)
-        "cluster_authorized_operations": (
+        "authorized_operations": (
             None if not request.include_cluster_authorized_operations or authorizer_of(ctx) is None
             else authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
-            if authorize_cluster(ctx, AclOperation.DESCRIBE) else 0),
+            if authorize_cluster(ctx, AclOperation.DESCRIBE) else set()),
     }

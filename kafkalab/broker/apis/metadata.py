@@ -158,7 +158,7 @@ async def handle_metadata(ctx, request):
     if checked and ctx.api_version >= 8 and getattr(request, "include_topic_authorized_operations", False):
         for entry in topics:   # KIP-430
             if entry["error_code"] == 0 and entry.get("name"):
-                entry["topic_authorized_operations"] = authorized_operations(ctx, ResourceType.TOPIC, entry["name"])
+                entry["authorized_operations"] = authorized_operations(ctx, ResourceType.TOPIC, entry["name"])
     answer = {
         "throttle_time_ms": 0,
         "brokers": [{"node_id": b.id, "host": b.host, "port": b.port, "rack": b.rack}
@@ -168,9 +168,8 @@ async def handle_metadata(ctx, request):
         "topics": topics,
     }
     if checked and 8 <= ctx.api_version <= 10 and getattr(request, "include_cluster_authorized_operations", False):
-        answer["cluster_authorized_operations"] = (
-            authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
-            if authorize_cluster(ctx, AclOperation.DESCRIBE) else 0)
+        answer["authorized_operations"] = (authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
+                                           if authorize_cluster(ctx, AclOperation.DESCRIBE) else set())
     return answer
 
 

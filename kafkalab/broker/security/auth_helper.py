@@ -14,8 +14,7 @@ import collections
 from typing import Iterable
 
 from .authorizer.acl import (
-    CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, PatternType, ResourcePattern, ResourceType,
-    authorized_operations_bits)
+    CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, PatternType, ResourcePattern, ResourceType)
 from .authorizer.acl_authorizer import Action, AclAuthorizer
 
 __all__ = ["AclOperation", "ResourceType", "CLUSTER_NAME", "authorize", "authorize_cluster", "filter_by_authorized",
@@ -61,10 +60,11 @@ def filter_by_authorized(ctx, operation: AclOperation, resource_type: ResourceTy
     return {name for name, allowed in zip(counts, results) if allowed}
 
 
-def authorized_operations(ctx, resource_type: ResourceType, name: str) -> int | None:
-    """KIP-430: the bit field of the operations the principal may do on the resource (each decision logged at
-    TRACE only, as Kafka's ``authorizedOperations``). None without an authorizer: the mini broker then leaves
-    the field out (-2147483648) as it always did, where Kafka answers every supported operation."""
+def authorized_operations(ctx, resource_type: ResourceType, name: str) -> set[int] | None:
+    """KIP-430: the operations the principal may do on the resource, as the codes of the response's 32-bit field
+    (kafka-python's ``bitfield``: the set of bits; each decision logged at TRACE only, as Kafka's
+    ``authorizedOperations``). None without an authorizer: the mini broker then leaves the field out
+    (-2147483648) as it always did, where Kafka answers every supported operation."""
     supported = SUPPORTED_OPERATIONS[resource_type]
     authorizer = authorizer_of(ctx)
     if authorizer is None:
@@ -72,7 +72,7 @@ def authorized_operations(ctx, resource_type: ResourceType, name: str) -> int | 
     pattern = ResourcePattern(resource_type, name, PatternType.LITERAL)
     results = authorizer.authorize(ctx.principal, ctx.client_host,
                                    [Action(op, pattern, 1, False, False) for op in supported], _request_name(ctx))
-    return authorized_operations_bits(op for op, allowed in zip(supported, results) if allowed)
+    return {int(op) for op, allowed in zip(supported, results) if allowed}
 
 
 def authorize_by_resource_type(ctx, operation: AclOperation, resource_type: ResourceType) -> bool:

@@ -120,14 +120,6 @@ SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
 }
 
 
-def authorized_operations_bits(operations) -> int:
-    """KIP-430's 32-bit field: bit ``code`` set for each operation (``Utils.to32BitField``)."""
-    bits = 0
-    for op in operations:
-        bits |= 1 << int(op)
-    return bits
-
-
 @dataclass(frozen=True, slots=True)
 class ResourcePattern:
     resource_type: ResourceType
