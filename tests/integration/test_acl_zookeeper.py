@@ -66,7 +66,7 @@ def test_acls_in_zookeeper_reach_every_broker(cluster):
     assert all(c.startswith("acl_changes_") for c in zk.get_children("/kafka-acl-changes"))
     want = [(2, "orders", 3, "User:alice", 4, 3), (2, "team-", 4, "User:*", 3, 2)]
     for broker_id in (1, 2):   # broker 2 from its own cache, filled by the change notifications
-        wait_until(lambda b=broker_id: described(bootstrap_of(cluster, b)) == want)
+        wait_until(lambda b=broker_id: described(bootstrap_of(cluster, b)) == want, f"broker {broker_id}'s ACLs")
     # deleted through one broker: gone from ZooKeeper and from every broker
     everything = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
                                   AclPermissionType.ANY)
@@ -75,7 +75,7 @@ def test_acls_in_zookeeper_reach_every_broker(cluster):
     assert zk.exists("/kafka-acl/Topic/orders") is None
     assert zk.exists("/kafka-acl-extended/prefixed/Topic/team-") is None
     for broker_id in (1, 2):
-        wait_until(lambda b=broker_id: described(bootstrap_of(cluster, b)) == [])
+        wait_until(lambda b=broker_id: described(bootstrap_of(cluster, b)) == [], f"broker {broker_id} without ACLs")
 
 
 def test_a_restarted_broker_loads_them_from_zookeeper(cluster):
@@ -88,4 +88,6 @@ def test_a_restarted_broker_loads_them_from_zookeeper(cluster):
         f.result(30)
     cluster.kill(2)
     cluster.restart(2)
-    wait_until(lambda: described(bootstrap_of(cluster, 2)) == [(3, "g", 3, "User:bob", 3, 3)], timeout=60)
+    # retried while broker 2 comes back (its connection refused meanwhile)
+    cluster_helpers.wait_until(lambda: described(bootstrap_of(cluster, 2)) == [(3, "g", 3, "User:bob", 3, 3)],
+                               "the restarted broker's ACLs", timeout=60)
