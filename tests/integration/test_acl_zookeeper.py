@@ -1,5 +1,6 @@
 """ACLs in ZooKeeper mode, as Kafka 3.9's AclAuthorizer keeps them: /kafka-acl/<Type>/<name> (LITERAL) and
-/kafka-acl-extended/prefixed/<Type>/<name> (PREFIXED), each with a change notification every broker applies.
+/kafka-acl-extended/prefixed/<Type>/<name> (PREFIXED), each with a change notification every broker applies; the
+same test run on two Kafka 3.9 brokers finds the same znodes.
 
 Every PLAINTEXT connection is User:ANONYMOUS, the brokers' own included: it is the super user here (as it must be
 for a PLAINTEXT inter-broker listener with an authorizer, in Kafka too)."""
@@ -22,10 +23,15 @@ ALL = {"resource_type_filter": 1, "resource_name_filter": None, "pattern_type_fi
        "host_filter": None, "operation": 1, "permission_type": 1}
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    with kafkalab.cluster(brokers=2, dir=str(tmp_path_factory.mktemp("acl-zk")), **{
-            "zookeeper.session.timeout.ms": 4000, "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+@pytest.fixture(scope="module", params=["mini", "kafka"])
+def cluster(request, tmp_path_factory):
+    """Two mini brokers, and as the oracle two Apache Kafka 3.9 brokers (``kafkalab fetch-kafka``'s)."""
+    if request.param == "kafka":
+        from kafkalab.cluster.distribution import fetch_kafka
+        fetch_kafka()
+    with kafkalab.cluster(brokers=2, dir=str(tmp_path_factory.mktemp(f"acl-zk-{request.param}")),
+                          backend=request.param, **{
+            "zookeeper.session.timeout.ms": 6000, "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
             "super.users": "User:ANONYMOUS"}) as c:
         yield c
 
@@ -64,6 +70,8 @@ def test_acls_in_zookeeper_reach_every_broker(cluster):
                 for c in zk.get_children("/kafka-acl-extended-changes")]
     assert {"version": 1, "resourceType": "TOPIC", "name": "team-", "patternType": "PREFIXED"} in extended
     assert all(c.startswith("acl_changes_") for c in zk.get_children("/kafka-acl-changes"))
+    assert set(zk.get_children("/kafka-acl")) == {"Cluster", "Group", "User", "Topic", "TransactionalId",
+                                                   "DelegationToken"}
     want = [(2, "orders", 3, "User:alice", 4, 3), (2, "team-", 4, "User:*", 3, 2)]
     for broker_id in (1, 2):   # broker 2 from its own cache, filled by the change notifications
         wait_until(lambda b=broker_id: described(bootstrap_of(cluster, b)) == want, f"broker {broker_id}'s ACLs")
@@ -72,7 +80,7 @@ def test_acls_in_zookeeper_reach_every_broker(cluster):
                                   AclPermissionType.ANY)
     deleted = next(iter(admin.delete_acls([everything]).values())).result(30)
     assert len(deleted) == 2
-    assert zk.exists("/kafka-acl/Topic/orders") is None
+    assert zk.exists("/kafka-acl/Topic/orders") is None and zk.get_children("/kafka-acl/Topic") == []
     assert zk.exists("/kafka-acl-extended/prefixed/Topic/team-") is None
     for broker_id in (1, 2):
         wait_until(lambda b=broker_id: described(bootstrap_of(cluster, b)) == [], f"broker {broker_id} without ACLs")

@@ -124,8 +124,19 @@ class ZkAclStore:
         self._seen: dict[str, str] = {}          # change path -> the last notification applied
         self._watch_lock = threading.Lock()
 
+    def create_acl_paths(self) -> None:
+        """Kafka's ``KafkaZkClient.createAclPaths``: each store's root with a child per resource type, and the
+        change paths, whether or not any ACL exists yet."""
+        for root in (LITERAL_ACL_PATH, f"{EXTENDED_ACL_PATH}/prefixed"):
+            for resource_type in ResourceType:
+                if resource_type not in (ResourceType.UNKNOWN, ResourceType.ANY):
+                    self.kz.ensure_path(f"{root}/{resource_type.pascal}")
+        for parent in (LITERAL_CHANGES_PATH, EXTENDED_CHANGES_PATH):
+            self.kz.ensure_path(parent)
+
     def load(self) -> Acls:
         from kazoo.exceptions import NoNodeError
+        self.create_acl_paths()
         acls: Acls = {}
         roots = [(LITERAL_ACL_PATH, PatternType.LITERAL), (f"{EXTENDED_ACL_PATH}/prefixed", PatternType.PREFIXED)]
         for root, pattern_type in roots:
