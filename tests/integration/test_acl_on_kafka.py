@@ -2,7 +2,7 @@
 StandardAuthorizer, ``super.users=User:ANONYMOUS`` for its PLAINTEXT listener (the lab's admin) and a
 SASL_PLAINTEXT listener where confluent-kafka's clients are ``User:alice`` (PLAIN from the JAAS config).
 
-With WRITE and READ on one topic only, alice sees what ``test_acl_authorization.py`` shows on the mini broker:
+With the ACL set of ``test_acl_authorization.py`` given to alice, she sees what that test shows on the mini broker:
 Metadata of all topics leaves the other out, names it TOPIC_AUTHORIZATION_FAILED (so does an unknown topic she
 may not DESCRIBE); a producer is refused on one topic and delivers to the other (idempotent too); a consumer
 without READ on its group gets GROUP_AUTHORIZATION_FAILED; a transactional producer without WRITE on its id
@@ -92,10 +92,17 @@ num.partitions=1
             except KafkaException:
                 if time.monotonic() > deadline or proc.poll() is not None:
                     raise
-        for f in admin.create_topics([NewTopic(t, 1, 1) for t in ("x-orders", "y-orders")]).values():
+        for f in admin.create_topics([NewTopic(t, 1, 1) for t in ("x-orders", "y-orders", "team-a.events",
+                                                                 "team-a.secret")]).values():
             f.result(TIMEOUT)
-        acls = [AclBinding(ResourceType.TOPIC, "y-orders", ResourcePatternType.LITERAL, "User:alice", "*", op,
-                           AclPermissionType.ALLOW) for op in (AclOperation.WRITE, AclOperation.READ)]
+        A, LIT, PRE, ALLOW = "User:alice", ResourcePatternType.LITERAL, ResourcePatternType.PREFIXED, \
+            AclPermissionType.ALLOW
+        acls = [AclBinding(ResourceType.TOPIC, "y-orders", LIT, A, "*", op, ALLOW)
+                for op in (AclOperation.WRITE, AclOperation.READ)] + [
+            AclBinding(ResourceType.TOPIC, "team-a.", PRE, A, "*", AclOperation.WRITE, ALLOW),
+            AclBinding(ResourceType.TOPIC, "team-a.secret", LIT, A, "*", AclOperation.WRITE, AclPermissionType.DENY),
+            AclBinding(ResourceType.GROUP, "allowed-", PRE, A, "*", AclOperation.READ, ALLOW),
+            AclBinding(ResourceType.TRANSACTIONAL_ID, "allowed-tx", LIT, A, "*", AclOperation.WRITE, ALLOW)]
         for f in admin.create_acls(acls).values():
             f.result(TIMEOUT)
         alice = {"bootstrap.servers": f"127.0.0.1:{sasl}", "security.protocol": "SASL_PLAINTEXT",
@@ -118,29 +125,38 @@ def _produce_one(conf, topic, **more):
 def test_kafka_refuses_alice_as_the_mini_broker_does(kafka_node):
     alice, stdout = kafka_node
     a = AdminClient(alice)
-    assert set(a.list_topics(timeout=TIMEOUT).topics) == {"y-orders"}
+    assert set(a.list_topics(timeout=TIMEOUT).topics) == {"y-orders", "team-a.events", "team-a.secret"}
     for name in ("x-orders", "nope-topic"):
         err = a.list_topics(name, timeout=TIMEOUT).topics[name].error
         assert err is not None and err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
     assert _produce_one(alice, "x-orders").code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
     assert _produce_one(alice, "y-orders") is None
     assert _produce_one(alice, "y-orders", **{"enable.idempotence": True}) is None
-    c = Consumer({**alice, "group.id": "no-acl-group", "auto.offset.reset": "earliest"})
-    try:
-        c.subscribe(["y-orders"])
-        code = None
-        for _ in range(40):
-            m = c.poll(0.5)
-            if m is not None:
-                code = m.error().code() if m.error() else None
-                break
-    finally:
-        c.close()
-    assert code == KafkaError.GROUP_AUTHORIZATION_FAILED
+    assert _produce_one(alice, "team-a.events") is None                    # PREFIXED
+    assert _produce_one(alice, "team-a.secret").code() == KafkaError.TOPIC_AUTHORIZATION_FAILED   # DENY wins
+
+    def first(group):
+        c = Consumer({**alice, "group.id": group, "auto.offset.reset": "earliest"})
+        try:
+            c.subscribe(["y-orders"])
+            for _ in range(40):
+                m = c.poll(0.5)
+                if m is not None:
+                    return m.error().code() if m.error() else None
+        finally:
+            c.close()
+        return "nothing"
+    assert first("no-acl-group") == KafkaError.GROUP_AUTHORIZATION_FAILED
+    assert first("allowed-group") is None
     p = Producer({**alice, "transactional.id": "no-acl-tx"})
     with pytest.raises(KafkaException) as refused:
         p.init_transactions(TIMEOUT)
     assert refused.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    p = Producer({**alice, "transactional.id": "allowed-tx"})
+    p.init_transactions(TIMEOUT)
+    p.begin_transaction()
+    p.produce("y-orders", b"in a transaction")
+    p.commit_transaction(TIMEOUT)
     acl = AclBinding(ResourceType.TOPIC, "t", ResourcePatternType.LITERAL, "User:alice", "*", AclOperation.READ,
                      AclPermissionType.ALLOW)
     with pytest.raises(KafkaException) as refused:
