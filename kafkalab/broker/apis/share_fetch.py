@@ -25,6 +25,8 @@ from kafka.protocol.api_message import ApiMessage
 from ..common.errors import ErrorCode, KafkaError
 from ..server.share.share_partition_manager import FINAL_EPOCH, INITIAL_EPOCH
 from ..common.message import schemas
+from ..security.auth_helper import AclOperation, ResourceType, authorize
+from ..server.faults import error_response
 from . import api
 
 
@@ -61,6 +63,8 @@ async def apply_acknowledgements(ctx, manager, group_id, member_id, topics, resu
 
 @api(ShareFetchRequest, ShareFetchResponse, versions=(1, 2))
 async def handle_share_fetch(ctx, request):
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):   # Kafka 4: READ on the group
+        return error_response("ShareFetch", request, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     manager = ctx.broker.share_partition_manager
     lock_ms = ctx.broker.config["group.share.record.lock.duration.ms"]
     if not request.group_id or not request.member_id:

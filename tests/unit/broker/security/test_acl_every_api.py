@@ -3,6 +3,8 @@ API's request to a mini broker with Kafka's AclAuthorizer, through KafkaApis.han
 Kafka 3.9's KafkaApis answers (the response must also encode and decode at the version asked)."""
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -17,6 +19,7 @@ from tests.helpers.kafka_wire import encode
 
 T, G, C, TX = ("TOPIC_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED",
                "TRANSACTIONAL_ID_AUTHORIZATION_FAILED")
+TOPIC_ID = uuid.UUID("11111111-2222-3333-4444-555555555555")
 COMMIT = [{"name": "orders", "partitions": [{"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
                                               "committed_metadata": ""}]}]
 CASES = [   # (API, version, request, the error Kafka answers)
@@ -95,6 +98,16 @@ CASES = [   # (API, version, request, the error Kafka answers)
     ("ConsumerGroupHeartbeat", 1, {"group_id": "g", "member_id": "m", "member_epoch": 0, "rebalance_timeout_ms": 1000,
                                    "subscribed_topic_names": ["orders"], "topic_partitions": []}, G),
     ("ConsumerGroupDescribe", 1, {"group_ids": ["g"], "include_authorized_operations": False}, G),
+    ("ShareGroupHeartbeat", 1, {"group_id": "g", "member_id": "m", "member_epoch": 0,
+                                "subscribed_topic_names": ["orders"]}, G),
+    ("ShareGroupDescribe", 1, {"group_ids": ["g"], "include_authorized_operations": False}, G),
+    ("ShareFetch", 1, {"group_id": "g", "member_id": "m", "share_session_epoch": 0, "topics": []}, G),
+    ("ShareAcknowledge", 1, {"group_id": "g", "member_id": "m", "share_session_epoch": 1, "topics": []}, G),
+    ("ReadShareGroupState", 0, {"group_id": "g", "topics": [{"topic_id": TOPIC_ID, "partitions": [
+        {"partition": 0, "leader_epoch": 0}]}]}, C),
+    ("WriteShareGroupState", 0, {"group_id": "g", "topics": [{"topic_id": TOPIC_ID, "partitions": [
+        {"partition": 0, "state_epoch": 0, "leader_epoch": 0, "start_offset": 0, "state_batches": []}]}]}, C),
+    ("DescribeTransactions", 0, {"transactional_ids": ["tx"]}, TX),
 ]
 
 
@@ -150,3 +163,13 @@ def test_list_groups_shows_only_the_groups_one_may_describe(broker):
     r = send(broker, "User:mallory", "ListGroups", 4, {"states_filter": []})
     assert r.error_code == 0 and r.groups == []
     assert not broker.server.metadata_cache.get("new-topic")      # CreateTopics refused: nothing created
+
+
+def test_list_transactions_shows_only_the_ids_one_may_describe(broker):
+    init = send(broker, "User:ANONYMOUS", "InitProducerId", 4, {
+        "transactional_id": "tx-listed", "transaction_timeout_ms": 60000, "producer_id": -1, "producer_epoch": -1})
+    assert init.error_code == 0
+    body = {"state_filters": [], "producer_id_filters": [], "duration_filter": -1}
+    assert "tx-listed" in {t.transactional_id for t in send(broker, "User:ANONYMOUS", "ListTransactions", 1,
+                                                            body).transaction_states}
+    assert send(broker, "User:mallory", "ListTransactions", 1, body).transaction_states == []
