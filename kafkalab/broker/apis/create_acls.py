@@ -13,6 +13,8 @@ v2   flexible
 v3   (Kafka: the controller may answer, KIP-590)
 Kafka 3.9 also serves v0 (LITERAL only), removed in 4.0 (KIP-896); kafka-python's codec starts at v1.
 """
+import asyncio
+
 from kafka.protocol.admin.acl import CreateAclsRequest, CreateAclsResponse
 
 from ..common.errors import ErrorCode
@@ -50,7 +52,9 @@ async def handle_create_acls(ctx, request):
             results[i] = (ErrorCode.INVALID_REQUEST, "Invalid empty resource name")
         else:
             valid.append(i)
-    for i, error in zip(valid, authorizer.create_acls([bindings[i] for i in valid])):
+    # off the event loop: in ZooKeeper mode each resource is a znode write and a change notification
+    created = await asyncio.to_thread(authorizer.create_acls, [bindings[i] for i in valid])
+    for i, error in zip(valid, created):
         if error is not None:
             results[i] = (ErrorCode[error[0]], error[1] or None)
     return {"throttle_time_ms": 0, "results": [

@@ -9,6 +9,8 @@ v1   pattern_type_filter (KIP-290)
 v2   flexible
 v3   (Kafka: the controller may answer, KIP-590)
 """
+import asyncio
+
 from kafka.protocol.admin.acl import DeleteAclsRequest, DeleteAclsResponse
 
 from ..common.errors import ErrorCode
@@ -33,7 +35,7 @@ async def handle_delete_acls(ctx, request):
     authorizer = authorizer_of(ctx)
     if authorizer is None:
         return every(ErrorCode.SECURITY_DISABLED, "No Authorizer is configured.")
-    deleted = authorizer.delete_acls([
+    deleted = await asyncio.to_thread(authorizer.delete_acls, [
         filter_from_wire(f.resource_type_filter, f.resource_name_filter, f.pattern_type_filter, f.principal_filter,
                          f.host_filter, f.operation, f.permission_type) for f in filters])
     return {"throttle_time_ms": 0, "filter_results": [
