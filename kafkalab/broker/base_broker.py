@@ -42,6 +42,7 @@ import errno
 import hashlib
 import logging
 import os
+import ssl
 import tempfile
 import uuid
 from typing import TYPE_CHECKING
@@ -56,9 +57,12 @@ from .coordinator.transaction.transaction_coordinator import TransactionCoordina
 from .log.log_manager import LogDirLockedError, LogManager
 from .apis import load_all
 from .kafka_apis import KafkaApis
+from .common.endpoint import Endpoint
+from .common.security.ssl_factory import create_server_context
+from .common.security.ssl_principal_mapper import SslPrincipalMapper
 from .network.socket_server import SocketServer
-from .security.authorizer.acl_authorizer import ACL_AUTHORIZER, STANDARD_AUTHORIZER, AclAuthorizer, MemoryAclStore
-from .security.authorizer.acl_store import FileAclStore
+from .security.authorizer.acl_authorizer import AclAuthorizer
+from .security.authorizer.acl_store import broker_authorizer
 from .server.admin_manager import AdminManager
 from .server.client_quota_manager import ClientQuotaManager
 from .server.config import BrokerConfig, LogConfig
@@ -77,11 +81,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def _listener_host_port(listeners: str) -> tuple[str, int]:
-    first = listeners.split(",")[0].strip()
-    _, _, hostport = first.rpartition("://")
-    host, _, port = hostport.rpartition(":")
-    return host or "127.0.0.1", int(port or 0)
+def _primary_endpoint(endpoints: list[Endpoint]) -> Endpoint:
+    """The listener ``bootstrap_servers`` and ``port`` name: the first PLAINTEXT one, else the first."""
+    return next((e for e in endpoints if e.security_protocol == "PLAINTEXT"), endpoints[0])
 
 
 def kafka_uuid_string(raw: bytes) -> str:
@@ -115,14 +117,26 @@ class BaseBroker:
         self.log_dir: str = config["log.dirs"]
         if not self.log_dir:
             raise ValueError("log.dirs must be set")
-        self.host, port = _listener_host_port(config["listeners"])
+        #: the listeners (Kafka's ``config.listeners``): one SocketServer each, made below
+        self.listener_configs = config.listener_configs
+        ssl_contexts, mappers = self._ssl_contexts()   # before the log directory is locked: bad ssl.* configs fail here
+        inter_broker = self.listener_configs.inter_broker_security_protocol
+        if metadata_mode is not MetadataMode.STANDALONE and inter_broker != "PLAINTEXT":
+            raise StartupError(f"the mini broker's connections to other brokers and controllers are PLAINTEXT only: "
+                               f"the inter-broker listener {self.listener_configs.inter_broker_listener_name} is "
+                               f"{inter_broker} (set inter.broker.listener.name to a PLAINTEXT listener)")
+        primary = _primary_endpoint(self.listener_configs.listeners)
+        self.host = primary.host or "127.0.0.1"
         self._metadata_mode = metadata_mode
         #: Kafka's metrics of this broker (its Yammer registry), None if ``kafkalab.metrics.enabled`` is false;
         #: served at ``metrics_url`` unless ``kafkalab.metrics.port`` is -1
         self.metrics: MetricsRegistry | None = MetricsRegistry() if config["kafkalab.metrics.enabled"] else None
         self.metrics_server: MetricsHttpServer | None = None
         #: ACL authorization (``authorizer.class.name``); in ZooKeeper mode given its ZooKeeper store in start()
-        self.authorizer: AclAuthorizer | None = self._new_authorizer()
+        try:
+            self.authorizer: AclAuthorizer | None = broker_authorizer(config, metadata_mode.name, self.log_dir)
+        except ValueError as exc:
+            raise StartupError(str(exc)) from exc
         log_manager: LogManager | None = None
         try:  # Kafka's LogManager.createAndValidateLogDirs: the directory must exist (or be creatable) and be writable
             log_manager = self.log_manager = LogManager(self.log_dir, config, lock_dir=True)  # one broker per directory
@@ -145,7 +159,15 @@ class BaseBroker:
         self.faults = FaultInjector(self, load_all().values())
         self._fault_control: ControlSocket | None = None   # the faults' control socket, in cluster mode
         self.kafka_apis = KafkaApis(self, self.quotas, self.faults)
-        self.socket_server = SocketServer(self.host, port, config["socket.request.max.bytes"], self.kafka_apis.handle)
+        #: one SocketServer per listener, by listener name (Kafka's one Acceptor per endpoint); ``socket_server`` is
+        #: the primary listener's (``bootstrap_servers``)
+        self.socket_servers: dict[str, SocketServer] = {}
+        for endpoint in self.listener_configs.listeners:
+            name = endpoint.listener_name
+            self.socket_servers[name] = SocketServer(
+                endpoint.host or "127.0.0.1", endpoint.port, config["socket.request.max.bytes"],
+                self.kafka_apis.handle, name, endpoint.security_protocol, ssl_contexts.get(name), mappers[name])
+        self.socket_server = self.socket_servers[primary.listener_name]
         self.group_coordinator: GroupCoordinator | None = None   # set in start() once the loop runs
         self.producer_id_manager: ProducerIdGenerator | None = None
         self.transaction_coordinator: TransactionCoordinator | None = None   # set in start(), as the group coordinator
@@ -161,21 +183,24 @@ class BaseBroker:
         self._registered = False
         self._stopping = False
 
+    def _ssl_contexts(self) -> tuple[dict[str, ssl.SSLContext], dict[str, SslPrincipalMapper]]:
+        """The SSLContext of each SSL and SASL_SSL listener, from its ``ssl.*`` configs (``listener.name.<l>.``
+        first), and each listener's ``ssl.principal.mapping.rules``; a mistake is a StartupError with Kafka's
+        message, naming the listener."""
+        contexts, mappers = {}, {}
+        for endpoint in self.listener_configs.listeners:
+            name = endpoint.listener_name
+            try:
+                mappers[name] = SslPrincipalMapper(self.listener_configs.listener_value(
+                    name, "ssl.principal.mapping.rules"))
+                if endpoint.security_protocol in ("SSL", "SASL_SSL"):
+                    contexts[name] = create_server_context(self.listener_configs.ssl_configs(name))
+            except ValueError as exc:
+                raise StartupError(f"listener {name}: {exc}") from exc
+        return contexts, mappers
+
     def _new_admin_manager(self) -> AdminManager:
         return AdminManager(self)
-
-    def _new_authorizer(self) -> AclAuthorizer | None:
-        """The authorizer, its ACLs in ``acls.json`` of the log directory (standalone; ZooKeeper mode replaces
-        the store once connected)."""
-        name = self.config["authorizer.class.name"]
-        if name and self._metadata_mode is MetadataMode.KRAFT:
-            raise StartupError("authorizer.class.name: the mini broker's KRaft mode has no authorizer yet "
-                               "(no AccessControlEntryRecords); see docs/differences.md")
-        if name == STANDARD_AUTHORIZER and self._metadata_mode is MetadataMode.ZOOKEEPER:
-            raise StartupError(f"authorizer.class.name={name} keeps its ACLs in the KRaft metadata log; a "
-                               f"ZooKeeper-mode broker uses {ACL_AUTHORIZER}")
-        store = MemoryAclStore() if self.in_cluster else FileAclStore(self.log_dir)
-        return AclAuthorizer.from_config(self.config, store)
 
     def _derive_cluster_id(self) -> str:
         return kafka_uuid_string(hashlib.sha1(os.path.abspath(self.log_dir).encode()).digest()[:16])
@@ -291,12 +316,15 @@ class BaseBroker:
             self.replica_manager.leadership_listeners.append(manager.on_leadership_change)
         self.share_partition_manager = manager
         # KIP-932: a share session ends with its connection (its acquired records are released)
-        self.socket_server.add_connection_close_listener(manager.connection_closed)
+        for server in self.socket_servers.values():
+            server.add_connection_close_listener(manager.connection_closed)
         return group_coordinator
 
     async def _listen(self) -> None:
+        server = self.socket_server
         try:
-            await self.socket_server.start(enable_request_processing=self.REQUESTS_AT_BIND)
+            for server in self.socket_servers.values():
+                await server.start(enable_request_processing=self.REQUESTS_AT_BIND)
             if self.in_cluster:
                 if self.zk_client is not None:   # client quotas from /config/clients (a KRaft broker: from records)
                     await asyncio.to_thread(self.quotas.load_zk)
@@ -306,7 +334,7 @@ class BaseBroker:
             reason = exc.strerror or str(exc)
             if exc.errno == errno.EADDRINUSE:
                 reason = "the port is in use (is another broker running?); choose another port, or 0 for a free one"
-            raise StartupError(f"Socket server failed to bind to {self.host}:{self.socket_server.port}: "
+            raise StartupError(f"Socket server failed to bind to {server.host}:{server.port}: "
                                f"{reason}") from exc
 
     def _start_metrics_server(self) -> None:
@@ -348,7 +376,8 @@ class BaseBroker:
                     log.exception("broker %d: controlled shutdown failed; shutting down anyway", self.broker_id)
             for task in self._background:  # at once, so that no job starts while the connections close
                 task.cancel()
-            await self.socket_server.stop()
+            for server in self.socket_servers.values():
+                await server.stop()
             if self._fault_control is not None:
                 await self._fault_control.stop()
             await self._requests_stopped()
@@ -390,16 +419,45 @@ class BaseBroker:
     def port(self) -> int:
         return self.socket_server.port
 
+    def enable_request_processing(self) -> None:
+        for server in self.socket_servers.values():
+            server.enable_request_processing()
+
+    def advertised_endpoint(self, listener_name: str) -> tuple[str, int] | None:
+        """Where clients of ``listener_name`` are told to connect: its ``advertised.listeners`` entry, else its
+        listener; a wildcard host is this broker's host, port 0 the bound port (Kafka's ``KafkaServer.startup``)."""
+        endpoint = self.listener_configs.advertised(listener_name)
+        if endpoint is None:
+            return None
+        server = self.socket_servers.get(listener_name)
+        host = endpoint.host or (server.host if server is not None else self.host)
+        return host, endpoint.port or (server.port if server is not None else 0)
+
+    @property
+    def advertised_listeners(self) -> dict[str, tuple[str, int]]:
+        """Every advertised listener (less the controller's), by name, as Metadata gives them."""
+        out = {}
+        for endpoint in self.listener_configs.advertised_listeners:
+            address = self.advertised_endpoint(endpoint.listener_name)
+            if address is not None:
+                out[endpoint.listener_name] = address
+        return out
+
+    @property
+    def listeners(self) -> dict[str, str]:
+        """``{listener name: "host:port"}``: where a client of each listener connects (advertised, bound port)."""
+        return {name: f"{host}:{port}" for name, (host, port) in self.advertised_listeners.items()}
+
     @property
     def advertised_host(self) -> str:
-        adv = self.config["advertised.listeners"]
-        return _listener_host_port(adv)[0] if adv else self.host
+        address = self.advertised_endpoint(self.socket_server.listener_name)
+        return address[0] if address is not None else self.host
 
     @property
     def advertised_port(self) -> int:
         """The port of ``advertised.listeners`` (what clients are told to connect to), else the bound port."""
-        adv = self.config["advertised.listeners"]
-        return (_listener_host_port(adv)[1] if adv else 0) or self.port
+        address = self.advertised_endpoint(self.socket_server.listener_name)
+        return address[1] if address is not None else self.port
 
     @property
     def live_brokers(self) -> list[tuple[int, str, int]]:
@@ -414,7 +472,14 @@ class BaseBroker:
         """The live brokers with their racks (Metadata and DescribeCluster show racks)."""
         if self.in_cluster:
             return sorted(self.metadata_cache.alive_brokers.values(), key=lambda b: b.id)
-        return [BrokerEndpoint(self.broker_id, self.advertised_host, self.advertised_port, self.config["broker.rack"])]
+        return [BrokerEndpoint(self.broker_id, self.advertised_host, self.advertised_port, self.config["broker.rack"],
+                               self.advertised_listeners)]
+
+    def live_broker_nodes_for(self, listener_name: str) -> list[BrokerEndpoint]:
+        """The live brokers as clients of ``listener_name`` reach them, those without that listener left out
+        (Kafka's ``metadataCache.getAliveBrokerNodes(request.context.listenerName)``)."""
+        nodes = (b.for_listener(listener_name) for b in self.live_broker_nodes)
+        return [n for n in nodes if n is not None]
 
     @property
     def live_broker_count(self) -> int:

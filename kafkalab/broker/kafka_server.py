@@ -154,8 +154,10 @@ class KafkaServer(BaseBroker):
         return self.zk_client
 
     def _broker_info(self) -> zk_data.BrokerInfo:
+        protocols = self.listener_configs.protocol_map
+        listeners = {name: (host, port, protocols[name]) for name, (host, port) in self.advertised_listeners.items()}
         return zk_data.BrokerInfo(self.broker_id, self.advertised_host, self.advertised_port,
-                                  self.config["broker.rack"])
+                                  self.config["broker.rack"], listeners=listeners)
 
     async def _register_broker(self) -> None:
         """Create ``/brokers/ids/<id>`` (ephemeral); its czxid becomes the broker epoch.

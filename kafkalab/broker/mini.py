@@ -9,6 +9,10 @@ Kafka broker::
     with kafkalab.mini(**{"num.partitions": 3}) as broker:
         producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
 
+Several listeners, e.g. PLAINTEXT for the lab's tooling and SSL for a lesson's clients, are Kafka's configs
+too (``listeners``, ``listener.security.protocol.map``, the ``ssl.*`` configs; :mod:`kafkalab.security` makes the
+certificates); ``broker.listeners`` then maps each listener name to its ``host:port``.
+
 Configs use Kafka's names (``kafkalab.mini(**{"log.segment.bytes": 1024})``);
 Python identifiers work too (``kafkalab.mini(num_partitions=3)``). Without
 ``log_dir`` the broker writes into a fresh temporary directory that is
@@ -125,6 +129,13 @@ class MiniBroker:
     @property
     def port(self) -> int:
         return self.server.port
+
+    @property
+    def listeners(self) -> dict[str, str]:
+        """``{listener name: "host:port"}``, e.g. ``{"PLAINTEXT": "127.0.0.1:40123", "SSL": "127.0.0.1:40124"}``:
+        where a client of each listener connects (its ``advertised.listeners`` address, with the bound port).
+        ``bootstrap_servers`` is the first PLAINTEXT listener's, else the first listener's."""
+        return self.server.listeners
 
     @property
     def metrics_url(self) -> str | None:

@@ -38,6 +38,8 @@ class BrokerLifecycleManager:
         self.cluster_id = cluster_id
         self.channel = channel
         self.listener = listener
+        #: every advertised listener (name, host, port, security_protocol id), as BrokerRegistration carries them
+        self.listeners: list[dict] | None = None
         self.rack = rack
         self.log_dir_id = log_dir_id
         self.metadata_offset = metadata_offset            # callable: the last metadata offset applied
@@ -94,9 +96,10 @@ class BrokerLifecycleManager:
 
     async def _register(self) -> None:
         host, port = self.listener
+        listeners = self.listeners or [{"name": "PLAINTEXT", "host": host, "port": port, "security_protocol": 0}]
         request = build(BrokerRegistrationRequest, REGISTRATION_VERSION, {
             "broker_id": self.broker_id, "cluster_id": self.cluster_id, "incarnation_id": self.incarnation_id,
-            "listeners": [{"name": "PLAINTEXT", "host": host, "port": port, "security_protocol": 0}],
+            "listeners": listeners,
             "features": self._features(), "rack": self.rack, "is_migrating_zk_broker": False,
             "log_dirs": [self.log_dir_id], "previous_broker_epoch": self.previous_broker_epoch})
         response = await self.channel.send(request, "lifecycle")

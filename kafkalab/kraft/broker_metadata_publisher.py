@@ -37,10 +37,12 @@ class BrokerMetadataPublisher:
     def live_brokers(self, image, fenced: bool = False) -> list[BrokerEndpoint]:
         """The registered brokers that are unfenced (``fenced=True``: those that are fenced)."""
         out = []
+        inter_broker = self.broker.config.listener_configs.inter_broker_listener_name
         for b, reg in sorted(image.cluster.registrations.items()):
-            endpoint = reg.endpoint("PLAINTEXT") or reg.endpoint()
-            if bool(reg.fenced) == fenced and endpoint is not None:
-                out.append(BrokerEndpoint(b, endpoint[0], endpoint[1], reg.rack))
+            endpoint = reg.endpoint(inter_broker) or reg.endpoint("PLAINTEXT") or reg.endpoint()
+            if bool(reg.fenced) == fenced and endpoint is not None:   # host/port: where other brokers reach it
+                out.append(BrokerEndpoint(b, endpoint[0], endpoint[1], reg.rack,
+                                          {e["name"]: (e["host"], e["port"]) for e in reg.listeners}))
         return out
 
     async def publish(self, image, delta) -> None:

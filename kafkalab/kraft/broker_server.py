@@ -40,6 +40,7 @@ from ..broker.server.alter_partition_manager import AlterPartitionManager
 from ..broker.server.broker_features import FinalizedFeatures
 from ..broker.server.kafka_broker import MetadataMode
 from ..broker.server.metadata_cache import BrokerEndpoint
+from ..broker.common.endpoint import SECURITY_PROTOCOL_IDS
 from ..broker.common.message.codec import build
 from ..broker.common.message.zk_messages import ALTER_PARTITION_VERSION, AlterPartitionRequest
 from ..raft.raft_config import parse_voters
@@ -171,6 +172,10 @@ class BrokerServer(BaseBroker):
             self.broker_id, self.cluster_id, self.controller_channel, (self.advertised_host, self.advertised_port),
             self.config["broker.rack"], self._log_dir_id(), lambda: self.image.offset,
             self.config["broker.heartbeat.interval.ms"], self.log_manager.previous_broker_epoch)
+        protocols = self.listener_configs.protocol_map
+        self.lifecycle.listeners = [{"name": name, "host": host, "port": port,
+                                     "security_protocol": SECURITY_PROTOCOL_IDS[protocols[name]]}
+                                    for name, (host, port) in self.advertised_listeners.items()]
         self.lifecycle.start()
         deadline = asyncio.get_running_loop().time() + STARTUP_UNFENCE_TIMEOUT_S
         try:
@@ -181,7 +186,7 @@ class BrokerServer(BaseBroker):
             self.lifecycle.set_ready_to_unfence()
             await asyncio.wait_for(self.lifecycle.unfenced.wait(),
                                    max(0.0, deadline - asyncio.get_running_loop().time()))
-            self.socket_server.enable_request_processing()
+            self.enable_request_processing()   # every listener
         except asyncio.TimeoutError:
             what = "unfenced" if self._publishing else "told it had caught up with the metadata"
             raise StartupError(f"broker {self.broker_id} was not {what} by the controllers in "

@@ -291,3 +291,21 @@ def test_standard_authorizer_logs_in_its_own_words(caplog):
         "Principal = User:admin is Allowed operation = ALTER from host = 127.0.0.1 on resource = "
         "Cluster:LITERAL:kafka-cluster for request = CreateAcls with resourceRefCount = 1 based on rule SuperUser",
     ]
+
+
+def test_which_authorizer_each_broker_mode_serves(tmp_path):
+    from kafkalab.broker.security.authorizer.acl_store import broker_authorizer
+    from kafkalab.broker.server.config import BrokerConfig
+    acl, standard = "kafka.security.authorizer.AclAuthorizer", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+    assert broker_authorizer(BrokerConfig(), "STANDALONE", str(tmp_path)) is None      # none configured: off
+    auth = broker_authorizer(BrokerConfig({"authorizer.class.name": acl, "super.users": "User:admin",
+                                           "allow.everyone.if.no.acl.found": "true"}), "STANDALONE", str(tmp_path))
+    assert auth.super_users == {"User:admin"} and auth.allow_everyone_if_no_acl_found
+    assert isinstance(auth.store, FileAclStore)
+    assert broker_authorizer(BrokerConfig({"authorizer.class.name": standard}), "STANDALONE", str(tmp_path))
+    with pytest.raises(ValueError, match="KRaft metadata log"):
+        broker_authorizer(BrokerConfig({"authorizer.class.name": standard}), "ZOOKEEPER", str(tmp_path))
+    with pytest.raises(ValueError, match="KRaft mode has no authorizer yet"):
+        broker_authorizer(BrokerConfig({"authorizer.class.name": standard}), "KRAFT", str(tmp_path))
+    with pytest.raises(ValueError, match="authorizer.class.name"):
+        BrokerConfig({"authorizer.class.name": "com.example.MyAuthorizer"})

@@ -36,7 +36,7 @@ async def handle_describe_cluster(ctx, request):
         return {"throttle_time_ms": 0, "error_code": code, "error_message": message,
                 "endpoint_type": endpoint_type, "cluster_id": broker.cluster_id, "controller_id": -1, "brokers": []}
     brokers = [{"broker_id": b.id, "host": b.host, "port": b.port, "rack": b.rack, "is_fenced": False}
-               for b in broker.live_broker_nodes]
+               for b in broker.live_broker_nodes_for(ctx.listener_name)]   # the request's listener's endpoints
     if ctx.api_version >= 2 and request.include_fenced_brokers:
         fenced = broker.fenced_broker_nodes     # KRaft: registered but fenced
         brokers = sorted(brokers + [{"broker_id": b.id, "host": b.host, "port": b.port, "rack": b.rack,

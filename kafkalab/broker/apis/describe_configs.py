@@ -46,15 +46,16 @@ GROUP_CONFIG_DOCS = {
 def config_entry(desc: ConfigDescription, include_synonyms: bool = False,
                  include_documentation: bool = False) -> dict:
     """One DescribeConfigsResourceResult."""
+    sensitive = desc.definition.type == "password"   # Kafka's PASSWORD configs (ssl.key.password, ...): value null
     return {
         "name": desc.name,
-        "value": desc.value,
+        "value": None if sensitive else desc.value,
         "read_only": desc.read_only,
         "config_source": int(desc.source),
         "is_default": desc.is_default,
-        "is_sensitive": False,  # no passwords among the mini broker's configs
-        "synonyms": [{"name": s.name, "value": s.value, "source": int(s.source)} for s in desc.synonyms]
-        if include_synonyms else [],
+        "is_sensitive": sensitive,
+        "synonyms": [{"name": s.name, "value": None if sensitive else s.value, "source": int(s.source)}
+                     for s in desc.synonyms] if include_synonyms else [],
         "config_type": desc.definition.type_id,
         "documentation": desc.definition.doc if include_documentation else None,
     }

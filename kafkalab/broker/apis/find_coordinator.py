@@ -141,6 +141,21 @@ def _leader_of(broker, topic: str, partition: int, out: dict) -> dict:
     return out
 
 
+def _on_listener(ctx, out: dict) -> dict:
+    """The coordinator's address on the listener the request came in on (Kafka's
+    ``getAliveBrokerNode(coordinatorId, request.context.listenerName)``): COORDINATOR_NOT_AVAILABLE if it has
+    no such listener."""
+    if out.get("error_code") or out.get("node_id", -1) < 0:
+        return out
+    node = next((b for b in ctx.broker.live_broker_nodes_for(ctx.listener_name) if b.id == out["node_id"]), None)
+    if node is None:
+        out.update(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, node_id=-1, host="", port=-1,
+                   error_message=f"broker {out['node_id']} has no listener {ctx.listener_name}")
+    else:
+        out.update(host=node.host, port=node.port)
+    return out
+
+
 #: Kafka's ``Errors`` messages of the refusals (what a FindCoordinator below v4 says with its error)
 _REFUSED = {ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
             ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "Transactional Id authorization failed.",
@@ -162,7 +177,7 @@ def _refused(ctx, key: str | None, key_type: int) -> ErrorCode | None:
 def _coordinator_or_refusal(ctx, key: str | None, key_type: int, message: bool) -> dict:
     code = _refused(ctx, key, key_type)
     if code is None:
-        return _coordinator_for(ctx.broker, key, key_type)
+        return _on_listener(ctx, _coordinator_for(ctx.broker, key, key_type))
     return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": code,
             "error_message": _REFUSED[code] if message else None}
 

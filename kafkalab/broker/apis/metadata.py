@@ -26,6 +26,9 @@ UNKNOWN_TOPIC_OR_PARTITION. An illegal name gets INVALID_TOPIC_EXCEPTION and
 is never created (as Kafka, whether or not auto-creation is on). A topic
 named twice is answered once.
 
+The brokers are those of the listener the request came in on, at that listener's advertised address
+(``advertised.listeners``; Kafka's ``getAliveBrokerNodes(request.context.listenerName)``).
+
 In cluster mode the answer comes from the metadata cache the controller's
 UpdateMetadata fills (Kafka's ``ZkMetadataCache``): the live brokers with
 their racks, the controller id, and per partition the leader, leader epoch,
@@ -161,8 +164,9 @@ async def handle_metadata(ctx, request):
                 entry["authorized_operations"] = authorized_operations(ctx, ResourceType.TOPIC, entry["name"])
     answer = {
         "throttle_time_ms": 0,
+        # the brokers as a client of this listener reaches them (Kafka: getAliveBrokerNodes(listenerName))
         "brokers": [{"node_id": b.id, "host": b.host, "port": b.port, "rack": b.rack}
-                    for b in broker.live_broker_nodes],
+                    for b in broker.live_broker_nodes_for(ctx.listener_name)],
         "cluster_id": broker.cluster_id,
         "controller_id": broker.controller_id,
         "topics": topics,

@@ -32,10 +32,14 @@ from ..common.message.zk_messages import UpdateMetadataRequest, UpdateMetadataRe
 log = logging.getLogger(__name__)
 
 
-def _live_broker(b) -> BrokerEndpoint:
+def _live_broker(b, listener_name: str) -> BrokerEndpoint:
+    """A live broker: ``host``/``port`` its endpoint on this broker's inter-broker listener (replica fetchers,
+    AlterPartition, transaction markers reach it there), ``listeners`` every endpoint (Metadata per listener)."""
     endpoints = list(b.endpoints or [])
-    ep = next((e for e in endpoints if e.listener == "PLAINTEXT"), endpoints[0] if endpoints else None)
-    return BrokerEndpoint(b.id, ep.host if ep else "", ep.port if ep else -1, b.rack)
+    ep = next((e for e in endpoints if e.listener == listener_name), None) or next(
+        (e for e in endpoints if e.listener == "PLAINTEXT"), endpoints[0] if endpoints else None)
+    return BrokerEndpoint(b.id, ep.host if ep else "", ep.port if ep else -1, b.rack,
+                          {e.listener: (e.host, e.port) for e in endpoints})
 
 
 @api(UpdateMetadataRequest, UpdateMetadataResponse, versions=(8, 8))
@@ -61,6 +65,7 @@ async def handle_update_metadata(ctx, request):
                                        p.leader_epoch, list(p.isr), p.zk_version, list(p.replicas),
                                        offline_replicas=list(p.offline_replicas or []))
             for p in t.partition_states]))
+    inter_broker = broker.config.listener_configs.inter_broker_listener_name
     await broker.apply_update_metadata(request.controller_id, topic_states,
-                                       [_live_broker(b) for b in request.live_brokers or []])
+                                       [_live_broker(b, inter_broker) for b in request.live_brokers or []])
     return {"error_code": 0}

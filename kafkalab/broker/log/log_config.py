@@ -28,7 +28,7 @@ MB = 1024 * 1024
 @dataclass(frozen=True)
 class ConfigDef:
     name: str
-    type: str  # "int", "long", "bool", "string", "list", "double"
+    type: str  # "int", "long", "bool", "string", "list", "double", "password" (a string DescribeConfigs hides)
     default: Any
     doc: str
     validator: Callable[[Any], bool] | None = None
@@ -41,7 +41,7 @@ class ConfigDef:
 
 
 #: DescribeConfigsResponse ``ConfigType``: BOOLEAN=1 STRING=2 INT=3 SHORT=4 LONG=5 DOUBLE=6 LIST=7 CLASS=8 PASSWORD=9
-CONFIG_TYPE_IDS = {"bool": 1, "string": 2, "int": 3, "long": 5, "double": 6, "list": 7}
+CONFIG_TYPE_IDS = {"bool": 1, "string": 2, "int": 3, "long": 5, "double": 6, "list": 7, "password": 9}
 
 
 class ConfigSource(enum.IntEnum):

@@ -31,6 +31,10 @@ Throttling (KIP-219): a handler that sets ``throttle_ms`` on the request has
 the connection *muted* for that time once the response is written: no further
 request of it is read until the throttle time has passed.
 
+An SSL or SASL_SSL listener (``ssl_context``) runs the TLS handshake first (``StreamWriter.start_tls``, so that
+a failed handshake is seen, logged with the client's address and closes that connection only); an SSL
+connection's principal comes from the client certificate (``ssl.principal.mapping.rules``).
+
 When a connection closes, for whatever reason, every listener registered with
 :meth:`SocketServer.add_connection_close_listener` is called with its id (a
 broker's share sessions end with their connection, KIP-932).
@@ -40,10 +44,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import ssl
 import struct
 import time
 from typing import Awaitable, Callable
 
+from ..common.security.ssl_principal_mapper import SslPrincipalMapper, ssl_principal
 from ..utils.async_util import cancel_and_wait
 from .kafka_channel import KafkaChannel
 from .request_channel import HEADER_PREFIX, CloseConnection, InvalidRequest, Request
@@ -57,18 +63,29 @@ RequestHandler = Callable[[Request], Awaitable["bytes | bytearray | None"]]
 
 
 class SocketServer:
+    #: connection ids, unique across the listeners (and brokers) of this process: share sessions, quotas and
+    #: close listeners key on them
+    _ids = itertools.count()
+
     def __init__(self, host: str, port: int, max_request_size: int, handler: RequestHandler,
-                 listener_name: str = "PLAINTEXT", security_protocol: str = "PLAINTEXT"):
+                 listener_name: str = "PLAINTEXT", security_protocol: str = "PLAINTEXT",
+                 ssl_context: ssl.SSLContext | None = None, principal_mapper: SslPrincipalMapper | None = None):
         self.host = host
         #: the listener this server accepts for, and its security protocol (each connection's KafkaChannel)
         self.listener_name = listener_name
         self.security_protocol = security_protocol
+        #: an SSL or SASL_SSL listener's TLS (``ssl.*`` configs, :mod:`kafkalab.broker.common.security.ssl_factory`)
+        self.ssl_context = ssl_context
+        if ssl_context is None and security_protocol in ("SSL", "SASL_SSL"):
+            raise ValueError(f"listener {listener_name} ({security_protocol}) needs an SSL context")
+        self.principal_mapper = principal_mapper or SslPrincipalMapper("DEFAULT")
         self.port = port
         self.max_request_size = max_request_size
         self.handler = handler
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.Task] = set()  # one task per connection
-        self._ids = itertools.count()
+        #: the open connections (past the TLS handshake on an SSL listener), by connection id
+        self.channels: dict[int, KafkaChannel] = {}
         self._close_listeners: list[Callable[[int], None]] = []
         #: Kafka's ``enableRequestProcessing``: until then connections are accepted but not read
         self._processing = asyncio.Event()
@@ -106,6 +123,9 @@ class SocketServer:
         self._connections.add(task)
         try:
             await self._processing.wait()
+            if self.ssl_context is not None and not await self._ssl_handshake(writer, channel):
+                return
+            self.channels[conn_id] = channel
             while True:
                 try:
                     head = await reader.readexactly(4)
@@ -143,9 +163,39 @@ class SocketServer:
             log.exception("closing connection %d from %s after an unexpected error", conn_id, peer[0])
         finally:
             self._connections.discard(task)
+            self.channels.pop(conn_id, None)
             writer.close()
             for listener in self._close_listeners:
                 listener(conn_id)
+
+
+    async def _ssl_handshake(self, writer: asyncio.StreamWriter, channel: KafkaChannel) -> bool:
+        """TLS on an SSL listener's connection, then who the client is (Kafka's ``SslTransportLayer`` and, for SSL,
+        ``DefaultKafkaPrincipalBuilder``: the certificate's subject DN mapped by ``ssl.principal.mapping.rules``,
+        ``User:ANONYMOUS`` without one). A failed handshake (plaintext bytes, a client that does not trust the
+        certificate, a client certificate the trust store does not know) closes only this connection, logged as
+        Kafka logs it."""
+        try:
+            await writer.start_tls(self.ssl_context)
+        except (ssl.SSLError, ConnectionError, OSError, asyncio.IncompleteReadError, asyncio.TimeoutError) as exc:
+            log.info("[SocketServer listener=%s] Failed authentication with /%s (channelId=%d) (SSL handshake "
+                     "failed): %s", self.listener_name, channel.client_host, channel.connection_id,
+                     getattr(exc, "reason", None) or exc)
+            return False
+        ssl_object = writer.get_extra_info("ssl_object")
+        der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
+        channel.peer_certificate = ssl_object.getpeercert() if der else None
+        if self.security_protocol == "SSL":
+            try:
+                channel.principal = ssl_principal(der, self.principal_mapper)
+            except ValueError as exc:   # NoMatchingRule, or a certificate that cannot be read
+                log.info("[SocketServer listener=%s] Failed authentication with /%s (channelId=%d) (%s)",
+                         self.listener_name, channel.client_host, channel.connection_id, exc)
+                return False
+        log.debug("[SocketServer listener=%s] connection %d from %s: TLS %s, principal %s", self.listener_name,
+                  channel.connection_id, channel.client_host, ssl_object.version() if ssl_object else "?",
+                  channel.principal)
+        return True
 
 
 __all__ = ["SocketServer", "Request", "InvalidRequest", "CloseConnection"]

@@ -22,18 +22,36 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..common.endpoint import DEFAULT_PROTOCOL_MAP, SECURITY_PROTOCOLS
 from ..coordinator.group.group_config import BOUND_CONFIGS
 from ..security.authorizer.acl_authorizer import AUTHORIZER_CLASS_NAMES
 from ..log.log_config import (  # noqa: F401 (LogConfig re-exported: the broker's modules import it from here)
     ALL_TOPIC_CONFIGS, TOPIC_CONFIG_SYNONYMS, TOPIC_CONFIGS, TOPIC_TO_BROKER, topic_configs, ConfigDef,
     ConfigDescription, ConfigSource, ConfigSynonym,
     LogConfig, _between, _d, _nonneg, _positive, parse, to_string)
+from .listener_config import SSL_CONFIGS, ListenerConfigs, listener_override_def
 
 
 _BROKER_ONLY: list[ConfigDef] = [
     _d("broker.id", "int", 0, "This broker's id", _nonneg),
-    _d("listeners", "string", "PLAINTEXT://127.0.0.1:0", "Where the broker listens (port 0: pick a free one)"),
-    _d("advertised.listeners", "string", "", "Address given to clients in Metadata (default: the listener)"),
+    _d("listeners", "string", "PLAINTEXT://127.0.0.1:0", "Listener List - Comma-separated list of URIs we will "
+       "listen on and the listener names (NAME://host:port; port 0: a free one). If the listener name is not a "
+       "security protocol, listener.security.protocol.map must also be set. Listener names and port numbers must "
+       "be unique unless one listener is an IPv4 address and the other an IPv6 address (for the same port). "
+       "Kafka's default is PLAINTEXT://:9092; the mini broker's PLAINTEXT://127.0.0.1:0"),
+    _d("advertised.listeners", "string", "", "Listeners to publish for clients to use (in Metadata, and in "
+       "ZooKeeper), if different than the listeners config; per listener name. Unlike listeners, ports may "
+       "repeat, and 0.0.0.0 is not valid (default: the listeners)"),
+    _d("listener.security.protocol.map", "string", DEFAULT_PROTOCOL_MAP, "Map between listener names and "
+       "security protocols, NAME:PROTOCOL,... (e.g. INTERNAL:PLAINTEXT,EXTERNAL:SSL). A listener's own SSL and "
+       "SASL settings are set with the prefix listener.name.<listener name in lower case>. (e.g. "
+       "listener.name.internal.ssl.keystore.location); unset, the generic config is used"),
+    _d("inter.broker.listener.name", "string", None, "Name of listener used for communication between brokers "
+       "(default: the one of security.inter.broker.protocol). Only one of it and security.inter.broker.protocol "
+       "may be set"),
+    _d("security.inter.broker.protocol", "string", "PLAINTEXT", "Security protocol used to communicate between "
+       "brokers; the listener of that name is used", valid_values=SECURITY_PROTOCOLS),
+    *SSL_CONFIGS,
     _d("log.dirs", "string", "", "Directory holding the partition directories"),
     _d("num.partitions", "int", 1, "Partitions of an auto-created topic", _positive),
     _d("default.replication.factor", "int", 1, "Replication factor of an auto-created topic", _positive),
@@ -229,14 +247,29 @@ class BrokerConfig:
     def __init__(self, overrides: dict[str, Any] | None = None):
         self._values = {name: d.default for name, d in BROKER_CONFIGS.items()}
         self.overrides: dict[str, Any] = {}
+        self._listener_configs: ListenerConfigs | None = None
         for name, value in (overrides or {}).items():
             self.set(name, value)
+        self._listener_configs = ListenerConfigs(self)   # Kafka's KafkaConfig checks its listeners when made
 
     def set(self, name: str, value: Any) -> None:
+        """Set one config; ``listener.name.<listener>.<config>`` sets a listener's own value of ``<config>``."""
         defn = BROKER_CONFIGS.get(name)
         if defn is None:
-            raise ValueError(f"Unknown broker configuration {name!r}")
-        self._values[name] = self.overrides[name] = parse(defn, value)
+            defn = listener_override_def(name, BROKER_CONFIGS)
+            if defn is None:
+                raise ValueError(f"Unknown broker configuration {name!r}")
+            self.overrides[name] = parse(defn, value)
+        else:
+            self._values[name] = self.overrides[name] = parse(defn, value)
+        self._listener_configs = None
+
+    @property
+    def listener_configs(self) -> ListenerConfigs:
+        """The listeners, their security protocols and configs (parsed and checked, Kafka's ``KafkaConfig``)."""
+        if self._listener_configs is None:
+            self._listener_configs = ListenerConfigs(self)
+        return self._listener_configs
 
     def __getitem__(self, name: str) -> Any:
         return self._values[name]

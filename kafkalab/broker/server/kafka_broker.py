@@ -192,6 +192,10 @@ class KafkaBroker(Protocol):
     @property
     def live_broker_nodes(self) -> list[BrokerEndpoint]: ...
 
+    def live_broker_nodes_for(self, listener_name: str) -> list[BrokerEndpoint]:
+        """The live brokers as a client of ``listener_name`` reaches them (Kafka's ``getAliveBrokerNodes``)."""
+        ...
+
     @property
     def live_broker_count(self) -> int: ...
 

@@ -57,11 +57,24 @@ class TopicMetadata:
 
 @dataclass
 class BrokerEndpoint:
-    """A live broker as UpdateMetadata describes it (Kafka's ``UpdateMetadataBroker``): its PLAINTEXT endpoint."""
+    """A live broker as UpdateMetadata describes it (Kafka's ``UpdateMetadataBroker``): ``host``/``port`` are the
+    endpoint other brokers use (its inter-broker listener's), ``listeners`` every advertised endpoint by listener
+    name (empty: only ``host``/``port`` are known, and they serve every listener)."""
     id: int
     host: str
     port: int
     rack: str | None = None
+    listeners: dict[str, tuple[str, int]] = field(default_factory=dict)
+
+    def for_listener(self, listener_name: str) -> "BrokerEndpoint | None":
+        """This broker as a client of ``listener_name`` must reach it (Kafka's ``getAliveBrokerNode(id,
+        listenerName)``); None if it has no such listener."""
+        if not self.listeners:
+            return self
+        endpoint = self.listeners.get(listener_name)
+        if endpoint is None:
+            return None
+        return BrokerEndpoint(self.id, endpoint[0], endpoint[1], self.rack, self.listeners)
 
 
 class MetadataCache:

@@ -135,37 +135,66 @@ def decode_controller_epoch(data: bytes) -> int:
 
 @dataclass
 class BrokerInfo:
-    """A registered broker (Kafka's ``BrokerInfo``): where clients and other brokers reach it."""
+    """A registered broker (Kafka's ``BrokerInfo``): where clients and other brokers reach it.
+
+    ``host``/``port`` are its PLAINTEXT endpoint (the first endpoint if none is PLAINTEXT); ``listeners`` every
+    advertised endpoint by listener name with its security protocol (empty: only ``host``/``port``, a
+    PLAINTEXT listener named PLAINTEXT)."""
     id: int
     host: str
     port: int
     rack: str | None = None
     timestamp: int = 0
+    #: listener name -> (host, port, security protocol), in the order registered
+    listeners: dict[str, tuple[str, int, str]] = field(default_factory=dict)
 
     @property
     def endpoint(self) -> str:
         return f"PLAINTEXT://{self.host}:{self.port}"
 
+    def endpoints(self) -> dict[str, tuple[str, int, str]]:
+        return dict(self.listeners) or {"PLAINTEXT": (self.host, self.port, "PLAINTEXT")}
+
+    def endpoint_for(self, listener_name: str) -> tuple[str, int]:
+        """Where another broker reaches this one on ``listener_name`` (its inter-broker listener); the
+        PLAINTEXT endpoint if it registered no such listener."""
+        host, port, _ = self.endpoints().get(listener_name, (self.host, self.port, "PLAINTEXT"))
+        return host, port
+
+
+def _connection_string(name: str, host: str, port: int) -> str:
+    return f"{name}://[{host}]:{port}" if ":" in host else f"{name}://{host}:{port}"
+
 
 def encode_broker(info: BrokerInfo) -> bytes:
-    data = {"features": {}, "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"},
-            "endpoints": [info.endpoint], "jmx_port": -1, "port": info.port, "host": info.host,
-            "version": 5, "timestamp": _now_ms()}
+    """Kafka 3.9's ``BrokerIdZNode.encode`` (version 5): every endpoint, the listeners' security protocols, and
+    the legacy ``host``/``port`` of the PLAINTEXT-protocol endpoint (null and -1 without one)."""
+    endpoints = info.endpoints()
+    plaintext = next(((h, p) for h, p, protocol in endpoints.values() if protocol == "PLAINTEXT"), (None, -1))
+    data = {"features": {},
+            "listener_security_protocol_map": {name: protocol for name, (_, _, protocol) in endpoints.items()},
+            "endpoints": [_connection_string(name, h, p) for name, (h, p, _) in endpoints.items()],
+            "jmx_port": -1, "port": plaintext[1], "host": plaintext[0], "version": 5, "timestamp": _now_ms()}
     if info.rack is not None:
         data["rack"] = info.rack
     return _dumps(data)
 
 
 def decode_broker(broker_id: int, data: bytes) -> BrokerInfo:
+    """``BrokerIdZNode.decode``: the endpoints with their protocols (from ``listener_security_protocol_map``,
+    else the listener's name); ``host``/``port`` the PLAINTEXT listener's, else the first's."""
     js = json.loads(data)
     host, port = js.get("host"), js.get("port", -1)
-    for endpoint in js.get("endpoints", []):  # the PLAINTEXT endpoint wins over the legacy host/port
+    protocols = js.get("listener_security_protocol_map") or {}
+    listeners: dict[str, tuple[str, int, str]] = {}
+    for endpoint in js.get("endpoints", []):
         name, _, hostport = endpoint.partition("://")
-        if name == "PLAINTEXT":
-            h, _, p = hostport.rpartition(":")
-            host, port = h.strip("[]"), int(p)
-            break
-    return BrokerInfo(broker_id, host, int(port), js.get("rack"), int(js.get("timestamp", 0)))
+        h, _, p = hostport.rpartition(":")
+        listeners[name] = (h.strip("[]"), int(p), protocols.get(name, name))
+    chosen = listeners.get("PLAINTEXT") or next(iter(listeners.values()), None)
+    if chosen is not None:   # the PLAINTEXT endpoint wins over the legacy host/port
+        host, port = chosen[0], chosen[1]
+    return BrokerInfo(broker_id, host, int(port), js.get("rack"), int(js.get("timestamp", 0)), listeners)
 
 
 # -- /brokers/topics/<t> -------------------------------------------------------------------

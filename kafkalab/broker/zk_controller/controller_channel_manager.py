@@ -20,6 +20,7 @@ import logging
 from collections import defaultdict
 from typing import Callable
 
+from ..common.endpoint import SECURITY_PROTOCOL_IDS
 from ..common.message.codec import build
 from ..common.message.zk_messages import (LEADER_AND_ISR_VERSION, STOP_REPLICA_VERSION, UPDATE_METADATA_VERSION,
                                 LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest)
@@ -36,9 +37,10 @@ PLAINTEXT_SECURITY_PROTOCOL = 0
 
 
 class _BrokerChannel:
-    def __init__(self, controller_id: int, info: BrokerInfo, timeout_s: float):
+    def __init__(self, controller_id: int, info: BrokerInfo, timeout_s: float, listener_name: str = "PLAINTEXT"):
         self.info = info
-        self.client = NetworkClient(info.host, info.port, client_id=f"controller-{controller_id}-to-broker-{info.id}",
+        host, port = info.endpoint_for(listener_name)   # the inter-broker listener (Kafka's controller: its own)
+        self.client = NetworkClient(host, port, client_id=f"controller-{controller_id}-to-broker-{info.id}",
                                     timeout_s=timeout_s)
         self.queue: asyncio.Queue = asyncio.Queue()
         self.task: asyncio.Task | None = None
@@ -46,15 +48,17 @@ class _BrokerChannel:
 
 
 class ControllerChannelManager:
-    def __init__(self, controller_id: int, socket_timeout_ms: int = 30_000):
+    def __init__(self, controller_id: int, socket_timeout_ms: int = 30_000, listener_name: str = "PLAINTEXT"):
         self.controller_id = controller_id
+        #: the inter-broker listener the controller reaches the brokers on (``inter.broker.listener.name``)
+        self.listener_name = listener_name
         self.timeout_s = socket_timeout_ms / 1000.0
         self.channels: dict[int, _BrokerChannel] = {}
 
     def add_broker(self, info: BrokerInfo) -> None:
         if info.id in self.channels:
             return
-        channel = _BrokerChannel(self.controller_id, info, self.timeout_s)
+        channel = _BrokerChannel(self.controller_id, info, self.timeout_s, self.listener_name)
         channel.task = asyncio.get_running_loop().create_task(self._send_loop(channel))
         self.channels[info.id] = channel
 
@@ -162,8 +166,9 @@ class ControllerBrokerRequestBatch:
                                         leader_recovery_state=s.leader_recovery_state))
         if not by_topic:
             return None
-        live_leaders = [dict(broker_id=b, host_name=ctx.live_brokers[b].host, port=ctx.live_brokers[b].port)
-                        for b in sorted(leaders) if b in ctx.live_brokers]
+        live_leaders = [dict(broker_id=b, host_name=address[0], port=address[1])
+                        for b in sorted(leaders) if b in ctx.live_brokers
+                        for address in [ctx.live_brokers[b].endpoint_for(self.channels.listener_name)]]
         return build(LeaderAndIsrRequest, LEADER_AND_ISR_VERSION, dict(
             controller_id=self.controller_id, is_kraft_controller=False, controller_epoch=epoch,
             broker_epoch=ctx.broker_epochs.get(broker_id, -1), request_type=0,
@@ -187,8 +192,10 @@ class ControllerBrokerRequestBatch:
         return [dict(topic_name=t, topic_id=ctx.topic_ids.get(t), partition_states=ps) for t, ps in by_topic.items()]
 
     def live_brokers_field(self) -> list[dict]:
-        return [dict(id=b.id, endpoints=[dict(port=b.port, host=b.host, listener="PLAINTEXT",
-                                              security_protocol=PLAINTEXT_SECURITY_PROTOCOL)], rack=b.rack)
+        """Every live broker with every endpoint it registered (Kafka's ``UpdateMetadataBroker``)."""
+        return [dict(id=b.id, endpoints=[dict(port=port, host=host, listener=name,
+                                              security_protocol=SECURITY_PROTOCOL_IDS.get(protocol, 0))
+                                         for name, (host, port, protocol) in b.endpoints().items()], rack=b.rack)
                 for _, b in sorted(self.context.live_brokers.items())]
 
     def _update_metadata_request(self, broker_id: int, epoch: int, topic_states: list[dict]):

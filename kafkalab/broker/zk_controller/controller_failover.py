@@ -135,7 +135,9 @@ class ControllerFailover:
     async def _on_controller_failover(self) -> None:
         ctx, zk = self.context, self.zk_client
         self._generation += 1
-        self.channel_manager = ControllerChannelManager(self.broker_id, self.config["controller.socket.timeout.ms"])
+        self.channel_manager = ControllerChannelManager(
+            self.broker_id, self.config["controller.socket.timeout.ms"],
+            self.config.listener_configs.inter_broker_listener_name)
         self.batch = ControllerBrokerRequestBatch(self.broker_id, ctx, self.channel_manager,
                                                   self._on_leader_and_isr_response, self._on_stop_replica_response)
         # watches first, then the reads (a change in between shows up as an event)

@@ -55,8 +55,8 @@ class MetricName:
         for key, _ in items:
             if not _WORD.fullmatch(key) or key in ("type", "name"):
                 raise ValueError(f"metric tag must be a word other than type and name, not {key!r}")
-        if len(items) > 2:   # the exporter's example rules match at most two tags
-            raise ValueError(f"{group}:{type_},{name}: at most two tags, not {dict(items)}")
+        if len(items) > 4:   # kafkalab's exporter rules (cluster/jmx_exporter/kafka.yml) match at most four tags
+            raise ValueError(f"{group}:{type_},{name}: at most four tags, not {dict(items)}")
         return cls(group, type_, name, items)
 
     @classmethod

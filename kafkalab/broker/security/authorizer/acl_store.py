@@ -28,6 +28,7 @@ import os
 import threading
 
 from .acl import AccessControlEntry, AclOperation, AclPermissionType, PatternType, ResourcePattern, ResourceType
+from .acl_authorizer import ACL_AUTHORIZER, STANDARD_AUTHORIZER, AclAuthorizer, MemoryAclStore
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +82,21 @@ def decode_change(parent: str, data: bytes) -> ResourcePattern:
     event = json.loads(data)
     return ResourcePattern(ResourceType.from_string(event["resourceType"]), event["name"],
                            PatternType.from_string(event["patternType"]))
+
+
+def broker_authorizer(config, metadata_mode: str, log_dir: str) -> AclAuthorizer | None:
+    """A broker's authorizer as ``authorizer.class.name`` asks (None: none), its ACLs in ``acls.json`` of the log
+    directory when standalone (``metadata_mode``: STANDALONE, ZOOKEEPER or KRAFT; a ZooKeeper-mode broker gives
+    it its :class:`ZkAclStore` once connected). ValueError for what this mode cannot serve."""
+    name = config["authorizer.class.name"]
+    if name and metadata_mode == "KRAFT":
+        raise ValueError("authorizer.class.name: the mini broker's KRaft mode has no authorizer yet "
+                         "(no AccessControlEntryRecords); see docs/differences.md")
+    if name == STANDARD_AUTHORIZER and metadata_mode == "ZOOKEEPER":
+        raise ValueError(f"authorizer.class.name={name} keeps its ACLs in the KRaft metadata log; a "
+                         f"ZooKeeper-mode broker uses {ACL_AUTHORIZER}")
+    store = MemoryAclStore() if metadata_mode != "STANDALONE" else FileAclStore(log_dir)
+    return AclAuthorizer.from_config(config, store)
 
 
 class FileAclStore:

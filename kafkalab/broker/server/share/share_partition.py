@@ -79,6 +79,9 @@ class SharePartition:
         self.max_in_flight = max_in_flight
         self.state_epoch = 0
         self.clock = clock
+        #: called with the number of records whose acquisition lock expired (SharePartitionMetrics'
+        #: AcquisitionLockTimeoutPerSec), if set
+        self.on_lock_timeout = None
 
     # -- the lock timer ---------------------------------------------------------------------
 
@@ -90,7 +93,21 @@ class SharePartition:
             self._release(self.records[offset])
         if expired:
             self._advance_start()
+            if self.on_lock_timeout is not None:
+                self.on_lock_timeout(len(expired))
         return bool(expired)
+
+    def in_flight_batch_count(self) -> int:
+        """The in-flight records as runs of consecutive offsets in one state held by one member (Kafka keeps
+        acquired fetch batches in its cache and splits one only when its offsets' states differ)."""
+        runs, previous = 0, None
+        for offset in sorted(self.records):
+            record = self.records[offset]
+            key = (offset - 1, record.state, record.member_id)
+            if previous != key:
+                runs += 1
+            previous = (offset, record.state, record.member_id)
+        return runs
 
     def next_lock_deadline(self) -> float | None:
         deadlines = [r.lock_deadline for r in self.records.values() if r.state == RecordState.ACQUIRED]

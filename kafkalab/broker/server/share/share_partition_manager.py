@@ -46,6 +46,7 @@ from ...coordinator.group.group_config import (BOUND_CONFIGS, GROUP_CONFIGS, gro
                                                validate)
 from ...utils.async_util import cancel_and_wait
 from ...zk import zk_data as zd
+from .share_group_metrics import ShareGroupMetrics
 from .share_partition import SharePartition
 
 log = logging.getLogger(__name__)
@@ -70,6 +71,11 @@ class SharePartitionManager:
         self.sessions: dict[tuple[str, str], ShareSession] = {}
         self._loading: dict[tuple, asyncio.Future] = {}
         self._tasks: set[asyncio.Task] = set()    # background state writes
+        #: Kafka's ShareGroupMetrics and SharePartitionMetrics (None: the broker keeps no metrics)
+        #: (registered at the first share-partition this broker loads: Kafka 4.4 registers them at startup, but a
+        #: mini ZooKeeper-mode broker stands for Kafka 3.9, which serves no share-group metric)
+        self._registry = getattr(broker, "metrics", None)
+        self.metrics: ShareGroupMetrics | None = None
         self._configs_path = os.path.join(broker.log_dir, "share-group-configs.json")
         self.group_configs: dict[str, dict[str, str]] = {}
         if os.path.exists(self._configs_path):
@@ -169,8 +175,14 @@ class SharePartitionManager:
         if sp is None:
             self._loading[key] = asyncio.get_running_loop().create_future()
             try:
+                started = time.perf_counter()
                 sp = await self._load(group_id, topic, topic_id, index, partition, log_)
                 self.partitions[key] = sp
+                if self.metrics is None and self._registry is not None:
+                    self.metrics = ShareGroupMetrics(self._registry)
+                if self.metrics is not None:
+                    self.metrics.partition_load_time((time.perf_counter() - started) * 1000)
+                    self.metrics.register_partition(sp)
             finally:
                 self._loading.pop(key).set_result(None)
         sp.leader_epoch = partition.leader_epoch
@@ -241,7 +253,9 @@ class SharePartitionManager:
         if is_leader:
             return
         for key in [k for k, sp in self.partitions.items() if (sp.topic, sp.partition) == (topic, index)]:
-            del self.partitions[key]
+            sp = self.partitions.pop(key)
+            if self.metrics is not None:
+                self.metrics.remove_partition(sp)
 
     def _leader_log(self, topic: str, index: int):
         partition = self.broker.replica_manager.get_partition(topic, index)
@@ -290,8 +304,10 @@ class SharePartitionManager:
         try:
             partition, log_ = self._leader_log(topic, index)
             sp = await self.share_partition(group_id, topic, topic_id, index, partition, log_)
-            sp.acknowledge(member_id, [(b.first_offset, b.last_offset, list(b.acknowledge_types)) for b in batches],
-                           allow_renew)
+            acks = [(b.first_offset, b.last_offset, list(b.acknowledge_types)) for b in batches]
+            sp.acknowledge(member_id, acks, allow_renew)
+            if self.metrics is not None:   # counted once applied (Kafka: on the acknowledgement's success)
+                self.metrics.record_acknowledgements(acks)
             self.broker.replica_manager.notify_data_arrived(sp.topic, sp.partition)
             await self.persist(sp)
         except KafkaError as exc:

@@ -1,0 +1,158 @@
+"""The listeners of a broker and their security configs, as Kafka's ``KafkaConfig`` reads them.
+
+* ``listeners`` / ``advertised.listeners`` / ``listener.security.protocol.map`` / ``inter.broker.listener.name`` /
+  ``security.inter.broker.protocol``: :class:`ListenerConfigs` parses them and checks them with Kafka's
+  messages (``KafkaConfig.listeners``, ``effectiveListenerSecurityProtocolMap``,
+  ``getInterBrokerListenerNameAndSecurityProtocol`` and the requirements of ``KafkaConfig.validateValues``).
+* the ``ssl.*`` configs (:data:`SSL_CONFIGS`, Kafka's ``SslConfigs`` / ``BrokerSecurityConfigs`` with their
+  defaults), and a listener's own value of one: ``listener.name.<listener in lower case>.<config>`` wins over
+  ``<config>`` (Kafka's ``valuesWithPrefixOverride(listenerName.configPrefix)``).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..common.endpoint import (
+    ConfigException, Endpoint, config_prefix, normalised, parse_endpoints, parse_protocol_map, security_protocol)
+from ..log.log_config import ConfigDef, _d
+
+_CLIENT_AUTH = ("required", "requested", "none")
+
+#: Kafka's SSL configs of a broker (``SslConfigs.addClientSslSupport`` + ``BrokerSecurityConfigs``), its
+#: defaults; ``password`` ones are hidden in DescribeConfigs as Kafka's PASSWORD type. Each may be set for one
+#: listener with the prefix ``listener.name.<listener>.``.
+SSL_CONFIGS: list[ConfigDef] = [
+    _d("ssl.keystore.type", "string", "JKS", "The file format of the key store file. The mini broker reads PEM "
+       "(Kafka's KIP-651) and PKCS12; Java's JKS it cannot read"),
+    _d("ssl.keystore.location", "string", None, "The location of the key store file (type PEM: the private key, "
+       "PKCS#8, and the certificate chain in one file)"),
+    _d("ssl.keystore.password", "password", None, "The store password for the key store file (not with PEM)"),
+    _d("ssl.key.password", "password", None, "The password of the private key in the key store file or the PEM "
+       "key specified in ssl.keystore.key"),
+    _d("ssl.keystore.certificate.chain", "password", None, "Certificate chain in the format specified by "
+       "ssl.keystore.type (PEM: a list of X.509 certificates)"),
+    _d("ssl.keystore.key", "password", None, "Private key in the format specified by ssl.keystore.type (PEM: "
+       "PKCS#8, encrypted with ssl.key.password if it is set)"),
+    _d("ssl.truststore.type", "string", "JKS", "The file format of the trust store file (PEM or PKCS12 here)"),
+    _d("ssl.truststore.location", "string", None, "The location of the trust store file"),
+    _d("ssl.truststore.password", "password", None, "The password for the trust store file (not with PEM)"),
+    _d("ssl.truststore.certificates", "password", None, "Trusted certificates in the format specified by "
+       "ssl.truststore.type (PEM: X.509 certificates)"),
+    _d("ssl.client.auth", "string", "none", "Configures kafka broker to request client authentication: required "
+       "(client authentication is required), requested (optional: a client can choose not to provide a "
+       "certificate), none (not needed)", valid_values=_CLIENT_AUTH),
+    _d("ssl.enabled.protocols", "list", "TLSv1.2,TLSv1.3", "The list of protocols enabled for SSL connections "
+       "(the mini broker enables the range from the oldest to the newest of them)"),
+    _d("ssl.protocol", "string", "TLSv1.3", "The SSL protocol used to generate the SSLContext (TLS, TLSv1.2, "
+       "TLSv1.3)"),
+    _d("ssl.principal.mapping.rules", "string", "DEFAULT", "A list of rules for mapping from distinguished name "
+       "from the client certificate to short name (RULE:pattern/replacement/[LU],...,DEFAULT). The rules are "
+       "evaluated in order and the first rule that matches a principal name is used to map it to a short name. "
+       "By default, distinguished name of the X.500 certificate will be the principal"),
+    _d("ssl.endpoint.identification.algorithm", "string", "https", "The endpoint identification algorithm to "
+       "validate server hostname using server certificate (a client's check; empty: none)"),
+]
+
+SSL_CONFIG_NAMES = frozenset(d.name for d in SSL_CONFIGS)
+
+
+def listener_override_def(name: str, known: dict[str, ConfigDef]) -> ConfigDef | None:
+    """The definition of ``listener.name.<listener>.<config>`` (named in full, so that a bad value names it), or
+    None if ``name`` is not a listener's own config. ``<config>`` must be a known broker config; a SASL config may
+    also carry a mechanism's prefix (``listener.name.sasl_ssl.plain.sasl.jaas.config``), as Kafka's do."""
+    if not name.startswith("listener.name."):
+        return None
+    listener, _, rest = name[len("listener.name."):].partition(".")
+    if not listener or not rest:
+        return None
+    base = known.get(rest)
+    if base is None:
+        _mechanism, _, sasl = rest.partition(".")
+        base = known.get(sasl) if sasl.startswith("sasl.") else None
+    if base is None:
+        return None
+    return ConfigDef(name, base.type, base.default, base.doc, base.validator, base.valid_values)
+
+
+class ListenerConfigs:
+    """The endpoints of a broker's configs, checked as Kafka's ``KafkaConfig`` does (ValueError with its
+    messages; ``requirement failed: ...`` where Kafka's Scala ``require`` fails)."""
+
+    def __init__(self, config: Any):   # a BrokerConfig (config.py imports this module)
+        self._config = config
+        overrides = config.overrides
+        #: listener name -> security protocol (KRaft: controller listeners PLAINTEXT unless mapped explicitly)
+        self.protocol_map = parse_protocol_map(config["listener.security.protocol.map"])
+        self.controller_listener_names = [normalised(n.strip()) for n in
+                                          (config["controller.listener.names"] or "").split(",") if n.strip()]
+        if config["process.roles"] and "listener.security.protocol.map" not in overrides:
+            uses_security = any(p != "PLAINTEXT" for n, p in self.protocol_map.items()
+                                if n in self.controller_listener_names or n in self._listener_names())
+            if not uses_security:
+                for name in self.controller_listener_names:
+                    self.protocol_map.setdefault(name, "PLAINTEXT")
+        self.listeners: list[Endpoint] = parse_endpoints(config["listeners"], self.protocol_map)
+        advertised = config["advertised.listeners"]
+        all_advertised = (parse_endpoints(advertised, self.protocol_map, require_distinct_ports=False)
+                          if advertised else list(self.listeners))
+        #: Kafka's ``effectiveAdvertisedBrokerListeners``: the advertised listeners, less the controller's
+        self.advertised_listeners = [e for e in all_advertised
+                                     if e.listener_name not in self.controller_listener_names]
+        name = config["inter.broker.listener.name"]
+        if name is not None:
+            if "security.inter.broker.protocol" in overrides:
+                raise ConfigException("Only one of inter.broker.listener.name and security.inter.broker.protocol "
+                                      "should be set.")
+            self.inter_broker_listener_name = normalised(name)
+            if self.inter_broker_listener_name not in self.protocol_map:
+                raise ConfigException(f"Listener with name {self.inter_broker_listener_name} defined in "
+                                      "inter.broker.listener.name not found in listener.security.protocol.map.")
+            self.inter_broker_security_protocol = self.protocol_map[self.inter_broker_listener_name]
+        else:
+            protocol = security_protocol(config["security.inter.broker.protocol"], "security.inter.broker.protocol")
+            self.inter_broker_listener_name = self.inter_broker_security_protocol = protocol
+        self._validate(all_advertised)
+
+    def _listener_names(self) -> list[str]:
+        return [normalised(e.split("://")[0].strip()) for e in self._config["listeners"].split(",") if "://" in e]
+
+    def _validate(self, all_advertised: list[Endpoint]) -> None:
+        roles = [r.strip() for r in (self._config["process.roles"] or "").split(",") if r.strip()]
+        advertised_names = [e.listener_name for e in self.advertised_listeners]
+        listener_names = [e.listener_name for e in self.listeners]
+        if not roles or "broker" in roles:
+            if not advertised_names:
+                raise ConfigException("requirement failed: There must be at least one broker advertised listener."
+                                      + (" Perhaps all listeners appear in controller.listener.names?"
+                                         if "broker" in roles else ""))
+            if self.inter_broker_listener_name not in advertised_names:
+                raise ConfigException(
+                    "requirement failed: inter.broker.listener.name must be a listener name defined in "
+                    "advertised.listeners. The valid options based on currently configured listeners are "
+                    f"{','.join(advertised_names)}")
+            if not set(advertised_names) <= set(listener_names):
+                raise ConfigException(
+                    "requirement failed: advertised.listeners listener names must be equal to or a subset of the "
+                    f"ones defined in listeners. Found {','.join(advertised_names)}. The valid options based on the "
+                    f"current configuration are {','.join(listener_names)}")
+        if any(e.host == "0.0.0.0" for e in all_advertised):
+            raise ConfigException("requirement failed: advertised.listeners cannot use the nonroutable "
+                                  "meta-address 0.0.0.0. Use a routable IP address.")
+
+    # -- what the broker reads ---------------------------------------------------------------------------
+
+    def endpoint(self, listener_name: str) -> Endpoint:
+        return next(e for e in self.listeners if e.listener_name == listener_name)
+
+    def advertised(self, listener_name: str) -> Endpoint | None:
+        return next((e for e in self.advertised_listeners if e.listener_name == listener_name), None)
+
+    def listener_value(self, listener_name: str, name: str) -> Any:
+        """A config as the listener sees it: ``listener.name.<listener>.<name>`` if set, else ``<name>``."""
+        prefixed = config_prefix(listener_name) + name
+        overrides = self._config.overrides
+        return overrides[prefixed] if prefixed in overrides else self._config[name]
+
+    def ssl_configs(self, listener_name: str) -> dict[str, Any]:
+        """Every ``ssl.*`` config as the listener sees it (Kafka's ``valuesWithPrefixOverride``)."""
+        return {name: self.listener_value(listener_name, name) for name in SSL_CONFIG_NAMES}
