@@ -108,6 +108,7 @@ CASES = [   # (API, version, request, the error Kafka answers)
     ("WriteShareGroupState", 0, {"group_id": "g", "topics": [{"topic_id": TOPIC_ID, "partitions": [
         {"partition": 0, "state_epoch": 0, "leader_epoch": 0, "start_offset": 0, "state_batches": []}]}]}, C),
     ("DescribeTransactions", 0, {"transactional_ids": ["tx"]}, TX),
+    ("DescribeShareGroupOffsets", 1, {"groups": [{"group_id": "g", "topics": None}]}, G),
 ]
 
 
