@@ -179,3 +179,33 @@ def test_without_super_user_the_acl_apis_need_cluster_alter(locked_down):
     with pytest.raises(KafkaException) as refused:
         next(iter(a.create_acls([acl(ResourceType.TOPIC, "t", AclOperation.READ)]).values())).result(TIMEOUT)
     assert refused.value.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+
+
+def test_kafka_pythons_admin_client_too(tmp_path, broker):
+    """kafka-python's KafkaAdminClient makes, lists and deletes ACLs; unlike librdkafka it reports DescribeAcls'
+    own error, so a broker without an authorizer is seen to answer SECURITY_DISABLED."""
+    from kafka.admin import (ACL, ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType,
+                             KafkaAdminClient, ResourcePattern, ResourcePatternFilter)
+    from kafka.admin import ResourceType as KResourceType
+    from kafka.errors import SecurityDisabledError
+    read = ACL("User:alice", "*", ACLOperation.READ, ACLPermissionType.ALLOW,
+               ResourcePattern(KResourceType.TOPIC, "orders", ACLResourcePatternType.LITERAL))
+    everything = ACLFilter(None, None, ACLOperation.ANY, ACLPermissionType.ANY,
+                           ResourcePatternFilter(KResourceType.ANY, None, ACLResourcePatternType.ANY))
+    with kafkalab.mini(log_dir=str(tmp_path), **{"authorizer.class.name": ACL_AUTHORIZER,
+                                                   "super.users": ANON}) as secured:
+        k = KafkaAdminClient(bootstrap_servers=secured.bootstrap_servers)
+        try:
+            assert k.create_acls([read])["failed"] == []
+            acls, error = k.describe_acls(everything)
+            assert [str(a) for a in acls] == [str(read)] and error.errno == 0
+            [(_, deleted, error)] = k.delete_acls([everything])
+            assert [str(a) for a in deleted] == [str(read)] and error.errno == 0
+        finally:
+            k.close()
+    k = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    try:
+        with pytest.raises(SecurityDisabledError):
+            k.describe_acls(everything)
+    finally:
+        k.close()
