@@ -162,6 +162,25 @@ def test_a_consumer_needs_read_on_its_group(locked_down):
     assert first_error(f"allowed-{uuid.uuid4().hex[:6]}") is None      # a record: READ on topic and group
 
 
+def test_a_kip_848_consumer_needs_describe_on_every_subscribed_topic(locked_down):
+    # as Kafka 4.4 answers it (tests/integration/test_acl_on_kafka.py): the whole heartbeat refused
+    def first_error(topics):
+        c = Consumer({"bootstrap.servers": locked_down.bootstrap_servers, "group.protocol": "consumer",
+                      "group.id": f"allowed-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest"})
+        try:
+            c.subscribe(topics)
+            for _ in range(40):
+                m = c.poll(0.5)
+                if m is not None:
+                    return m.error().code() if m.error() is not None else None
+        finally:
+            c.close()
+        return "nothing"
+    assert first_error(["y-orders", "x-orders"]) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    produce_one(locked_down, "y-orders")
+    assert first_error(["y-orders"]) is None
+
+
 def test_a_transactional_producer_needs_write_on_its_transactional_id(locked_down):
     p = Producer({"bootstrap.servers": locked_down.bootstrap_servers, "transactional.id": "other-tx"})
     with pytest.raises(KafkaException) as refused:

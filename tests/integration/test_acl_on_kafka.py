@@ -148,6 +148,18 @@ def test_kafka_refuses_alice_as_the_mini_broker_does(kafka_node):
         return "nothing"
     assert first("no-acl-group") == KafkaError.GROUP_AUTHORIZATION_FAILED
     assert first("allowed-group") is None
+    c = Consumer({**alice, "group.id": "allowed-848", "group.protocol": "consumer", "auto.offset.reset": "earliest"})
+    try:   # KIP-848: every subscribed topic needs DESCRIBE, else the heartbeat is TOPIC_AUTHORIZATION_FAILED
+        c.subscribe(["y-orders", "x-orders"])
+        code = "nothing"
+        for _ in range(40):
+            m = c.poll(0.5)
+            if m is not None:
+                code = m.error().code() if m.error() else None
+                break
+    finally:
+        c.close()
+    assert code == KafkaError.TOPIC_AUTHORIZATION_FAILED
     p = Producer({**alice, "transactional.id": "no-acl-tx"})
     with pytest.raises(KafkaException) as refused:
         p.init_transactions(TIMEOUT)

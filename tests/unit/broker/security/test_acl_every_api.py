@@ -1,4 +1,5 @@
-"""Every API's authorization check, at the request level: a principal without any ACL (User:mallory) sends each
+"""Every API's authorization check, at the request level: a principal without any ACL (User:mallory; but READ on
+the groups ``allowed-*``) sends each
 API's request to a mini broker with Kafka's AclAuthorizer, through KafkaApis.handle, and gets the error code
 Kafka 3.9's KafkaApis answers (the response must also encode and decode at the version asked)."""
 from __future__ import annotations
@@ -6,7 +7,8 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AclBinding, AclOperation, AclPermissionType, AdminClient, NewTopic, ResourcePatternType, ResourceType)
 
 import kafkalab
 from kafkalab.broker.apis import REGISTRY, load_all
@@ -98,6 +100,9 @@ CASES = [   # (API, version, request, the error Kafka answers)
     ("ConsumerGroupHeartbeat", 1, {"group_id": "g", "member_id": "m", "member_epoch": 0, "rebalance_timeout_ms": 1000,
                                    "subscribed_topic_names": ["orders"], "topic_partitions": []}, G),
     ("ConsumerGroupDescribe", 1, {"group_ids": ["g"], "include_authorized_operations": False}, G),
+    ("ConsumerGroupHeartbeat", 1, {"group_id": "allowed-g", "member_id": "m", "member_epoch": 0,
+                                   "rebalance_timeout_ms": 1000, "subscribed_topic_names": ["orders"],
+                                   "topic_partitions": []}, T),    # READ on the group, no DESCRIBE on the topic
     ("ShareGroupHeartbeat", 1, {"group_id": "g", "member_id": "m", "member_epoch": 0,
                                 "subscribed_topic_names": ["orders"]}, G),
     ("ShareGroupDescribe", 1, {"group_ids": ["g"], "include_authorized_operations": False}, G),
@@ -120,6 +125,10 @@ def broker(tmp_path_factory):
             "num.partitions": 1}) as b:
         admin = AdminClient({"bootstrap.servers": b.bootstrap_servers})
         for f in admin.create_topics([NewTopic("orders", 1, 1)]).values():
+            f.result(30)
+        for f in admin.create_acls([AclBinding(ResourceType.GROUP, "allowed-", ResourcePatternType.PREFIXED,
+                                               "User:mallory", "*", AclOperation.READ,
+                                               AclPermissionType.ALLOW)]).values():
             f.result(30)
         yield b
 
