@@ -105,6 +105,8 @@ CASES = [   # (API, version, request, the error Kafka answers)
                                    "topic_partitions": []}, T),    # READ on the group, no DESCRIBE on the topic
     ("ShareGroupHeartbeat", 1, {"group_id": "g", "member_id": "m", "member_epoch": 0,
                                 "subscribed_topic_names": ["orders"]}, G),
+    ("ShareGroupHeartbeat", 1, {"group_id": "allowed-g", "member_id": "m", "member_epoch": 0,
+                                "subscribed_topic_names": ["orders"]}, T),    # READ on the group only
     ("ShareGroupDescribe", 1, {"group_ids": ["g"], "include_authorized_operations": False}, G),
     ("ShareFetch", 1, {"group_id": "g", "member_id": "m", "share_session_epoch": 0, "topics": []}, G),
     ("ShareAcknowledge", 1, {"group_id": "g", "member_id": "m", "share_session_epoch": 1, "topics": []}, G),
