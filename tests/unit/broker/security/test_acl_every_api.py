@@ -185,3 +185,12 @@ def test_list_transactions_shows_only_the_ids_one_may_describe(broker):
     assert "tx-listed" in {t.transactional_id for t in send(broker, "User:ANONYMOUS", "ListTransactions", 1,
                                                             body).transaction_states}
     assert send(broker, "User:mallory", "ListTransactions", 1, body).transaction_states == []
+
+
+def test_share_fetch_needs_read_on_each_topic(broker):
+    topic_id = broker.server.metadata_cache.get("orders").topic_id
+    r = send(broker, "User:mallory", "ShareFetch", 1, {
+        "group_id": "allowed-share", "member_id": "m" * 22, "share_session_epoch": 0, "max_wait_ms": 0,
+        "min_bytes": 1, "max_bytes": 1000, "max_records": 10, "batch_size": 10,
+        "topics": [{"topic_id": topic_id, "partitions": [{"partition_index": 0}]}]})
+    assert ErrorCode.TOPIC_AUTHORIZATION_FAILED in error_codes(r), r
