@@ -61,6 +61,8 @@ from .common.endpoint import Endpoint
 from .common.security.ssl_factory import create_server_context
 from .common.security.ssl_principal_mapper import SslPrincipalMapper
 from .network.socket_server import SocketServer
+from .security.authorizer.acl_authorizer import AclAuthorizer
+from .security.authorizer.acl_store import broker_authorizer
 from .server.admin_manager import AdminManager
 from .server.client_quota_manager import ClientQuotaManager
 from .server.config import BrokerConfig, LogConfig
@@ -130,6 +132,11 @@ class BaseBroker:
         #: served at ``metrics_url`` unless ``kafkalab.metrics.port`` is -1
         self.metrics: MetricsRegistry | None = MetricsRegistry() if config["kafkalab.metrics.enabled"] else None
         self.metrics_server: MetricsHttpServer | None = None
+        #: ACL authorization (``authorizer.class.name``); in ZooKeeper mode given its ZooKeeper store in start()
+        try:
+            self.authorizer: AclAuthorizer | None = broker_authorizer(config, metadata_mode.name, self.log_dir)
+        except ValueError as exc:
+            raise StartupError(str(exc)) from exc
         log_manager: LogManager | None = None
         try:  # Kafka's LogManager.createAndValidateLogDirs: the directory must exist (or be creatable) and be writable
             log_manager = self.log_manager = LogManager(self.log_dir, config, lock_dir=True)  # one broker per directory

@@ -57,6 +57,7 @@ from .network.network_client import NetworkClient
 from .server.config import BrokerConfig
 from .server.kafka_broker import MetadataMode
 from .server.metadata_cache import ConfigChangeListener
+from .security.authorizer.acl_store import ZkAclStore
 from .zk import zk_data
 from .zk.kafka_zk_client import KafkaZkClient
 
@@ -110,6 +111,10 @@ class KafkaServer(BaseBroker):
                                f"Is ZooKeeper running?") from exc
         self.zk_client.add_state_listener(self._on_zk_state)
         await asyncio.to_thread(self.zk_client.create_top_level_paths)
+        if self.authorizer is not None:   # Kafka's AclAuthorizer: the ACLs from /kafka-acl, then their changes
+            store = ZkAclStore(self.zk_client.zk)
+            await asyncio.to_thread(self.authorizer.use_store, store)
+            await asyncio.to_thread(store.watch_changes, self.authorizer.replace_resource)
         proposed = cfg["cluster.id"] or kafka_uuid_string(uuid.uuid4().bytes)
         self.cluster_id = await asyncio.to_thread(self.zk_client.get_or_create_cluster_id, proposed)
         if cfg["cluster.id"] and cfg["cluster.id"] != self.cluster_id:

@@ -171,6 +171,13 @@ class MiniBroker:
             raise RuntimeError("MiniBroker.metrics_reader is not set (import kafkalab, which sets it)")
         return reader({self.server.broker_id: url}, names)
 
+    def authorizer_log(self) -> list[dict]:
+        """The authorizer's last decisions, oldest first, as rows for a table (principal, operation, resource,
+        host, decision ALLOWED/DENIED, request): what ``kafka.authorizer.logger`` logged at INFO or DEBUG.
+        Empty without ``authorizer.class.name``. (The lab's own; Kafka has only the log.)"""
+        authorizer = self.server.authorizer
+        return [] if authorizer is None else authorizer.decision_rows()
+
     # -- lab faults (kafkalab.broker.server.faults) --------------------------------------------
 
     def inject_fault(self, kind: str, api: str | None = None, **options) -> dict:

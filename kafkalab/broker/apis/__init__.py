@@ -154,6 +154,12 @@ class RequestContext:
         return self.channel.principal if self.channel is not None else ANONYMOUS
 
     @property
+    def api_name(self) -> str:
+        """The API's name as Kafka's ``ApiKeys`` (``Produce``): what the authorizer's log calls the request."""
+        spec = REGISTRY.get(self.api_key)
+        return spec.name if spec is not None else str(self.api_key)
+
+    @property
     def listener_name(self) -> str:
         return self.channel.listener_name if self.channel is not None else "PLAINTEXT"
 

@@ -16,6 +16,7 @@ sends TxnOffsetCommit to the group coordinator. Errors as AddPartitionsToTxn.
 from kafka.protocol.producer.transaction import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 
 from ..common.errors import ErrorCode, KafkaError
+from ..security.auth_helper import AclOperation, ResourceType, authorize
 from . import api
 
 
@@ -24,6 +25,10 @@ async def handle_add_offsets_to_txn(ctx, request):
     coordinator = ctx.broker.transaction_coordinator
     if coordinator is None:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
+    if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
     if not request.group_id:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_GROUP_ID}
     try:

@@ -19,6 +19,7 @@ partition: INVALID_PRODUCER_ID_MAPPING (unknown producer id), PRODUCER_FENCED
 from kafka.protocol.producer.transaction import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 
 from ..common.errors import ErrorCode
+from ..security.auth_helper import AclOperation, ResourceType, authorize, filter_by_authorized
 from . import api
 
 
@@ -38,16 +39,23 @@ async def handle_add_partitions_to_txn(ctx, request):
     if coordinator is None:
         return {"throttle_time_ms": 0,
                 "results_by_topic_v3_and_below": _results(partitions, lambda *_: ErrorCode.COORDINATOR_NOT_AVAILABLE)}
-    unknown = set()
+    # Kafka 3.9: WRITE on the transactional id (else every partition fails with it), then on each topic
+    if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.v3_and_below_transactional_id):
+        return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": _results(
+            partitions, lambda *_: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)}
+    allowed = filter_by_authorized(ctx, AclOperation.WRITE, ResourceType.TOPIC, [t.name for t in
+                                                                                 request.v3_and_below_topics or []])
+    unknown = {}
     for name, indexes in partitions.items():
         topic = broker.metadata_cache.get(name)
         for i in indexes:
-            if topic is None or not 0 <= i < topic.num_partitions:
-                unknown.add((name, i))
+            if name not in allowed:
+                unknown[(name, i)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif topic is None or not 0 <= i < topic.num_partitions:
+                unknown[(name, i)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if unknown:
         return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": _results(
-            partitions, lambda n, i: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if (n, i) in unknown
-            else ErrorCode.OPERATION_NOT_ATTEMPTED)}
+            partitions, lambda n, i: unknown.get((n, i), ErrorCode.OPERATION_NOT_ATTEMPTED))}
     code = await coordinator.handle_add_partitions_to_transaction(
         request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
         request.v3_and_below_producer_epoch, {(n, i) for n, indexes in partitions.items() for i in indexes})

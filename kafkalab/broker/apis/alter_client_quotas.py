@@ -15,6 +15,7 @@ v1   flexible
 from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
 
 from ..common.errors import ErrorCode
+from ..security.auth_helper import AclOperation, authorize_cluster
 from . import api
 
 
@@ -22,10 +23,16 @@ from . import api
 async def handle_alter_client_quotas(ctx, request):
     quotas = ctx.quotas
     entries = []
+    allowed = authorize_cluster(ctx, AclOperation.ALTER_CONFIGS)   # Kafka 3.9: ALTER_CONFIGS on the cluster
     for entry in request.entries or ():
         components = [(c.entity_type, c.entity_name) for c in entry.entity or ()]
         result = {"error_code": 0, "error_message": None,
                   "entity": [{"entity_type": t, "entity_name": n} for t, n in components]}
+        if not allowed:
+            result.update(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                          error_message="Cluster authorization failed.")
+            entries.append(result)
+            continue
         try:
             entity = quotas.validate_entity(components)
             ops = [(op.key, op.value, bool(op.remove)) for op in entry.ops or ()]

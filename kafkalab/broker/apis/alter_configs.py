@@ -19,6 +19,8 @@ from kafka.protocol.admin.configs import AlterConfigsRequest, AlterConfigsRespon
 
 from ..server.admin_manager import ConfigResourceType
 from ..common.errors import ErrorCode, KafkaError
+from ..security.auth_helper import AclOperation
+from .describe_configs import config_refusal
 from . import api
 
 DYNAMIC_BROKER_CONFIGS_UNSUPPORTED = (
@@ -51,11 +53,16 @@ def result(resource, exc: KafkaError | None = None) -> dict:
             "resource_type": resource.resource_type, "resource_name": resource.resource_name}
 
 
-def alter_each(request, apply, also=()) -> dict:
-    """Both config APIs: per resource, check it, ``apply(resource)``, answer its result or error."""
+def alter_each(request, apply, also=(), ctx=None) -> dict:
+    """Both config APIs: per resource, check it (and, given ``ctx``, that the principal may ALTER_CONFIGS it),
+    ``apply(resource)``, answer its result or error."""
     responses = []
     for r in request.resources:
         try:
+            refused = None if ctx is None else config_refusal(ctx, AclOperation.ALTER_CONFIGS, r.resource_type,
+                                                              r.resource_name)
+            if refused is not None:
+                raise refused
             check_resource_type(r.resource_type, also)
             check_duplicates(c.name for c in r.configs)
             apply(r)
@@ -69,4 +76,4 @@ def alter_each(request, apply, also=()) -> dict:
 async def handle_alter_configs(ctx, request):
     admin = ctx.broker.admin_manager
     return alter_each(request, lambda r: admin.alter_topic_configs(
-        r.resource_name, {c.name: c.value for c in r.configs}, validate_only=bool(request.validate_only)))
+        r.resource_name, {c.name: c.value for c in r.configs}, validate_only=bool(request.validate_only)), ctx=ctx)

@@ -17,12 +17,16 @@ UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST.
 from __future__ import annotations
 
 from ..common.errors import ErrorCode
+from ..security.auth_helper import AclOperation, authorize_cluster
+from ..server.faults import error_response
 from . import api
 from ..common.message.zk_messages import AlterPartitionRequest, AlterPartitionResponse
 
 
 @api(AlterPartitionRequest, AlterPartitionResponse, versions=(1, 1))
 async def handle_alter_partition(ctx, request):
+    if not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):   # Kafka 3.9: authorizeClusterOperation
+        return error_response("AlterPartition", request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     controller = ctx.broker.kafka_controller
     if controller is None or not controller.is_active:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_CONTROLLER, "topics": []}

@@ -19,6 +19,8 @@ INVALID_REGULAR_EXPRESSION, NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS
 from kafka.protocol.api_message import ApiMessage
 
 from ..common.message import schemas
+from ..common.errors import ErrorCode
+from ..security.auth_helper import AclOperation, ResourceType, authorize, filter_by_authorized
 from . import api
 
 
@@ -28,6 +30,15 @@ class ConsumerGroupHeartbeatResponse(ApiMessage, load_json=schemas): pass
 
 @api(ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, versions=(0, 1))
 async def handle_consumer_group_heartbeat(ctx, request):
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):   # Kafka: READ on the group
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                "error_message": "Group authorization failed.", "member_id": None, "member_epoch": 0,
+                "heartbeat_interval_ms": 0, "assignment": None}
+    subscribed = list(request.subscribed_topic_names or [])
+    if subscribed and len(filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, subscribed)) < len(
+            set(subscribed)):   # Kafka 4.4: every subscribed topic needs DESCRIBE (measured)
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "error_message": None,
+                "member_id": None, "member_epoch": 0, "heartbeat_interval_ms": 0, "assignment": None}
     body = ctx.broker.group_coordinator.consumer_group_heartbeat(request, ctx.api_version, ctx.client_id,
                                                                  ctx.client_host)
     return {"throttle_time_ms": 0, **body}

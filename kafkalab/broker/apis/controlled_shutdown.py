@@ -15,12 +15,16 @@ STALE_BROKER_EPOCH, BROKER_NOT_AVAILABLE.
 from __future__ import annotations
 
 from ..common.errors import ErrorCode
+from ..security.auth_helper import AclOperation, authorize_cluster
+from ..server.faults import error_response
 from . import api
 from ..common.message.zk_messages import ControlledShutdownRequest, ControlledShutdownResponse
 
 
 @api(ControlledShutdownRequest, ControlledShutdownResponse, versions=(3, 3))
 async def handle_controlled_shutdown(ctx, request):
+    if not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):   # Kafka 3.9: authorizeClusterOperation
+        return error_response("ControlledShutdown", request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     controller = ctx.broker.kafka_controller
     if controller is None or not controller.is_active:
         return {"error_code": ErrorCode.NOT_CONTROLLER, "remaining_partitions": []}

@@ -21,6 +21,7 @@ from collections import Counter
 from kafka.protocol.admin.topics import CreatePartitionsRequest, CreatePartitionsResponse
 
 from ..common.errors import ErrorCode, KafkaError
+from ..security.auth_helper import AclOperation, ResourceType, authorize
 from . import api
 
 
@@ -35,6 +36,8 @@ async def handle_create_partitions(ctx, request):
         try:
             if counts[t.name] > 1:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"Duplicate topic in request: {t.name}")
+            if not authorize(ctx, AclOperation.ALTER, ResourceType.TOPIC, t.name):   # Kafka 3.9: ALTER on the topic
+                raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "The topic authorization is failed.")
             assignments = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
             await admin.create_partitions_async(t.name, t.count, bool(request.validate_only), assignments,
                                                 request_state=request_state)

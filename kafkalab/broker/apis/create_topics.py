@@ -33,6 +33,7 @@ from kafka.protocol.admin.topics import CreateTopicsRequest, CreateTopicsRespons
 from ..server.metadata_cache import NULL_UUID
 from ..server.config import LogConfig
 from ..common.errors import ErrorCode, KafkaError
+from ..security.auth_helper import AclOperation, ResourceType, authorize_cluster, filter_by_authorized
 from . import api
 from .describe_configs import topic_config_descriptions
 
@@ -59,12 +60,23 @@ async def handle_create_topics(ctx, request):
     counts = Counter(t.name for t in request.topics)
     results = []
     request_state = {}   # partitions this request added so far (max.partitions.per.request)
+    # Kafka 3.9: CREATE on the cluster, else on each topic; DESCRIBE_CONFIGS to be shown the configs
+    names = list(counts)
+    allowed = (set(names) if authorize_cluster(ctx, AclOperation.CREATE, log_if_denied=False)
+               else filter_by_authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, names))
+    shown = filter_by_authorized(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, names, log_if_denied=False)
     for t in request.topics:
         if counts[t.name] > 1:
             results.append(_failed(t.name, KafkaError(
                 ErrorCode.INVALID_REQUEST,
                 f"Create topics request from client `{ctx.client_id}` contains multiple entries for the "
                 f"following topics: {t.name}")))
+            continue
+        if t.name not in allowed:
+            results.append(dict(_failed(t.name, KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                                           "Authorization failed.")),
+                                topic_config_error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED if t.name not in shown
+                                else 0))
             continue
         try:
             assignments = {a.partition_index: list(a.broker_ids) for a in t.assignments or []}
@@ -74,7 +86,11 @@ async def handle_create_topics(ctx, request):
                                                    {c.name: c.value for c in t.configs or []},
                                                    validate_only=bool(request.validate_only),
                                                    assignments=assignments, request_state=request_state)
-            results.append(_created(ctx, topic))
+            created = _created(ctx, topic)
+            if t.name not in shown and ctx.api_version >= 5:   # KIP-525: the configs only with DESCRIBE_CONFIGS
+                created.update(topic_config_error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, configs=[],
+                               num_partitions=-1, replication_factor=-1)
+            results.append(created)
         except KafkaError as exc:
             results.append(_failed(t.name, exc))
     broker = ctx.broker

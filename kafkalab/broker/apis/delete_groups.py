@@ -11,10 +11,15 @@ A group named twice is deleted once and answered once, as in Kafka.
 """
 from kafka.protocol.admin.groups import DeleteGroupsRequest, DeleteGroupsResponse
 
+from ..common.errors import ErrorCode
+from ..security.auth_helper import AclOperation, ResourceType, filter_by_authorized
 from . import api
 
 
 @api(DeleteGroupsRequest, DeleteGroupsResponse, versions=(0, 2))
 async def handle_delete_groups(ctx, request):
-    results = ctx.broker.group_coordinator.delete_groups(list(dict.fromkeys(request.groups_names or [])))
+    names = list(dict.fromkeys(request.groups_names or []))
+    allowed = filter_by_authorized(ctx, AclOperation.DELETE, ResourceType.GROUP, names)   # Kafka: DELETE each
+    results = ctx.broker.group_coordinator.delete_groups([g for g in names if g in allowed])
+    results.update({g: ErrorCode.GROUP_AUTHORIZATION_FAILED for g in names if g not in allowed})
     return {"throttle_time_ms": 0, "results": [{"group_id": g, "error_code": e} for g, e in results.items()]}

@@ -36,6 +36,7 @@ from kafka.protocol.admin.topics import DeleteRecordsRequest, DeleteRecordsRespo
 from ..common.errors import ErrorCode
 from ..log.log_manager import LOG_START_OFFSET_CHECKPOINT
 from ..log.offset_checkpoint import write_checkpoint
+from ..security.auth_helper import AclOperation, ResourceType, filter_by_authorized
 from . import api
 
 INVALID_LOW_WATERMARK = -1  # DeleteRecordsResponse.INVALID_LOW_WATERMARK
@@ -54,10 +55,13 @@ async def handle_delete_records(ctx, request):
     rm = ctx.broker.replica_manager
     cache = ctx.broker.metadata_cache
     results, offsets = {}, {}
+    allowed = filter_by_authorized(ctx, AclOperation.DELETE, ResourceType.TOPIC, [t.name for t in request.topics])
     for t in request.topics:
         meta = cache.get(t.name)
         for p in t.partitions:
-            if meta is None or not 0 <= p.partition_index < meta.num_partitions:   # KafkaApis checks this first
+            if t.name not in allowed:   # Kafka 3.9: DELETE on the topic
+                results[(t.name, p.partition_index)] = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, INVALID_LOW_WATERMARK)
+            elif meta is None or not 0 <= p.partition_index < meta.num_partitions:   # KafkaApis checks this first
                 results[(t.name, p.partition_index)] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, INVALID_LOW_WATERMARK)
             else:
                 offsets[(t.name, p.partition_index)] = p.offset

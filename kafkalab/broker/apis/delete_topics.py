@@ -27,6 +27,7 @@ from kafka.protocol.admin.topics import DeleteTopicsRequest, DeleteTopicsRespons
 
 from ..server.metadata_cache import NULL_UUID
 from ..common.errors import ErrorCode, KafkaError
+from ..security.auth_helper import AclOperation, ResourceType, authorize
 from . import api
 
 def _requested(ctx, request) -> list[tuple[str | None, uuid.UUID]]:
@@ -52,6 +53,11 @@ async def handle_delete_topics(ctx, request):
                 if topic_id == NULL_UUID:
                     raise KafkaError(ErrorCode.INVALID_REQUEST, "Neither topic name nor topic id was given.")
                 name = entry["name"] = admin.topic_by_id(topic_id).name
+                if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name):   # the name stays hidden
+                    entry["name"] = None
+                    raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
+            if not authorize(ctx, AclOperation.DELETE, ResourceType.TOPIC, name):   # Kafka 3.9: DELETE on the topic
+                raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
             topic = admin.delete_topic(name)
             entry["topic_id"] = topic.topic_id
         except KafkaError as exc:

@@ -12,12 +12,16 @@ v1   flexible
 from kafka.protocol.admin.client_quotas import DescribeClientQuotasRequest, DescribeClientQuotasResponse
 
 from ..common.errors import ErrorCode
+from ..security.auth_helper import AclOperation, authorize_cluster
 from . import api
 
 
 @api(DescribeClientQuotasRequest, DescribeClientQuotasResponse, versions=(0, 1))
 async def handle_describe_client_quotas(ctx, request):
     quotas = ctx.quotas
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE_CONFIGS):   # Kafka 3.9: DESCRIBE_CONFIGS on the cluster
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                "error_message": "Cluster authorization failed.", "entries": None}
     components = [(c.entity_type, c.match_type, c.match) for c in request.components or ()]
     try:
         found = quotas.describe(components, bool(request.strict))

@@ -10,11 +10,14 @@ v1   + endpoint_type (KIP-919): 1 = brokers; 2 = controllers gets MISMATCHED_END
      broker, any other type UNSUPPORTED_ENDPOINT_TYPE, as in Kafka 3.9 (``AuthHelper.computeDescribeClusterResponse``)
 v2   + include_fenced_brokers / is_fenced (KIP-1073): a KRaft broker (kafkalab.kraft) lists the registered
      brokers the controller has fenced too, with is_fenced (as Kafka 4.4 does); elsewhere none is fenced
-Not implemented: authorized operations (no ACLs): always -2147483648, "not provided".
+KIP-430 cluster authorized operations with an authorizer (0 without DESCRIBE on the cluster); without one
+-2147483648, "not provided" (Kafka answers every operation the cluster supports).
 """
 from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeClusterResponse
 
 from ..common.errors import ErrorCode
+from ..security.auth_helper import (
+    CLUSTER_NAME, AclOperation, ResourceType, authorize_cluster, authorized_operations, authorizer_of)
 from . import api
 
 BROKERS_ENDPOINT, CONTROLLERS_ENDPOINT = 1, 2
@@ -46,5 +49,10 @@ async def handle_describe_cluster(ctx, request):
         "cluster_id": broker.cluster_id,
         "controller_id": broker.controller_id,
         "brokers": brokers,
-        "authorized_operations": None,  # the codec writes None as -2147483648 (bit 31: "omitted")
+        # KIP-430: with an authorizer, what the principal may do on the cluster (0 without DESCRIBE on it); without
+        # one None, which the codec writes as -2147483648 ("omitted"; Kafka would answer every operation)
+        "authorized_operations": (
+            None if not request.include_cluster_authorized_operations or authorizer_of(ctx) is None
+            else authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
+            if authorize_cluster(ctx, AclOperation.DESCRIBE) else set()),
     }

@@ -32,6 +32,7 @@ from ..server.config import BROKER_CONFIGS, ConfigDescription, topic_configs
 from ..server.metadata_mode import MetadataMode
 from ..common.errors import ErrorCode, KafkaError
 from ..coordinator.group.group_config import GROUP_CONFIGS
+from ..security.auth_helper import AclOperation, ResourceType, authorize, authorize_cluster
 from . import api
 
 #: the documentation of the group configs that override no broker config
@@ -115,6 +116,20 @@ def group_config_entries(broker, group_id: str, keys, include_docs: bool) -> lis
     return out
 
 
+def config_refusal(ctx, operation: AclOperation, resource_type: int, name: str) -> KafkaError | None:
+    """Kafka 3.9's checks of the config APIs (``ConfigHelper``): DESCRIBE_CONFIGS / ALTER_CONFIGS on the cluster
+    for a broker's configs, on the topic for a topic's, on the group for a group's (Kafka 4)."""
+    if resource_type == ConfigResourceType.TOPIC:
+        if not authorize(ctx, operation, ResourceType.TOPIC, name):
+            return KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
+    elif resource_type == ConfigResourceType.GROUP:
+        if not authorize(ctx, operation, ResourceType.GROUP, name):
+            return KafkaError(ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed.")
+    elif not authorize_cluster(ctx, operation):
+        return KafkaError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
+    return None
+
+
 @api(DescribeConfigsRequest, DescribeConfigsResponse, versions=(1, 4))
 async def handle_describe_configs(ctx, request):
     include_synonyms = bool(request.include_synonyms)
@@ -122,6 +137,9 @@ async def handle_describe_configs(ctx, request):
     results = []
     for r in request.resources:
         try:
+            refused = config_refusal(ctx, AclOperation.DESCRIBE_CONFIGS, r.resource_type, r.resource_name)
+            if refused is not None:
+                raise refused
             if r.resource_type == ConfigResourceType.GROUP:   # KIP-932 group configs (share.auto.offset.reset)
                 results.append({"error_code": 0, "error_message": None, "resource_type": r.resource_type,
                                 "resource_name": r.resource_name, "configs": group_config_entries(

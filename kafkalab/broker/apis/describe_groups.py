@@ -2,12 +2,12 @@
 
 v1   + throttle_time_ms
 v2   same as v1
-v3   + include_authorized_operations (answered with "not requested": no ACLs here)
+v3   + include_authorized_operations (KIP-430)
 v4   + group_instance_id per member (KIP-345)
 v5   flexible
 v6   + error_message; an unknown group gets GROUP_ID_NOT_FOUND (before v6: state "Dead", no error); so does
      a KIP-848 consumer group ("not a classic group"), as in Kafka 4.4
-Not implemented: authorized operations.
+With an authorizer, a group the principal may not DESCRIBE is GROUP_AUTHORIZATION_FAILED (as Kafka 3.9).
 
 As in Kafka's GroupMetadata.summary, members' subscriptions
 (``member_metadata``) and assignments are shown only while the group is
@@ -17,6 +17,7 @@ Stable; ``protocol_data`` is the chosen assignor (e.g. ``range``,
 from kafka.protocol.admin.groups import DescribeGroupsRequest, DescribeGroupsResponse
 
 from ..common.errors import ErrorCode, KafkaError
+from ..security.auth_helper import AclOperation, ResourceType, authorize, authorized_operations
 from . import api
 
 
@@ -28,7 +29,9 @@ async def handle_describe_groups(ctx, request):
     for group_id in request.groups or []:
         entry = {"error_code": ErrorCode.NONE, "error_message": None, "group_id": group_id, "group_state": "Dead",
                  "protocol_type": "", "protocol_data": "", "members": []}
-        if not group_id:
+        if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            entry.update(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_state="")
+        elif not group_id:
             entry["error_code"] = ErrorCode.INVALID_GROUP_ID
         else:
             try:
@@ -46,5 +49,8 @@ async def handle_describe_groups(ctx, request):
             else:
                 summary.pop("generation_id", None)
                 entry.update(summary)
+                bits = authorized_operations(ctx, ResourceType.GROUP, group_id)
+                if v >= 3 and request.include_authorized_operations and bits is not None:   # KIP-430
+                    entry["authorized_operations"] = bits
         groups.append(entry)
     return {"throttle_time_ms": 0, "groups": groups}

@@ -17,6 +17,7 @@ from kafka.protocol.api_message import ApiMessage
 from ..common.errors import ErrorCode, KafkaError
 from ..server.share.share_partition import RecordState
 from ..common.message import schemas
+from ..security.auth_helper import AclOperation, ResourceType, authorize, filter_by_authorized
 from . import api
 
 
@@ -32,6 +33,9 @@ async def handle_describe_share_group_offsets(ctx, request):
 async def _describe_group(ctx, g) -> dict:
     coordinator = ctx.broker.group_coordinator
     out = {"group_id": g.group_id, "topics": [], "error_code": ErrorCode.NONE, "error_message": None}
+    if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id):   # Kafka 4: DESCRIBE on the group
+        return {**out, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                "error_message": "Group authorization failed."}
     status = coordinator.group_status_error(g.group_id)
     if status is not None:
         return {**out, "error_code": status}
@@ -48,7 +52,15 @@ async def _describe_group(ctx, g) -> dict:
     else:
         wanted = [(t.topic_name, list(t.partitions or [])) for t in g.topics]
     persister = ctx.broker.share_partition_manager.persister
+    allowed = filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, [n for n, _ in wanted],
+                                   log_if_denied=g.topics is not None)
     for name, partitions in wanted:
+        if name not in allowed:   # named: TOPIC_AUTHORIZATION_FAILED; of all the group's topics: left out
+            if partitions is not None:
+                out["topics"].append({"topic_name": name, "topic_id": None, "partitions": [
+                    _partition(p, -1, -1, -1, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
+                    for p in partitions]})
+            continue
         meta = cache.get(name)
         if meta is None:
             if partitions is not None:

@@ -13,6 +13,7 @@ used, or expired after ``transactional.id.expiration.ms``).
 from kafka.protocol.admin.transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
 
 from ..common.errors import ErrorCode
+from ..security.auth_helper import AclOperation, ResourceType, authorize
 from . import api
 
 
@@ -21,7 +22,11 @@ async def handle_describe_transactions(ctx, request):
     coordinator = ctx.broker.transaction_coordinator
     states = []
     for txn_id in request.transactional_ids or []:
-        if coordinator is None:
+        if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, txn_id):   # as Kafka 3.9
+            states.append({"error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactional_id": txn_id,
+                           "transaction_state": "", "transaction_timeout_ms": 0, "transaction_start_time_ms": -1,
+                           "producer_id": -1, "producer_epoch": -1, "topics": []})
+        elif coordinator is None:
             states.append({"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "transactional_id": txn_id,
                            "transaction_state": "", "transaction_timeout_ms": 0, "transaction_start_time_ms": -1,
                            "producer_id": -1, "producer_epoch": -1, "topics": []})

@@ -22,6 +22,7 @@ from __future__ import annotations
 from kafka.protocol.admin.topics import ElectLeadersRequest, ElectLeadersResponse
 
 from ..common.errors import ErrorCode
+from ..security.auth_helper import AclOperation, authorize_cluster
 from . import api
 
 PREFERRED = 0
@@ -37,6 +38,8 @@ def _error_response(request, code):
 
 @api(ElectLeadersRequest, ElectLeadersResponse, versions=(0, 2))
 async def handle_elect_leaders(ctx, request):
+    if not authorize_cluster(ctx, AclOperation.ALTER):   # Kafka 3.9: ALTER on the cluster
+        return _error_response(request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     controller = ctx.broker.kafka_controller
     if controller is None or not controller.is_active:
         return _error_response(request, ErrorCode.NOT_CONTROLLER)

@@ -21,6 +21,7 @@ never began.
 from kafka.protocol.producer.transaction import EndTxnRequest, EndTxnResponse
 
 from ..common.errors import ErrorCode
+from ..security.auth_helper import AclOperation, ResourceType, authorize
 from . import api
 
 
@@ -29,6 +30,8 @@ async def handle_end_txn(ctx, request):
     coordinator = ctx.broker.transaction_coordinator
     if coordinator is None:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE}
+    if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
     code = await coordinator.handle_end_transaction(request.transactional_id, request.producer_id,
                                               request.producer_epoch, bool(request.committed))
     if code == ErrorCode.PRODUCER_FENCED and ctx.api_version < 2:   # older clients know only this one

@@ -50,6 +50,7 @@ Not implemented: fetch from follower for consumers (preferred read replica is -1
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 
 from ..common.errors import ErrorCode
+from ..security.auth_helper import AclOperation, ResourceType, authorize_cluster, authorizer_of, filter_by_authorized
 from ..server.client_quota_manager import CONSUMER_BYTE_RATE
 from ..server.delayed_fetch import FetchParams, FetchPartitionData
 from ..server.metadata_cache import NULL_UUID
@@ -115,6 +116,18 @@ def _in_metadata(ctx, topic_name, partition) -> bool:
     return meta is not None and 0 <= partition < meta.num_partitions
 
 
+def _denied_topics(ctx, params, topics) -> set:
+    """Kafka 3.9's checks (``handleFetchRequest``): a follower needs CLUSTER_ACTION on the cluster (else every
+    partition is TOPIC_AUTHORIZATION_FAILED), a consumer READ on each topic."""
+    if authorizer_of(ctx) is None:
+        return set()
+    names = {name for name, _, _ in topics if name is not None}
+    if params.is_from_follower:
+        return set() if authorize_cluster(ctx, AclOperation.CLUSTER_ACTION) else names
+    return names - filter_by_authorized(ctx, AclOperation.READ, ResourceType.TOPIC,
+                                        [name for name, _, _ in topics if name is not None])
+
+
 @api(FetchRequest, FetchResponse, versions=(4, 17))
 async def handle_fetch(ctx, request):
     if ctx.api_version >= 7 and request.session_epoch not in (INITIAL_EPOCH, FINAL_EPOCH):
@@ -132,7 +145,9 @@ async def handle_fetch(ctx, request):
             meta = cache.get(t.topic)
             topics.append((t.topic, meta.topic_id if meta else NULL_UUID, t.partitions))
     params = _fetch_params(ctx, request)
-    fetch_infos = [_partition_data(name, p) for name, _, partitions in topics for p in partitions]
+    denied = _denied_topics(ctx, params, topics)
+    fetch_infos = [_partition_data(name, p) for name, _, partitions in topics if name not in denied
+                   for p in partitions]
     # read, and wait for min_bytes in the fetch purgatory
     read = await ctx.broker.replica_manager.fetch_messages(params, fetch_infos)
     stats = ctx.broker.replica_manager.broker_topic_stats
@@ -143,6 +158,7 @@ async def handle_fetch(ctx, request):
     results = iter(read)
     # build the response
     responses = [{"topic": name, "topic_id": topic_id, "partitions": [
+        _error(p.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED) if name in denied else
         _partition_response(ctx, name, p.partition, next(results)) for p in partitions]}
         for name, topic_id, partitions in topics]
     return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}

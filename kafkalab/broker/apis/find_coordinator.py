@@ -35,6 +35,7 @@ from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, Fin
 from ..common.errors import ErrorCode, KafkaError
 from ..coordinator.group.offsets_topic import java_string_hash
 from ..coordinator.share.share_coordinator import SHARE_STATE_TOPIC
+from ..security.auth_helper import AclOperation, ResourceType, authorize, authorize_cluster
 from . import api
 
 GROUP, TRANSACTION, SHARE = 0, 1, 2
@@ -155,13 +156,38 @@ def _on_listener(ctx, out: dict) -> dict:
     return out
 
 
+#: Kafka's ``Errors`` messages of the refusals (what a FindCoordinator below v4 says with its error)
+_REFUSED = {ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
+            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "Transactional Id authorization failed.",
+            ErrorCode.CLUSTER_AUTHORIZATION_FAILED: "Cluster authorization failed."}
+
+
+def _refused(ctx, key: str | None, key_type: int) -> ErrorCode | None:
+    """Kafka 3.9's ``getCoordinator`` checks, before anything else: DESCRIBE on the group or the transactional
+    id, CLUSTER_ACTION on the cluster for a share coordinator."""
+    if key_type == GROUP and not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, key or ""):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED
+    if key_type == TRANSACTION and not authorize(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key or ""):
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if key_type == SHARE and not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    return None
+
+
+def _coordinator_or_refusal(ctx, key: str | None, key_type: int, message: bool) -> dict:
+    code = _refused(ctx, key, key_type)
+    if code is None:
+        return _on_listener(ctx, _coordinator_for(ctx.broker, key, key_type))
+    return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": code,
+            "error_message": _REFUSED[code] if message else None}
+
+
 @api(FindCoordinatorRequest, FindCoordinatorResponse, versions=(0, 6))
 async def handle_find_coordinator(ctx, request):
     key_type = request.key_type if ctx.api_version >= 1 else GROUP
     if ctx.api_version >= 4:
-        return {"throttle_time_ms": 0,
-                "coordinators": [_on_listener(ctx, _coordinator_for(ctx.broker, k, key_type))
-                                 for k in request.coordinator_keys or []]}
-    c = _on_listener(ctx, _coordinator_for(ctx.broker, request.key, key_type))
+        return {"throttle_time_ms": 0, "coordinators": [
+            _coordinator_or_refusal(ctx, k, key_type, False) for k in request.coordinator_keys or []]}
+    c = _coordinator_or_refusal(ctx, request.key, key_type, True)
     return {"throttle_time_ms": 0, "error_code": c["error_code"], "error_message": c["error_message"],
             "node_id": c["node_id"], "host": c["host"], "port": c["port"]}

@@ -13,11 +13,15 @@ FENCED_INSTANCE_ID (another process took your group.instance.id).
 """
 from kafka.protocol.consumer.group import HeartbeatRequest, HeartbeatResponse
 
+from ..common.errors import ErrorCode
+from ..security.auth_helper import AclOperation, ResourceType, authorize
 from . import api
 
 
 @api(HeartbeatRequest, HeartbeatResponse, versions=(0, 4))
 async def handle_heartbeat(ctx, request):
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
     error = ctx.broker.group_coordinator.heartbeat(request.group_id, request.member_id,
                                                    request.group_instance_id if ctx.api_version >= 3 else None,
                                                    request.generation_id)

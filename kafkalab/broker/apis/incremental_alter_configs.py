@@ -35,4 +35,4 @@ async def handle_incremental_alter_configs(ctx, request):
             return ctx.broker.share_partition_manager.alter_group_configs(r.resource_name, ops,
                                                                           bool(request.validate_only))
         return admin.incremental_alter_topic_configs(r.resource_name, ops, validate_only=bool(request.validate_only))
-    return alter_each(request, apply, also=(ConfigResourceType.GROUP,))
+    return alter_each(request, apply, also=(ConfigResourceType.GROUP,), ctx=ctx)

@@ -31,6 +31,7 @@ Giving an id without an epoch or the reverse is INVALID_REQUEST.
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
 
 from ..common.errors import ErrorCode
+from ..security.auth_helper import AclOperation, ResourceType, authorize, authorize_by_resource_type, authorize_cluster
 from . import api
 
 NO_PRODUCER_ID, NO_PRODUCER_EPOCH = -1, -1
@@ -38,6 +39,16 @@ NO_PRODUCER_ID, NO_PRODUCER_EPOCH = -1, -1
 
 @api(InitProducerIdRequest, InitProducerIdResponse, versions=(0, 5))
 async def handle_init_producer_id(ctx, request):
+    # Kafka 3.9: WRITE on the transactional id; an idempotent producer IDEMPOTENT_WRITE on the cluster or WRITE
+    # on some topic (KIP-679)
+    if request.transactional_id is not None:
+        if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                    "producer_id": -1, "producer_epoch": -1}
+    elif (not authorize_cluster(ctx, AclOperation.IDEMPOTENT_WRITE, log_if_denied=False)
+          and not authorize_by_resource_type(ctx, AclOperation.WRITE, ResourceType.TOPIC)):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                "producer_id": -1, "producer_epoch": -1}
     pid, epoch = NO_PRODUCER_ID, NO_PRODUCER_EPOCH
     if ctx.api_version >= 3:
         pid, epoch = request.producer_id, request.producer_epoch

@@ -19,12 +19,18 @@ subscription. See :mod:`kafkalab.broker.coordinator.group.group_coordinator`.
 """
 from kafka.protocol.consumer.group import JoinGroupRequest, JoinGroupResponse
 
+from ..common.errors import ErrorCode
+from ..security.auth_helper import AclOperation, ResourceType, authorize
 from . import api
 
 
 @api(JoinGroupRequest, JoinGroupResponse, versions=(0, 9))
 async def handle_join_group(ctx, request):
     v = ctx.api_version
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "generation_id": -1,
+                "protocol_type": None, "protocol_name": None if v >= 7 else "", "leader": "",
+                "skip_assignment": False, "member_id": "", "members": []}
     result = await ctx.broker.group_coordinator.join_group(
         request.group_id, request.member_id or "", request.group_instance_id if v >= 5 else None,
         ctx.client_id or "", ctx.client_host, request.rebalance_timeout_ms if v >= 1 else request.session_timeout_ms,

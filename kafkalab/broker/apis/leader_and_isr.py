@@ -30,6 +30,8 @@ import logging
 from ..common.errors import ErrorCode, KafkaError
 from ..cluster.partition_state import LeaderAndIsrPartitionState
 from ..network.request_channel import InvalidRequest
+from ..security.auth_helper import AclOperation, authorize_cluster
+from ..server.faults import error_response
 from . import api
 from ..common.message.zk_messages import LeaderAndIsrRequest, LeaderAndIsrResponse
 
@@ -69,6 +71,8 @@ def _error_response(request, code: int) -> dict:
 
 @api(LeaderAndIsrRequest, LeaderAndIsrResponse, versions=(7, 7))
 async def handle_leader_and_isr(ctx, request):
+    if not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):   # Kafka 3.9: authorizeClusterOperation
+        return error_response("LeaderAndIsr", request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     broker = ctx.broker
     require_cluster_mode(broker, "LeaderAndIsr")
     if broker_epoch_is_stale(broker, request.broker_epoch):

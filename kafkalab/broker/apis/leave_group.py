@@ -15,12 +15,15 @@ the top-level error code.
 from kafka.protocol.consumer.group import LeaveGroupRequest, LeaveGroupResponse
 
 from ..common.errors import ErrorCode
+from ..security.auth_helper import AclOperation, ResourceType, authorize
 from . import api
 
 
 @api(LeaveGroupRequest, LeaveGroupResponse, versions=(0, 5))
 async def handle_leave_group(ctx, request):
     v = ctx.api_version
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "members": []}
     if v >= 3:
         leaving = [(m.member_id or "", m.group_instance_id) for m in request.members or []]
         reasons = [m.reason for m in request.members or []] if v >= 5 else []

@@ -13,6 +13,7 @@ an empty protocol type, as in Kafka. Filters compare case-insensitively.
 from kafka.protocol.admin.groups import ListGroupsRequest, ListGroupsResponse
 
 from ..common.errors import ErrorCode
+from ..security.auth_helper import AclOperation, ResourceType, authorize, authorize_cluster
 from . import api
 
 
@@ -21,4 +22,7 @@ async def handle_list_groups(ctx, request):
     v = ctx.api_version
     groups = ctx.broker.group_coordinator.list_groups(states=request.states_filter if v >= 4 else None,
                                                       types=request.types_filter if v >= 5 else None)
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE, log_if_denied=False):   # else the groups it may DESCRIBE
+        groups = [g for g in groups if authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g["group_id"],
+                                                 log_if_denied=False)]
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "groups": groups}

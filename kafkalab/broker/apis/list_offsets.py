@@ -41,6 +41,7 @@ from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsRespo
 
 from ..common.errors import ErrorCode, KafkaError
 from ..log.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from ..security.auth_helper import AclOperation, ResourceType, filter_by_authorized
 from . import api
 
 CONSUMER_REPLICA_ID = -1
@@ -114,10 +115,14 @@ def _epoch_of(partition, log, ts, found) -> int:
 async def handle_list_offsets(ctx, request):
     seen = collections.Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
     topics = []
+    allowed = filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, [t.name for t in request.topics])
     for t in request.topics:
         parts = []
         for p in t.partitions:
-            if seen[(t.name, p.partition_index)] > 1:  # Kafka answers duplicates with INVALID_REQUEST
+            if t.name not in allowed:   # Kafka 3.9: DESCRIBE on the topic
+                parts.append({"partition_index": p.partition_index, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                              "timestamp": -1, "offset": -1, "leader_epoch": -1})
+            elif seen[(t.name, p.partition_index)] > 1:  # Kafka answers duplicates with INVALID_REQUEST
                 parts.append({"partition_index": p.partition_index, "error_code": ErrorCode.INVALID_REQUEST})
             else:
                 parts.append(_lookup(ctx, t.name, p, request.replica_id, request))

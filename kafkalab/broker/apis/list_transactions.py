@@ -12,6 +12,7 @@ not know come back in ``unknown_state_filters``.
 from kafka.protocol.admin.transactions import ListTransactionsRequest, ListTransactionsResponse
 
 from ..common.errors import ErrorCode
+from ..security.auth_helper import AclOperation, ResourceType, authorize, authorizer_of
 from . import api
 
 
@@ -24,4 +25,7 @@ async def handle_list_transactions(ctx, request):
     duration = request.duration_filter if ctx.api_version >= 1 else -1
     body = coordinator.handle_list_transactions(list(request.state_filters or []),
                                                 list(request.producer_id_filters or []), duration)
+    if authorizer_of(ctx) is not None:   # Kafka 3.9: only the transactional ids the principal may DESCRIBE
+        body["transaction_states"] = [s for s in body["transaction_states"] if authorize(
+            ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, s["transactional_id"])]
     return {"throttle_time_ms": 0, **body}

@@ -6,12 +6,18 @@ v3   + throttle_time_ms
 v4   + allow_auto_topic_creation
 v5   + offline replicas
 v7   + leader epoch per partition
-v8   + authorized operations (answered with "not requested")
+v8   + authorized operations (KIP-430)
 v9   flexible
 v10  + topic ids (KIP-516)
 v11  cluster authorized operations dropped
 v12  topics may be asked for by id (answered by name lookup)
-Not implemented: v13 (top-level error code), authorized operations (no ACLs here).
+Not implemented: v13 (top-level error code).
+
+With an authorizer (``authorizer.class.name``), as Kafka 3.9: all topics lists only those the principal may
+DESCRIBE; a named topic it may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED (whether or not it exists); an unknown
+topic it would auto-create needs CREATE on the cluster or on the topic, else TOPIC_AUTHORIZATION_FAILED.
+v8+ ``include_topic_authorized_operations`` (and, v8-v10, ``include_cluster_authorized_operations``) answer
+KIP-430's authorized operations.
 
 v0 asks for all topics with an empty list; v1+ with null (an empty list means none).
 Asking for an unknown topic creates it when ``auto.create.topics.enable`` is
@@ -37,6 +43,9 @@ from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
 from ..common.errors import ErrorCode, KafkaError
 from ..common.topic import validate_topic_name
+from ..security.auth_helper import (
+    CLUSTER_NAME, AclOperation, ResourceType, authorize_cluster, authorized_operations, authorizer_of,
+    filter_by_authorized)
 from ..server.metadata_cache import NULL_UUID
 from ..network.request_channel import InvalidRequest
 from . import api
@@ -117,10 +126,16 @@ async def handle_metadata(ctx, request):
     broker = ctx.broker
     cache = broker.metadata_cache
     wanted = request.topics
+    checked = authorizer_of(ctx) is not None
     if wanted is None or (ctx.api_version == 0 and not wanted):
-        topics = [topic_entry(broker, t, ctx.api_version) for t in cache.topics.values()]
+        # all topics: those the principal may not DESCRIBE are left out (their refusals not logged)
+        allowed = (filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, list(cache.topics),
+                                        log_if_denied=False) if checked else None)
+        topics = [topic_entry(broker, t, ctx.api_version) for t in cache.topics.values()
+                  if allowed is None or t.name in allowed]
     else:
         allow_auto = request.allow_auto_topic_creation if ctx.api_version >= 4 else True
+        denied = _Denied(ctx, request, allow_auto) if checked else None
         topics, seen = [], set()
         for t in wanted:
             topic_id = getattr(t, "topic_id", None)
@@ -129,14 +144,25 @@ async def handle_metadata(ctx, request):
                     raise InvalidRequest(f"Metadata v{ctx.api_version}: a topic needs a name"
                                          + (" or an id" if ctx.api_version >= 12 else ""))
                 found = cache.by_id(topic_id)
+                if found is not None and denied is not None and found.name in denied.describe:
+                    denied.answers.append(error_entry(None, ErrorCode.TOPIC_AUTHORIZATION_FAILED, topic_id))
+                    continue
                 topics.append(topic_entry(broker, found, ctx.api_version) if found else
                               error_entry(None, ErrorCode.UNKNOWN_TOPIC_ID, topic_id))
                 continue
             if t.name in seen:  # Kafka answers each topic once
                 continue
             seen.add(t.name)
+            if denied is not None and denied.refuse(t.name):
+                continue
             topics.append(_named_topic(broker, t.name, allow_auto, ctx.api_version))
-    return {
+        if denied is not None:
+            topics += denied.created + denied.answers
+    if checked and ctx.api_version >= 8 and getattr(request, "include_topic_authorized_operations", False):
+        for entry in topics:   # KIP-430
+            if entry["error_code"] == 0 and entry.get("name"):
+                entry["authorized_operations"] = authorized_operations(ctx, ResourceType.TOPIC, entry["name"])
+    answer = {
         "throttle_time_ms": 0,
         # the brokers as a client of this listener reaches them (Kafka: getAliveBrokerNodes(listenerName))
         "brokers": [{"node_id": b.id, "host": b.host, "port": b.port, "rack": b.rack}
@@ -145,3 +171,38 @@ async def handle_metadata(ctx, request):
         "controller_id": broker.controller_id,
         "topics": topics,
     }
+    if checked and 8 <= ctx.api_version <= 10 and getattr(request, "include_cluster_authorized_operations", False):
+        answer["authorized_operations"] = (authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
+                                           if authorize_cluster(ctx, AclOperation.DESCRIBE) else set())
+    return answer
+
+
+class _Denied:
+    """Kafka 3.9's ``handleTopicMetadataRequest`` with an authorizer: a named topic the principal may not
+    DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED (not saying whether it exists; by id: the id, no name); one
+    that does not exist and would be auto-created needs CREATE on the cluster or the topic, else it is
+    TOPIC_AUTHORIZATION_FAILED too. Both come after the other topics, as Kafka lists them."""
+
+    def __init__(self, ctx, request, allow_auto: bool):
+        cache = ctx.broker.metadata_cache
+        names = [t.name if t.name is not None else getattr(cache.by_id(t.topic_id), "name", None)
+                 for t in request.topics]
+        present: list[str] = [n for n in dict.fromkeys(names) if n is not None]
+        self.describe = set(present) - filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, present)
+        self.create: set[str] = set()
+        missing = [n for n in present if n not in self.describe and cache.get(n) is None]
+        if missing and allow_auto and ctx.broker.config["auto.create.topics.enable"]:
+            if not authorize_cluster(ctx, AclOperation.CREATE, log_if_denied=False):
+                self.create = set(missing) - filter_by_authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC,
+                                                                  missing)
+        self.created: list[dict] = []     # refused for CREATE
+        self.answers: list[dict] = []     # refused for DESCRIBE
+
+    def refuse(self, name: str) -> bool:
+        if name in self.describe:
+            self.answers.append(error_entry(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+        elif name in self.create:
+            self.created.append(error_entry(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+        else:
+            return False
+        return True

@@ -26,6 +26,7 @@ from ..server.metadata_cache import NULL_UUID
 from ..coordinator.group.group_metadata import now_ms
 from ..coordinator.group.offsets_topic import OffsetAndMetadata
 from ..common.errors import ErrorCode
+from ..security.auth_helper import AclOperation, ResourceType, authorize, filter_by_authorized
 from . import api
 
 
@@ -39,13 +40,22 @@ async def handle_offset_commit(ctx, request):
     to_commit: dict[tuple[str, int], OffsetAndMetadata] = {}
     keys: dict[tuple[str, int], tuple] = {}  # (name, partition) -> (topic key, partition)
     order = []
-    for t in request.topics or []:
+    # Kafka 3.9: READ on the group (else every partition GROUP_AUTHORIZATION_FAILED), READ on each topic
+    group_denied = not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id)
+    metas = [broker.metadata_cache.by_id(t.topic_id) if v >= 10 else broker.metadata_cache.get(t.name)
+             for t in request.topics or []]
+    names = [t.name if v < 10 else (m.name if m else None) for t, m in zip(request.topics or [], metas)]
+    allowed = set() if group_denied else filter_by_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, names)
+    for t, meta, name in zip(request.topics or [], metas, names):
         topic_key = t.topic_id if v >= 10 else t.name
-        meta = broker.metadata_cache.by_id(t.topic_id) if v >= 10 else broker.metadata_cache.get(t.name)
         for p in t.partitions or []:
             k = (topic_key, p.partition_index)
             order.append(k)
-            if meta is None:
+            if group_denied:
+                errors[k] = ErrorCode.GROUP_AUTHORIZATION_FAILED
+            elif name is not None and name not in allowed:
+                errors[k] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif meta is None:
                 errors[k] = ErrorCode.UNKNOWN_TOPIC_ID if v >= 10 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif not 0 <= p.partition_index < meta.num_partitions:
                 errors[k] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

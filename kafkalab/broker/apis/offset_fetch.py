@@ -20,6 +20,7 @@ no error — also for a group that does not exist.
 from kafka.protocol.consumer.group import OffsetFetchRequest, OffsetFetchResponse
 
 from ..common.errors import ErrorCode, KafkaError
+from ..security.auth_helper import AclOperation, ResourceType, authorize, filter_by_authorized
 from . import api
 
 def _partition(index, om, error=ErrorCode.NONE):
@@ -30,10 +31,16 @@ def _partition(index, om, error=ErrorCode.NONE):
             "metadata": om.metadata, "error_code": error}
 
 
-def _fetch_group(broker, group_id, topics, by_id: bool, require_stable: bool = False) -> tuple[ErrorCode, list[dict]]:
-    """(group error, topics) where each topic is {name or topic_id, partitions}."""
+def _fetch_group(ctx, group_id, topics, by_id: bool, require_stable: bool = False) -> tuple[ErrorCode, list[dict]]:
+    """(group error, topics) where each topic is {name or topic_id, partitions}.
+
+    Kafka 3.9's checks: DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED) and on each topic: one the
+    principal may not DESCRIBE is left out of "all the group's topics", and named is TOPIC_AUTHORIZATION_FAILED."""
+    broker = ctx.broker
     coordinator = broker.group_coordinator
     field = "topic_id" if by_id else "name"
+    if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
     try:  # cluster mode: NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS for a group coordinated elsewhere
         coordinator.check_group_status(group_id)
     except KafkaError as exc:
@@ -43,7 +50,11 @@ def _fetch_group(broker, group_id, topics, by_id: bool, require_stable: bool = F
         for (name, index), om in sorted(coordinator.fetch_offsets(group_id, None).items()):
             by_topic.setdefault(name, []).append(_partition(index, om))
         out = []
+        allowed = filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, list(by_topic),
+                                       log_if_denied=False)
         for name, parts in by_topic.items():
+            if name not in allowed:
+                continue
             if by_id:
                 meta = broker.metadata_cache.get(name)
                 if meta is None:
@@ -53,6 +64,8 @@ def _fetch_group(broker, group_id, topics, by_id: bool, require_stable: bool = F
                 out.append({"name": name, "partitions": parts})
         return ErrorCode.NONE, out
     out = []
+    names = [t.name if not by_id else getattr(broker.metadata_cache.by_id(t.topic_id), "name", None) for t in topics]
+    allowed = filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
     for t in topics:
         if by_id:
             meta = broker.metadata_cache.by_id(t.topic_id)
@@ -63,6 +76,10 @@ def _fetch_group(broker, group_id, topics, by_id: bool, require_stable: bool = F
             name = meta.name
         else:
             name = t.name
+        if name not in allowed:
+            out.append({field: t.topic_id if by_id else name, "partitions": [
+                _partition(i, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for i in t.partition_indexes or []]})
+            continue
         wanted = [(name, i) for i in t.partition_indexes or []]
         found = coordinator.fetch_offsets(group_id, wanted)
         parts = []
@@ -88,14 +105,14 @@ async def handle_offset_fetch(ctx, request):
             if error != ErrorCode.NONE:
                 topics = []
             else:
-                error, topics = _fetch_group(ctx.broker, g.group_id, g.topics, by_id=v >= 10,
+                error, topics = _fetch_group(ctx, g.group_id, g.topics, by_id=v >= 10,
                                              require_stable=bool(request.require_stable))
             groups.append({"group_id": g.group_id, "topics": topics, "error_code": error})
         return {"throttle_time_ms": 0, "groups": groups}
     topics = request.topics
     if v < 2 and topics is None:
         topics = []
-    error, topics = _fetch_group(ctx.broker, request.group_id, topics, by_id=False,
+    error, topics = _fetch_group(ctx, request.group_id, topics, by_id=False,
                                  require_stable=v >= 7 and bool(request.require_stable))
     if error != ErrorCode.NONE and v < 2:  # no top-level error code before v2: put it on each partition
         topics = [{"name": t.name, "partitions": [_partition(i, None, error) for i in t.partition_indexes or []]}

@@ -21,8 +21,9 @@ v4   flexible
 """
 from kafka.protocol.consumer.offsets import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 
-from ..common.errors import KafkaError
+from ..common.errors import ErrorCode, KafkaError
 from ..log.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+from ..security.auth_helper import AclOperation, ResourceType, authorize_cluster, filter_by_authorized
 from . import api
 
 
@@ -41,6 +42,12 @@ def _answer(broker, topic: str, p) -> dict:
 
 @api(OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, versions=(2, 4))
 async def handle_offset_for_leader_epoch(ctx, request):
-    topics = [{"topic": t.topic, "partitions": [_answer(ctx.broker, t.topic, p) for p in t.partitions]}
-              for t in request.topics]
+    # Kafka 3.9: a follower's CLUSTER_ACTION covers every topic, else DESCRIBE on each
+    names = [t.topic for t in request.topics]
+    allowed = (set(names) if authorize_cluster(ctx, AclOperation.CLUSTER_ACTION, log_if_denied=False)
+               else filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names))
+    topics = [{"topic": t.topic, "partitions": [
+        _answer(ctx.broker, t.topic, p) if t.topic in allowed else
+        {"error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "partition": p.partition, "leader_epoch": UNDEFINED_EPOCH,
+         "end_offset": UNDEFINED_EPOCH_OFFSET} for p in t.partitions]} for t in request.topics]
     return {"throttle_time_ms": 0, "topics": topics}

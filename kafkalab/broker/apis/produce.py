@@ -46,6 +46,7 @@ from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from ..common.errors import ErrorCode, KafkaError
 from ..common.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
 from ..network.request_channel import CloseConnection
+from ..security.auth_helper import AclOperation, ResourceType, authorize, authorizer_of, filter_by_authorized
 from . import api
 
 log = logging.getLogger(__name__)
@@ -101,8 +102,14 @@ async def handle_produce(ctx, request):
     by_topic: dict[str, list[dict]] = {}
     failed = []
     waiting = None   # acks=all: (topic, partition) -> (HW to reach, its result)
+    txn_denied, denied_topics = _authorize(ctx, request, latest.values())
     for (name, index), pdata in latest.items():
-        result = _append(ctx, request, broker.metadata_cache.get(name), name, pdata)
+        if txn_denied:
+            result = _partition_error(index, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None)
+        elif name in denied_topics:
+            result = _partition_error(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
+        else:
+            result = _append(ctx, request, broker.metadata_cache.get(name), name, pdata)
         if result["error_code"]:
             failed.append(f"{name}-{index}: {ErrorCode(result['error_code']).name}")
         elif acks == -1:
@@ -128,6 +135,30 @@ async def handle_produce(ctx, request):
     if ctx.api_version >= 10 and failed:
         _add_leader_hints(broker, answer)
     return answer
+
+
+def _authorize(ctx, request, partitions) -> tuple[bool, set[str]]:
+    """Kafka 3.9's checks (``handleProduceRequest``): transactional records need WRITE on the request's
+    transactional id (else the whole request is TRANSACTIONAL_ID_AUTHORIZATION_FAILED), each topic WRITE (else
+    its partitions are TOPIC_AUTHORIZATION_FAILED, before any other check). Without an authorizer: none."""
+    if authorizer_of(ctx) is None:
+        return False, set()
+    if any(_is_transactional(p.records) for p in partitions):
+        if request.transactional_id is None or not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                                              request.transactional_id):
+            return True, set()
+    names = [t.name for t in request.topic_data]
+    return False, set(names) - filter_by_authorized(ctx, AclOperation.WRITE, ResourceType.TOPIC, names)
+
+
+def _is_transactional(records) -> bool:
+    """``RequestUtils.hasTransactionalRecords``: the partition's first batch has the transactional bit."""
+    if not records or len(records) < HEADER_SIZE:
+        return False
+    try:
+        return BatchHeader.parse(bytes(records[:HEADER_SIZE])).is_transactional
+    except Exception:   # noqa: BLE001 - a malformed batch is refused later, by validate_records
+        return False
 
 
 def _add_leader_hints(broker, answer) -> None:

@@ -9,6 +9,7 @@ not (yet) lead that partition: the caller retries.
 """
 from ..common.errors import ErrorCode, KafkaError
 from ..common.message.share_group_state import ReadShareGroupStateRequest, ReadShareGroupStateResponse
+from ..security.auth_helper import AclOperation, authorize_cluster
 from . import api
 
 
@@ -16,6 +17,11 @@ from . import api
 
 @api(ReadShareGroupStateRequest, ReadShareGroupStateResponse, versions=(0, 0))
 async def handle_read_share_group_state(ctx, request):
+    if not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):   # Kafka 4: authorizeClusterOperation
+        return {"results": [{"topic_id": t.topic_id, "partitions": [
+            {"partition": p.partition, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+             "error_message": "Cluster authorization failed."} for p in t.partitions or []]}
+            for t in request.topics or []]}
     coordinator = ctx.broker.share_coordinator
     results = []
     for t in request.topics or []:

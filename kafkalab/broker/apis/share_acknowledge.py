@@ -16,6 +16,8 @@ from kafka.protocol.api_message import ApiMessage
 from ..common.errors import ErrorCode, KafkaError
 from ..server.share.share_partition_manager import FINAL_EPOCH, INITIAL_EPOCH
 from ..common.message import schemas
+from ..security.auth_helper import AclOperation, ResourceType, authorize
+from ..server.faults import error_response
 from . import api
 from .share_fetch import apply_acknowledgements
 
@@ -26,6 +28,8 @@ class ShareAcknowledgeResponse(ApiMessage, load_json=schemas): pass
 
 @api(ShareAcknowledgeRequest, ShareAcknowledgeResponse, versions=(1, 2))
 async def handle_share_acknowledge(ctx, request):
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):   # Kafka 4: READ on the group
+        return error_response("ShareAcknowledge", request, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     manager = ctx.broker.share_partition_manager
 
     lock_ms = ctx.broker.config["group.share.record.lock.duration.ms"]

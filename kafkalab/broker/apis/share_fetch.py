@@ -25,6 +25,8 @@ from kafka.protocol.api_message import ApiMessage
 from ..common.errors import ErrorCode, KafkaError
 from ..server.share.share_partition_manager import FINAL_EPOCH, INITIAL_EPOCH
 from ..common.message import schemas
+from ..security.auth_helper import AclOperation, ResourceType, authorize, filter_by_authorized
+from ..server.faults import error_response
 from . import api
 
 
@@ -61,6 +63,8 @@ async def apply_acknowledgements(ctx, manager, group_id, member_id, topics, resu
 
 @api(ShareFetchRequest, ShareFetchResponse, versions=(1, 2))
 async def handle_share_fetch(ctx, request):
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):   # Kafka 4: READ on the group
+        return error_response("ShareFetch", request, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     manager = ctx.broker.share_partition_manager
     lock_ms = ctx.broker.config["group.share.record.lock.duration.ms"]
     if not request.group_id or not request.member_id:
@@ -94,6 +98,9 @@ async def handle_share_fetch(ctx, request):
         # (a renewing request acquires nothing new: it only extends the locks it names)
         fetch_keys = [] if renew else sorted(session.partitions, key=lambda k: (str(k[0]), k[1]))
     max_records = request.max_records if request.max_records > 0 else 500
+    # Kafka 4: READ on each topic fetched from (else its partitions are TOPIC_AUTHORIZATION_FAILED)
+    readable = filter_by_authorized(ctx, AclOperation.READ, ResourceType.TOPIC,
+                                    [session.partitions[k] for k in fetch_keys])
     deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
     while True:
         results, acquired, budget = {}, 0, request.max_bytes
@@ -101,6 +108,9 @@ async def handle_share_fetch(ctx, request):
             name = session.partitions[(topic_id, index)]
             if name is None or cache.by_id(topic_id) is None:
                 results[(topic_id, index)] = partition_error(index, ErrorCode.UNKNOWN_TOPIC_ID)
+                continue
+            if name not in readable:
+                results[(topic_id, index)] = partition_error(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 continue
             if request.max_bytes <= 0:   # Kafka 4.4 acquires nothing for MaxBytes 0 (measured, librdkafka's 0180)
                 results[(topic_id, index)] = partition_error(index, ErrorCode.NONE)

@@ -11,6 +11,8 @@ answers GROUP_ID_NOT_FOUND ("not a share group"), as in Kafka; so does an unknow
 from kafka.protocol.api_message import ApiMessage
 
 from ..common.message import schemas
+from ..common.errors import ErrorCode
+from ..security.auth_helper import AclOperation, ResourceType, authorize
 from . import api
 
 
@@ -18,8 +20,17 @@ class ShareGroupDescribeRequest(ApiMessage, load_json=schemas): pass
 class ShareGroupDescribeResponse(ApiMessage, load_json=schemas): pass
 
 
+def _refused(group_id: str) -> dict:
+    """Kafka: DESCRIBE on the group, else GROUP_AUTHORIZATION_FAILED."""
+    return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "error_message": "Group authorization failed.",
+            "group_id": group_id, "group_state": "", "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "",
+            "members": [], "authorized_operations": -2147483648}
+
+
 @api(ShareGroupDescribeRequest, ShareGroupDescribeResponse, versions=(1, 1))
 async def handle_share_group_describe(ctx, request):
     coordinator = ctx.broker.group_coordinator
     return {"throttle_time_ms": 0,
-            "groups": [coordinator.share_group_describe(g) for g in request.group_ids or []]}
+            "groups": [coordinator.share_group_describe(g)
+                       if authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g) else _refused(g)
+                       for g in request.group_ids or []]}

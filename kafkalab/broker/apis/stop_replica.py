@@ -14,6 +14,8 @@ from __future__ import annotations
 import logging
 
 from ..common.errors import ErrorCode, KafkaError
+from ..security.auth_helper import AclOperation, authorize_cluster
+from ..server.faults import error_response
 from . import api
 from .leader_and_isr import broker_epoch_is_stale, require_cluster_mode
 from ..common.message.zk_messages import StopReplicaRequest, StopReplicaResponse
@@ -23,6 +25,8 @@ log = logging.getLogger(__name__)
 
 @api(StopReplicaRequest, StopReplicaResponse, versions=(4, 4))
 async def handle_stop_replica(ctx, request):
+    if not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):   # Kafka 3.9: authorizeClusterOperation
+        return error_response("StopReplica", request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     broker = ctx.broker
     require_cluster_mode(broker, "StopReplica")
     if broker_epoch_is_stale(broker, request.broker_epoch):

@@ -13,12 +13,17 @@ gets REBALANCE_IN_PROGRESS (rejoin), one from an old generation ILLEGAL_GENERATI
 """
 from kafka.protocol.consumer.group import SyncGroupRequest, SyncGroupResponse
 
+from ..common.errors import ErrorCode
+from ..security.auth_helper import AclOperation, ResourceType, authorize
 from . import api
 
 
 @api(SyncGroupRequest, SyncGroupResponse, versions=(0, 5))
 async def handle_sync_group(ctx, request):
     v = ctx.api_version
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "protocol_type": None,
+                "protocol_name": None, "assignment": b""}
     result = await ctx.broker.group_coordinator.sync_group(
         request.group_id, request.generation_id, request.member_id,
         request.group_instance_id if v >= 3 else None,

@@ -24,7 +24,21 @@ from kafka.protocol.producer.transaction import TxnOffsetCommitRequest, TxnOffse
 
 from ..common.errors import ErrorCode, KafkaError
 from ..coordinator.group.offsets_topic import OffsetAndMetadata
+from ..security.auth_helper import AclOperation, ResourceType, authorize, authorizer_of, filter_by_authorized
 from . import api
+
+
+def _refused(ctx, request, offsets) -> dict:
+    """Kafka 3.9's checks: WRITE on the transactional id, READ on the group (else every partition fails with
+    it), READ on each topic (else its partitions are TOPIC_AUTHORIZATION_FAILED, and the others committed)."""
+    if authorizer_of(ctx) is None:
+        return {}
+    if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        return {tp: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED for tp in offsets}
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return {tp: ErrorCode.GROUP_AUTHORIZATION_FAILED for tp in offsets}
+    allowed = filter_by_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, [t.name for t in request.topics or []])
+    return {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED for tp in offsets if tp[0] not in allowed}
 
 
 @api(TxnOffsetCommitRequest, TxnOffsetCommitResponse, versions=(0, 4))
@@ -38,7 +52,12 @@ async def handle_txn_offset_commit(ctx, request):
             offsets[(t.name, p.partition_index)] = OffsetAndMetadata(
                 p.committed_offset, epoch, p.committed_metadata or "", int(time.time() * 1000))
     txn = broker.transaction_coordinator
-    if txn is None:
+    refused = _refused(ctx, request, offsets)
+    wanted, offsets = offsets, {tp: om for tp, om in offsets.items() if tp not in refused}
+    errors: dict = {}
+    if not offsets:
+        pass
+    elif txn is None:
         errors = {tp: ErrorCode.COORDINATOR_NOT_AVAILABLE for tp in offsets}
     else:
         code = txn.verify_transaction(request.transactional_id, request.producer_id, request.producer_epoch,
@@ -57,6 +76,7 @@ async def handle_txn_offset_commit(ctx, request):
             except KafkaError as exc:
                 gc.drop_transactional_offsets(request.group_id, request.producer_id, staged)
                 errors.update({tp: exc.code for tp in staged})
+    errors = {tp: refused[tp] if tp in refused else errors[tp] for tp in wanted}
     by_topic: dict[str, list[dict]] = {}
     for (name, index), code in errors.items():
         by_topic.setdefault(name, []).append({"partition_index": index, "error_code": code})

@@ -23,6 +23,8 @@ import logging
 from ..common.errors import ErrorCode, KafkaError
 from ..server.metadata_cache import BrokerEndpoint
 from ..cluster.partition_state import LeaderAndIsrPartitionState
+from ..security.auth_helper import AclOperation, authorize_cluster
+from ..server.faults import error_response
 from . import api
 from .leader_and_isr import broker_epoch_is_stale, check_controller_epoch, require_cluster_mode
 from ..common.message.zk_messages import UpdateMetadataRequest, UpdateMetadataResponse
@@ -42,6 +44,8 @@ def _live_broker(b, listener_name: str) -> BrokerEndpoint:
 
 @api(UpdateMetadataRequest, UpdateMetadataResponse, versions=(8, 8))
 async def handle_update_metadata(ctx, request):
+    if not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):   # Kafka 3.9: authorizeClusterOperation
+        return error_response("UpdateMetadata", request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     broker = ctx.broker
     require_cluster_mode(broker, "UpdateMetadata")
     if broker_epoch_is_stale(broker, request.broker_epoch):

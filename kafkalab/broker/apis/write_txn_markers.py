@@ -17,12 +17,21 @@ for a marker older than the producer's epoch in that partition.
 from kafka.protocol.producer.transaction import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 
 from ..coordinator.transaction.transaction_marker_channel_manager import write_txn_marker
+from ..security.auth_helper import AclOperation, authorize_cluster
+from ..common.errors import ErrorCode
 from . import api
 
 
 @api(WriteTxnMarkersRequest, WriteTxnMarkersResponse, versions=(1, 1))
 async def handle_write_txn_markers(ctx, request):
     markers = []
+    # Kafka 3.9: ALTER on the cluster, else CLUSTER_ACTION
+    if (not authorize_cluster(ctx, AclOperation.ALTER, log_if_denied=False)
+            and not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION)):
+        return {"markers": [{"producer_id": m.producer_id, "topics": [
+            {"name": t.name, "partitions": [{"partition_index": i, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED}
+                                            for i in t.partition_indexes or []]} for t in m.topics or []]}
+            for m in request.markers or []]}
     for m in request.markers or []:
         topics = []
         for t in m.topics or []:

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..common.endpoint import DEFAULT_PROTOCOL_MAP, SECURITY_PROTOCOLS
 from ..coordinator.group.group_config import BOUND_CONFIGS
+from ..security.authorizer.acl_authorizer import AUTHORIZER_CLASS_NAMES
 from ..log.log_config import (  # noqa: F401 (LogConfig re-exported: the broker's modules import it from here)
     ALL_TOPIC_CONFIGS, TOPIC_CONFIG_SYNONYMS, TOPIC_CONFIGS, TOPIC_TO_BROKER, topic_configs, ConfigDef,
     ConfigDescription, ConfigSource, ConfigSynonym,
@@ -201,6 +202,13 @@ _BROKER_ONLY: list[ConfigDef] = [
     _d("quota.window.size.seconds", "int", 1, "Time span of each quota sample", _positive),
     _d("replica.high.watermark.checkpoint.interval.ms", "long", 5000, "How often high watermarks are "
        "written to replication-offset-checkpoint", _positive),
+    # -- authorization (Kafka's AclAuthorizer / StandardAuthorizer configs) ----------------------------------------
+    _d("authorizer.class.name", "string", "", "The authorizer: kafka.security.authorizer.AclAuthorizer "
+       "(ZooKeeper mode, standalone) or org.apache.kafka.metadata.authorizer.StandardAuthorizer (KRaft, "
+       "standalone); empty: none, every request is allowed", valid_values=("",) + AUTHORIZER_CLASS_NAMES),
+    _d("super.users", "string", "", "Principals allowed everything, no ACL read (User:admin;User:ops)"),
+    _d("allow.everyone.if.no.acl.found", "bool", False,
+       "With an authorizer: allow an action on a resource no ACL matches (false: denied)"),
     # -- kafkalab's own (not in Kafka, whose metrics are JMX MBeans): the metrics served as Prometheus text ------
     _d("kafkalab.metrics.enabled", "bool", True, "kafkalab's own, not in Kafka: keep Kafka's metrics "
        "(kafka.server, kafka.network, kafka.log, kafka.controller) and serve them; false: none are kept"),

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from ..coordinator.transaction.transaction_coordinator import TransactionCoordinator
     from ..log.log_config import LogConfig
     from ..log.log_manager import LogManager
+    from ..security.authorizer.acl_authorizer import AclAuthorizer
     from ..zk.kafka_zk_client import KafkaZkClient
     from .admin_manager import AdminManager
     from .client_quota_manager import ClientQuotaManager
@@ -137,6 +138,8 @@ class KafkaBroker(Protocol):
 
     #: client quotas (KIP-13/219): the request handling records against them, Fetch caps its bytes by them
     quotas: ClientQuotaManager
+    #: the authorizer ``authorizer.class.name`` configures (None: none, every request allowed)
+    authorizer: AclAuthorizer | None
     @property
     def faults(self) -> FaultsLike:
         """The lab's fault injection (not in Kafka), applied by ``KafkaApis`` and the replica fetchers."""
