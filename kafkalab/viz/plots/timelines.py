@@ -105,7 +105,7 @@ def failover_timeline(timeline, *, events=(), title: str | None = None, shade=No
 
 
 def lag_over_time(frame, *, title: str | None = None, ax=None, x: str = "t", xlabel: str | None = None,
-                  offsets=None) -> Figure:
+                  offsets=None, events=()) -> Figure:
     """A consumer's lag over time: one line per partition, or one for the total.
 
     ``frame``: a column ``x`` (default ``t``, seconds) and lag columns in records: an integer
@@ -116,9 +116,15 @@ def lag_over_time(frame, *, title: str | None = None, ax=None, x: str = "t", xla
     columns of ``frame`` as offsets (the high watermark in black, the consumer's position), the lag
     (high watermark − position) shaded between them and the largest lag marked with its size.
     The frame's other columns are not drawn.
+
+    ``events``: ``(x, label)`` pairs drawn as dotted vertical lines ("SIGKILL", "rebalanced"), as
+    ``failover_timeline`` and ``metrics_over_time`` draw them (per-partition and total lines only).
     """
     df = _frame(frame, "lag_over_time", [x])
+    events = _events(events)
     if offsets is not None:
+        if events:
+            raise ValueError("lag_over_time: events are drawn on the lag lines, not with offsets=")
         return _lag_between(df, x, offsets, title=title, ax=ax, xlabel=xlabel)
     columns = [c for c in df.columns if c != x]
     if not columns:
@@ -146,6 +152,7 @@ def lag_over_time(frame, *, title: str | None = None, ax=None, x: str = "t", xla
                 ax.plot(xs, ys, color="black", lw=2, label=str(column))
                 if len(columns) == 1:
                     ax.fill_between(xs, 0, ys, color="grey", alpha=0.2)
+        _mark_events((ax,), events, ax)
         ax.set_xlabel(xlabel or ("time (s)" if x == "t" else str(x)))
         ax.set_ylabel("lag (records)")
         ax.set_ylim(bottom=0)

@@ -218,6 +218,16 @@ def test_lag_over_time_with_another_x_column():
     assert ax.collections                                 # a single total is shaded
 
 
+def test_lag_over_time_marks_events():
+    frame = pd.DataFrame({"t": [0.0, 1.0, 2.0, 3.0], 0: [0, 4, 8, 0], 1: [0, 0, 1, 0]})
+    ax, = lag_over_time(frame, events=[(1.0, "SIGKILL"), (2.5, "rebalanced")]).axes
+    assert [t.get_text() for t in ax.texts] == ["SIGKILL", "rebalanced"]
+    assert len(labelled_lines(ax)) == 2                    # the event lines are not in the legend
+    assert sorted(line.get_xdata()[0] for line in ax.get_lines() if line.get_linestyle() == ":") == [1.0, 2.5]
+    with pytest.raises(ValueError, match="pairs"):
+        lag_over_time(frame, events=[1.0])
+
+
 def test_lag_over_time_rejects_frames_without_lag():
     with pytest.raises(ValueError, match="no lag column"):
         lag_over_time(pd.DataFrame({"t": [0, 1]}))
