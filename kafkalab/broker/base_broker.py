@@ -58,8 +58,11 @@ from .apis import load_all
 from .kafka_apis import KafkaApis
 from .network.socket_server import SocketServer
 from .server.admin_manager import AdminManager
+from .common.security.authenticator.sasl_server_config import SaslServerConfig, sasl_server_config
+from .network.kafka_channel import SECURITY_PROTOCOLS
 from .server.client_quota_manager import ClientQuotaManager
 from .server.config import BrokerConfig, LogConfig
+from .server.credential_provider import CredentialProvider
 from .server.faults import ControlSocket, FaultInjector
 from .server.kafka_broker import ForwardingManagerLike, MetadataMode, ProducerIdGenerator, ZkControllerLike
 from .server.metadata_cache import BrokerEndpoint, MetadataCache, TopicMetadata
@@ -80,6 +83,27 @@ def _listener_host_port(listeners: str) -> tuple[str, int]:
     _, _, hostport = first.rpartition("://")
     host, _, port = hostport.rpartition(":")
     return host or "127.0.0.1", int(port or 0)
+
+
+def _listener_security_protocol(config: BrokerConfig) -> tuple[str, str]:
+    """(name, security protocol) of the first ``listeners`` entry: ``SASL_PLAINTEXT://host:port`` or
+    ``CLIENT://host:port`` with ``listener.security.protocol.map`` naming CLIENT's protocol (Kafka's default map
+    names each protocol after itself). ValueError with Kafka's message for a name the map lacks."""
+    first = config["listeners"].split(",")[0].strip()
+    name = first.partition("://")[0].strip().upper() if "://" in first else "PLAINTEXT"
+    protocols = {}
+    for entry in (config["listener.security.protocol.map"] or "").split(","):
+        key, sep, protocol = entry.strip().partition(":")
+        if sep:
+            protocols[key.strip().upper()] = protocol.strip().upper()
+    protocol = protocols.get(name)
+    if protocol is None:
+        raise ValueError(f"No security protocol defined for listener {name} (listener.security.protocol.map="
+                         f"{config['listener.security.protocol.map']})")
+    if protocol not in SECURITY_PROTOCOLS:
+        raise ValueError(f"Invalid value {protocol} in listener.security.protocol.map: a security protocol is one "
+                         f"of {', '.join(SECURITY_PROTOCOLS)}")
+    return name, protocol
 
 
 def kafka_uuid_string(raw: bytes) -> str:
@@ -114,6 +138,11 @@ class BaseBroker:
         if not self.log_dir:
             raise ValueError("log.dirs must be set")
         self.host, port = _listener_host_port(config["listeners"])
+        #: the (one) listener's name and security protocol, and its SASL configs if it is a SASL listener
+        self.listener_name, self.security_protocol = _listener_security_protocol(config)
+        sasl_configs: dict[str, SaslServerConfig] = {}
+        if self.security_protocol.startswith("SASL_"):
+            sasl_configs[self.listener_name] = sasl_server_config(self.listener_name, config.get)
         self._metadata_mode = metadata_mode
         #: Kafka's metrics of this broker (its Yammer registry), None if ``kafkalab.metrics.enabled`` is false;
         #: served at ``metrics_url`` unless ``kafkalab.metrics.port`` is -1
@@ -140,8 +169,12 @@ class BaseBroker:
         self.quotas = ClientQuotaManager(self)
         self.faults = FaultInjector(self, load_all().values())
         self._fault_control: ControlSocket | None = None   # the faults' control socket, in cluster mode
-        self.kafka_apis = KafkaApis(self, self.quotas, self.faults)
-        self.socket_server = SocketServer(self.host, port, config["socket.request.max.bytes"], self.kafka_apis.handle)
+        #: the SCRAM credentials (AlterUserScramCredentials) the SASL listeners authenticate against
+        self.credential_provider = CredentialProvider(self)
+        self.kafka_apis = KafkaApis(self, self.quotas, self.faults, sasl_configs=sasl_configs,
+                                    credentials=self.credential_provider.cache)
+        self.socket_server = SocketServer(self.host, port, config["socket.request.max.bytes"], self.kafka_apis.handle,
+                                          listener_name=self.listener_name, security_protocol=self.security_protocol)
         self.group_coordinator: GroupCoordinator | None = None   # set in start() once the loop runs
         self.producer_id_manager: ProducerIdGenerator | None = None
         self.transaction_coordinator: TransactionCoordinator | None = None   # set in start(), as the group coordinator
@@ -280,9 +313,11 @@ class BaseBroker:
     async def _listen(self) -> None:
         try:
             await self.socket_server.start(enable_request_processing=self.REQUESTS_AT_BIND)
+            self.kafka_apis.local_address = (self.host, self.socket_server.port)
             if self.in_cluster:
                 if self.zk_client is not None:   # client quotas from /config/clients (a KRaft broker: from records)
                     await asyncio.to_thread(self.quotas.load_zk)
+                    await asyncio.to_thread(self.credential_provider.load_zk)   # SCRAM users from /config/users
                 self._fault_control = ControlSocket(self.faults, self.log_dir)
                 await self._fault_control.start()
         except OSError as exc:

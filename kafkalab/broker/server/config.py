@@ -183,6 +183,16 @@ _BROKER_ONLY: list[ConfigDef] = [
     _d("quota.window.size.seconds", "int", 1, "Time span of each quota sample", _positive),
     _d("replica.high.watermark.checkpoint.interval.ms", "long", 5000, "How often high watermarks are "
        "written to replication-offset-checkpoint", _positive),
+    # -- security: listeners and SASL (kafkalab.broker.common.security; one listener for now) -----------------
+    _d("listener.security.protocol.map", "string",
+       "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+       "Listener name -> security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)"),
+    _d("sasl.enabled.mechanisms", "list", "GSSAPI", "SASL mechanisms a SASL listener accepts (the mini broker "
+       "serves PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; Kafka's default GSSAPI is refused at start)"),
+    _d("connections.max.reauth.ms", "long", 0, "KIP-368: a SASL session's lifetime, after which the client must "
+       "re-authenticate (0: never)", _nonneg),
+    _d("connection.failed.authentication.delay.ms", "int", 100, "KIP-306: how long a failed authentication's "
+       "response and close are held back", _nonneg),
     # -- kafkalab's own (not in Kafka, whose metrics are JMX MBeans): the metrics served as Prometheus text ------
     _d("kafkalab.metrics.enabled", "bool", True, "kafkalab's own, not in Kafka: keep Kafka's metrics "
        "(kafka.server, kafka.network, kafka.log, kafka.controller) and serve them; false: none are kept"),
@@ -211,6 +221,27 @@ BROKER_SYNONYM_GROUPS: list[list[str]] = [
     [b for b, _ in TOPIC_CONFIG_SYNONYMS[t]] for t in ("retention.ms", "segment.ms", "segment.jitter.ms")]
 
 
+#: configs that may also be set for one listener, ``listener.name.<listener>.<config>``, and those set for one
+#: listener and SASL mechanism, ``listener.name.<listener>.<mechanism>.<config>`` (Kafka's listener overrides)
+LISTENER_CONFIGS = {"sasl.enabled.mechanisms", "connections.max.reauth.ms"}
+LISTENER_MECHANISM_CONFIGS = {"sasl.jaas.config": ConfigDef("sasl.jaas.config", "string", None,
+                                                            "JAAS login module entry of one listener and mechanism"),
+                              "connections.max.reauth.ms": None}
+
+
+def listener_config_def(name: str) -> ConfigDef | None:
+    """The definition of a ``listener.name.<l>.[<mechanism>.]<config>`` name (None: not one Kafka takes)."""
+    if not name.startswith("listener.name."):
+        return None
+    _, _, rest = name[len("listener.name."):].partition(".")
+    if rest in LISTENER_CONFIGS:
+        return BROKER_CONFIGS[rest]
+    _, _, config = rest.partition(".")
+    if config in LISTENER_MECHANISM_CONFIGS:
+        return LISTENER_MECHANISM_CONFIGS[config] or BROKER_CONFIGS[config]
+    return None
+
+
 class BrokerConfig:
     """A broker's configs: Kafka defaults overridden by what was given.
 
@@ -225,13 +256,17 @@ class BrokerConfig:
             self.set(name, value)
 
     def set(self, name: str, value: Any) -> None:
-        defn = BROKER_CONFIGS.get(name)
+        defn = BROKER_CONFIGS.get(name) or listener_config_def(name)
         if defn is None:
             raise ValueError(f"Unknown broker configuration {name!r}")
         self._values[name] = self.overrides[name] = parse(defn, value)
 
     def __getitem__(self, name: str) -> Any:
         return self._values[name]
+
+    def get(self, name: str) -> Any:
+        """A config's value, None if it has none (a listener override not set)."""
+        return self._values.get(name)
 
     def topic_default(self, topic_config: str) -> Any:
         """The broker-wide default of a topic config (``retention.ms`` <- ``log.retention.ms``)."""

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from ..zk.kafka_zk_client import KafkaZkClient
     from .admin_manager import AdminManager
     from .client_quota_manager import ClientQuotaManager
+    from .credential_provider import CredentialProvider
     from .config import BrokerConfig
     from .metadata_cache import BrokerEndpoint, MetadataCache, TopicMetadata
     from .replica_manager import ReplicaManager
@@ -137,6 +138,8 @@ class KafkaBroker(Protocol):
 
     #: client quotas (KIP-13/219): the request handling records against them, Fetch caps its bytes by them
     quotas: ClientQuotaManager
+    #: the SCRAM users (AlterUserScramCredentials) and the credential cache the SASL listeners read
+    credential_provider: CredentialProvider
     @property
     def faults(self) -> FaultsLike:
         """The lab's fault injection (not in Kafka), applied by ``KafkaApis`` and the replica fetchers."""
