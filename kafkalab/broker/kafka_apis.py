@@ -201,9 +201,12 @@ class KafkaApis:
         except AuthenticationException as exc:
             response = None
             if getattr(exc, "respond", False) and spec is not None:   # an ILLEGAL_SASL_STATE answer of that API
-                body = self.registry.decode(spec, request)
-                response = self.registry.encode(spec, request.api_version, request.correlation_id,
-                                                error_response(spec.name, body, ErrorCode.ILLEGAL_SASL_STATE))
+                try:
+                    body = self.registry.decode(spec, request)
+                    response = self.registry.encode(spec, request.api_version, request.correlation_id,
+                                                    error_response(spec.name, body, ErrorCode.ILLEGAL_SASL_STATE))
+                except Exception:   # noqa: BLE001 - a body we cannot parse or answer: closed without an answer
+                    response = None
             await self._authentication_failed(request, auth)
             if response is None:
                 raise CloseConnection(f"failed {auth.authentication_text()}: {exc}") from None

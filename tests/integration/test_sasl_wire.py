@@ -3,6 +3,7 @@ and v1, PLAIN and SCRAM exchanges, failures answered and closed as Kafka does, K
 from __future__ import annotations
 
 import base64
+import socket
 import logging
 import struct
 import time
@@ -222,3 +223,48 @@ def test_a_listener_name_mapped_to_sasl_plaintext():
         assert authenticate(sock, b"\0alice\0alice-secret").error_code == 0
     with pytest.raises(ValueError, match="No security protocol defined for listener CLIENT"):
         kafkalab.mini(listeners="CLIENT://127.0.0.1:0")
+
+
+def test_malformed_frames_before_and_during_the_exchange_close_only_their_connection(broker, caplog):
+    """Seeded junk at each step of the exchange (random tokens, bodies cut short, sizes that lie, random API keys):
+    each closes or fails its own connection, no handler error, and the broker authenticates the next client."""
+    import random
+    rng = random.Random(30)
+    steps = ("before", "after_handshake", "after_client_first")
+    with caplog.at_level(logging.WARNING):
+        for i in range(120):
+            step = steps[i % 3]
+            with wire.connect(broker.bootstrap_servers, timeout=10) as sock:
+                try:
+                    if step != "before":
+                        handshake(sock, "SCRAM-SHA-256" if step == "after_client_first" else rng.choice(
+                            ["PLAIN", "SCRAM-SHA-256"]))
+                    if step == "after_client_first":
+                        authenticate(sock, b"n,,n=bob,r=nonce" + str(i).encode())
+                    kind = rng.randrange(5)
+                    if kind == 0:     # a SaslAuthenticate with random bytes
+                        sock.sendall(wire.encode(SaslAuthenticateRequest(auth_bytes=rng.randbytes(rng.randrange(64))),
+                                                 rng.randrange(3)))
+                    elif kind == 1:   # a real frame cut short
+                        frame = wire.encode(SaslHandshakeRequest(mechanism="PLAIN"), 1)[4:]
+                        frame = frame[:rng.randrange(2, len(frame))]
+                        sock.sendall(struct.pack(">i", len(frame)) + frame)
+                    elif kind == 2:   # a size that lies
+                        sock.sendall(struct.pack(">i", rng.choice([-1, 0, 3, 1 << 30])) + rng.randbytes(16))
+                    elif kind == 3:   # a random API key and version
+                        body = struct.pack(">hhih", rng.randrange(-5, 100), rng.randrange(-2, 20), 7, -1)
+                        body += rng.randbytes(rng.randrange(32))
+                        sock.sendall(struct.pack(">i", len(body)) + body)
+                    else:             # random bytes
+                        sock.sendall(rng.randbytes(rng.randrange(1, 200)))
+                    sock.settimeout(2)
+                    while sock.recv(4096):
+                        pass
+                except (ConnectionError, socket.timeout, OSError):
+                    pass
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], [r.getMessage() for r in caplog.records
+                                                                            if r.levelno >= logging.ERROR]
+    with wire.connect(broker.bootstrap_servers) as sock:
+        handshake(sock)
+        assert authenticate(sock, b"\0alice\0alice-secret").error_code == 0
+        assert wire.roundtrip(sock, metadata_v1(), MetadataResponse, 1, 4).brokers
