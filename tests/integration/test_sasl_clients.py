@@ -20,6 +20,7 @@ PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required 
 SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
 CONFIGS = {
     "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+    "security.inter.broker.protocol": "SASL_PLAINTEXT",   # Kafka: the inter-broker listener must be one of them
     "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
     "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
     "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": SCRAM_JAAS,

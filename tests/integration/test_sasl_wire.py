@@ -27,6 +27,7 @@ PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required 
 SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
 SASL_CONFIGS = {
     "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+    "security.inter.broker.protocol": "SASL_PLAINTEXT",   # Kafka: the inter-broker listener must be one of them
     "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
     "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
     "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": SCRAM_JAAS,
@@ -212,12 +213,13 @@ def test_an_expired_session_is_closed_at_its_next_request():
 
 def test_gssapi_by_default_is_refused_at_start_naming_the_fix():
     with pytest.raises(ValueError, match="does not serve SASL mechanism\\(s\\) GSSAPI .*Kafka's default is GSSAPI"):
-        kafkalab.mini(listeners="SASL_PLAINTEXT://127.0.0.1:0")
+        kafkalab.mini(listeners="SASL_PLAINTEXT://127.0.0.1:0", **{"security.inter.broker.protocol": "SASL_PLAINTEXT"})
 
 
 def test_a_listener_name_mapped_to_sasl_plaintext():
     configs = {"listeners": "CLIENT://127.0.0.1:0", "listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT",
-               "sasl.enabled.mechanisms": "PLAIN", "listener.name.client.plain.sasl.jaas.config": PLAIN_JAAS}
+               "inter.broker.listener.name": "CLIENT", "sasl.enabled.mechanisms": "PLAIN",
+               "listener.name.client.plain.sasl.jaas.config": PLAIN_JAAS}
     with kafkalab.mini(**configs) as b, wire.connect(b.bootstrap_servers) as sock:
         handshake(sock)
         assert authenticate(sock, b"\0alice\0alice-secret").error_code == 0
