@@ -2,7 +2,8 @@
 lab's tooling), CLIENT (SASL_PLAINTEXT, PLAIN only) and SASL_SSL (TLS, then SCRAM-SHA-512 only). confluent-kafka
 produces and consumes with SCRAM-SHA-512 over SASL_SSL as the SASL user (not the certificate's name); a wrong
 password, or a mechanism that listener does not enable, is refused there while PLAINTEXT keeps serving; a TLS
-connection that skips SASL is closed; Metadata on each listener advertises that listener's own port."""
+connection that skips SASL is closed; Metadata on each listener advertises that listener's own port; with an
+authorizer, the ACLs decide for the SASL user."""
 from __future__ import annotations
 
 import logging
@@ -13,7 +14,9 @@ import uuid
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer
-from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+from confluent_kafka.admin import (
+    AclBinding, AclOperation, AclPermissionType, AdminClient, NewTopic, ResourcePatternType, ResourceType,
+    ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion)
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
 from tests.helpers import kafka_wire as wire
@@ -167,3 +170,38 @@ def test_metadata_on_each_listener_advertises_that_listener(broker, ca):
               "sasl.mechanism": "PLAIN", "sasl.username": "bob", "sasl.password": "bob-secret"}
     md = AdminClient(client).list_topics(timeout=WAIT_S)
     assert [(b.host, b.port) for b in md.brokers.values()] == [("127.0.0.1", port_of(broker.listeners["CLIENT"]))]
+
+
+def test_the_sasl_user_is_the_principal_the_acls_decide_for(ca, tmp_path):
+    """With an authorizer: the SASL_SSL connection's principal is its SCRAM user (the PLAINTEXT listener's
+    ``User:ANONYMOUS`` is the super user that sets things up)."""
+    configs = {"listeners": "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0", **ca.broker_configs(listener="SASL_SSL"),
+               "listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-512",
+               "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": SCRAM_JAAS,
+               "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer", "super.users": "User:ANONYMOUS"}
+    with kafkalab.mini(log_dir=str(tmp_path / "b"), **configs) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.listeners["PLAINTEXT"]})
+        for f in admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+                user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), f"{user}-secret".encode())
+                for user in ("alice", "bob")]).values():
+            f.result(WAIT_S)
+        for f in admin.create_topics([NewTopic(t, 1, 1) for t in ("alice-orders", "bob-orders")]).values():
+            f.result(WAIT_S)
+        for f in admin.create_acls([AclBinding(ResourceType.TOPIC, "alice-", ResourcePatternType.PREFIXED,
+                                               "User:alice", "*", AclOperation.WRITE,
+                                               AclPermissionType.ALLOW)]).values():
+            f.result(WAIT_S)
+
+        def produce_one(user: str, topic: str):
+            errors: list = []
+            p = Producer(sasl_ssl(broker, ca, user=user, password=f"{user}-secret", **{"message.timeout.ms": 10_000}))
+            p.produce(topic, b"v", on_delivery=lambda err, msg: errors.append(err))
+            p.flush(WAIT_S)
+            return errors[0]
+        assert produce_one("alice", "alice-orders") is None
+        assert produce_one("alice", "bob-orders").code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+        assert produce_one("bob", "alice-orders").code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+        rows = broker.authorizer_log()
+        assert {"principal": "User:alice", "operation": "Write", "resource": "Topic:LITERAL:alice-orders",
+                "host": "127.0.0.1", "decision": "ALLOWED", "request": "Produce"} in rows
+        assert any(r["principal"] == "User:bob" and r["decision"] == "DENIED" for r in rows)
