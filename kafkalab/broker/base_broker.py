@@ -42,7 +42,6 @@ import errno
 import hashlib
 import logging
 import os
-import ssl
 import tempfile
 import uuid
 from typing import TYPE_CHECKING
@@ -58,14 +57,13 @@ from .log.log_manager import LogDirLockedError, LogManager
 from .apis import load_all
 from .kafka_apis import KafkaApis
 from .common.endpoint import Endpoint
-from .common.security.ssl_factory import create_server_context
-from .common.security.ssl_principal_mapper import SslPrincipalMapper
 from .network.socket_server import SocketServer
 from .security.authorizer.acl_authorizer import AclAuthorizer
 from .security.authorizer.acl_store import broker_authorizer
 from .server.admin_manager import AdminManager
 from .server.client_quota_manager import ClientQuotaManager
 from .server.config import BrokerConfig, LogConfig
+from .server.credential_provider import CredentialProvider
 from .server.faults import ControlSocket, FaultInjector
 from .server.kafka_broker import ForwardingManagerLike, MetadataMode, ProducerIdGenerator, ZkControllerLike
 from .server.metadata_cache import BrokerEndpoint, MetadataCache, TopicMetadata
@@ -119,7 +117,12 @@ class BaseBroker:
             raise ValueError("log.dirs must be set")
         #: the listeners (Kafka's ``config.listeners``): one SocketServer each, made below
         self.listener_configs = config.listener_configs
-        ssl_contexts, mappers = self._ssl_contexts()   # before the log directory is locked: bad ssl.* configs fail here
+        try:   # before the log directory is locked: bad ssl.* configs fail here
+            ssl_contexts, mappers = self.listener_configs.ssl_contexts()
+        except ValueError as exc:
+            raise StartupError(str(exc)) from exc
+        #: each SASL listener's mechanisms and JAAS entries, by listener name (bad sasl.* configs: ValueError here)
+        self.sasl_configs = self.listener_configs.sasl_server_configs()
         inter_broker = self.listener_configs.inter_broker_security_protocol
         if metadata_mode is not MetadataMode.STANDALONE and inter_broker != "PLAINTEXT":
             raise StartupError(f"the mini broker's connections to other brokers and controllers are PLAINTEXT only: "
@@ -158,7 +161,10 @@ class BaseBroker:
         self.quotas = ClientQuotaManager(self)
         self.faults = FaultInjector(self, load_all().values())
         self._fault_control: ControlSocket | None = None   # the faults' control socket, in cluster mode
-        self.kafka_apis = KafkaApis(self, self.quotas, self.faults)
+        #: the SCRAM credentials (AlterUserScramCredentials) the SASL listeners authenticate against
+        self.credential_provider = CredentialProvider(self)
+        self.kafka_apis = KafkaApis(self, self.quotas, self.faults, sasl_configs=self.sasl_configs,
+                                    credentials=self.credential_provider.cache)
         #: one SocketServer per listener, by listener name (Kafka's one Acceptor per endpoint); ``socket_server`` is
         #: the primary listener's (``bootstrap_servers``)
         self.socket_servers: dict[str, SocketServer] = {}
@@ -182,22 +188,6 @@ class BaseBroker:
         self.loop: asyncio.AbstractEventLoop | None = None
         self._registered = False
         self._stopping = False
-
-    def _ssl_contexts(self) -> tuple[dict[str, ssl.SSLContext], dict[str, SslPrincipalMapper]]:
-        """The SSLContext of each SSL and SASL_SSL listener, from its ``ssl.*`` configs (``listener.name.<l>.``
-        first), and each listener's ``ssl.principal.mapping.rules``; a mistake is a StartupError with Kafka's
-        message, naming the listener."""
-        contexts, mappers = {}, {}
-        for endpoint in self.listener_configs.listeners:
-            name = endpoint.listener_name
-            try:
-                mappers[name] = SslPrincipalMapper(self.listener_configs.listener_value(
-                    name, "ssl.principal.mapping.rules"))
-                if endpoint.security_protocol in ("SSL", "SASL_SSL"):
-                    contexts[name] = create_server_context(self.listener_configs.ssl_configs(name))
-            except ValueError as exc:
-                raise StartupError(f"listener {name}: {exc}") from exc
-        return contexts, mappers
 
     def _new_admin_manager(self) -> AdminManager:
         return AdminManager(self)
@@ -325,9 +315,11 @@ class BaseBroker:
         try:
             for server in self.socket_servers.values():
                 await server.start(enable_request_processing=self.REQUESTS_AT_BIND)
+                self.kafka_apis.local_addresses[server.listener_name] = (server.host, server.port)
             if self.in_cluster:
                 if self.zk_client is not None:   # client quotas from /config/clients (a KRaft broker: from records)
                     await asyncio.to_thread(self.quotas.load_zk)
+                    await asyncio.to_thread(self.credential_provider.load_zk)   # SCRAM users from /config/users
                 self._fault_control = ControlSocket(self.faults, self.log_dir)
                 await self._fault_control.start()
         except OSError as exc:

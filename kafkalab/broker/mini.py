@@ -9,9 +9,11 @@ Kafka broker::
     with kafkalab.mini(**{"num.partitions": 3}) as broker:
         producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
 
-Several listeners, e.g. PLAINTEXT for the lab's tooling and SSL for a lesson's clients, are Kafka's configs
-too (``listeners``, ``listener.security.protocol.map``, the ``ssl.*`` configs; :mod:`kafkalab.security` makes the
-certificates); ``broker.listeners`` then maps each listener name to its ``host:port``.
+Several listeners, e.g. PLAINTEXT for the lab's tooling and SSL, SASL_PLAINTEXT or SASL_SSL for a lesson's
+clients, are Kafka's configs too (``listeners``, ``listener.security.protocol.map``, the ``ssl.*`` configs and the
+SASL ones per listener, ``listener.name.<l>.sasl.enabled.mechanisms`` and
+``listener.name.<l>.<mechanism>.sasl.jaas.config``; :mod:`kafkalab.security` makes the certificates);
+``broker.listeners`` then maps each listener name to its ``host:port``.
 
 Configs use Kafka's names (``kafkalab.mini(**{"log.segment.bytes": 1024})``);
 Python identifiers work too (``kafkalab.mini(num_partitions=3)``). Without

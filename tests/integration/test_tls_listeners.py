@@ -16,6 +16,7 @@ from confluent_kafka.admin import AdminClient
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
 from tests.helpers import kafka_wire as wire
+from tests.helpers.cluster_helpers import wait_until
 import kafkalab
 from kafkalab.security import CertificateAuthority
 
@@ -112,8 +113,11 @@ def test_mutual_tls_principal_with_a_mapping_rule(ca, tmp_path):
     with kafkalab.mini(log_dir=str(tmp_path / "b"), listeners=LISTENERS, **configs) as broker:
         admin = AdminClient({"bootstrap.servers": broker.listeners["SSL"], **ca.client_configs(alice)})
         assert admin.list_topics(timeout=WAIT_S).brokers
-        channels = broker.call(lambda: [(str(c.principal), c.peer_certificate is not None, c.security_protocol)
-                                        for c in broker.server.socket_servers["SSL"].channels.values()])
+        # librdkafka drops its bootstrap connection once it knows the brokers and opens one to broker 0: wait
+        # for that one rather than look while it is still in its TLS handshake
+        channels = wait_until(lambda: broker.call(lambda: [
+            (str(c.principal), c.peer_certificate is not None, c.security_protocol)
+            for c in broker.server.socket_servers["SSL"].channels.values()]), "an SSL connection")
         assert ("User:alice@payments", True, "SSL") in channels
         plain = broker.call(lambda: [str(c.principal) for c in broker.server.socket_servers["PLAINTEXT"]
                                      .channels.values()])
@@ -126,8 +130,9 @@ def test_requested_client_auth_accepts_a_client_without_a_certificate(ca, tmp_pa
                        **ca.broker_configs(client_auth="requested")) as broker:
         admin = AdminClient({"bootstrap.servers": broker.listeners["SSL"], **ca.client_configs()})
         assert admin.list_topics(timeout=WAIT_S).brokers
-        principals = broker.call(lambda: [str(c.principal) for c in broker.server.socket_servers["SSL"]
-                                          .channels.values()])
+        principals = wait_until(lambda: broker.call(lambda: [str(c.principal) for c in broker.server
+                                                             .socket_servers["SSL"].channels.values()]),
+                                "an SSL connection")
         assert principals and set(principals) == {"User:ANONYMOUS"}
         del admin
 

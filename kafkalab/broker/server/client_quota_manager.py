@@ -497,8 +497,12 @@ class ClientQuotaManager:
 
     def _write_zk(self, entity: Entity, values: dict[str, float]) -> None:
         zk = self.broker.zk_client
-        zk.set_or_create_entity_configs("/config/" + self.zk_entity_path(entity),
-                                        {k: _config_string(k, v) for k, v in values.items()})
+        path = "/config/" + self.zk_entity_path(entity)
+        try:   # the entity's other keys stay (a user's SCRAM credentials live in the same znode)
+            kept = {k: v for k, v in zd.decode_topic_config(zk.zk.get(path)[0]).items() if k not in QUOTA_KEYS}
+        except NoNodeError:
+            kept = {}
+        zk.set_or_create_entity_configs(path, {**kept, **{k: _config_string(k, v) for k, v in values.items()}})
         zk.create_config_change_notification(self.zk_entity_path(entity))
 
     def load_zk(self) -> None:

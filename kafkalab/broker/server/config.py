@@ -29,7 +29,7 @@ from ..log.log_config import (  # noqa: F401 (LogConfig re-exported: the broker'
     ALL_TOPIC_CONFIGS, TOPIC_CONFIG_SYNONYMS, TOPIC_CONFIGS, TOPIC_TO_BROKER, topic_configs, ConfigDef,
     ConfigDescription, ConfigSource, ConfigSynonym,
     LogConfig, _between, _d, _nonneg, _positive, parse, to_string)
-from .listener_config import SSL_CONFIGS, ListenerConfigs, listener_override_def
+from .listener_config import SASL_CONFIGS, SSL_CONFIGS, ListenerConfigs, listener_override_def
 
 
 _BROKER_ONLY: list[ConfigDef] = [
@@ -52,6 +52,7 @@ _BROKER_ONLY: list[ConfigDef] = [
     _d("security.inter.broker.protocol", "string", "PLAINTEXT", "Security protocol used to communicate between "
        "brokers; the listener of that name is used", valid_values=SECURITY_PROTOCOLS),
     *SSL_CONFIGS,
+    *SASL_CONFIGS,
     _d("log.dirs", "string", "", "Directory holding the partition directories"),
     _d("num.partitions", "int", 1, "Partitions of an auto-created topic", _positive),
     _d("default.replication.factor", "int", 1, "Replication factor of an auto-created topic", _positive),
@@ -253,7 +254,8 @@ class BrokerConfig:
         self._listener_configs = ListenerConfigs(self)   # Kafka's KafkaConfig checks its listeners when made
 
     def set(self, name: str, value: Any) -> None:
-        """Set one config; ``listener.name.<listener>.<config>`` sets a listener's own value of ``<config>``."""
+        """Set one config; ``listener.name.<listener>.[<mechanism>.]<config>`` sets a listener's own value of
+        ``<config>`` (:func:`~kafkalab.broker.server.listener_config.listener_override_def` says which)."""
         defn = BROKER_CONFIGS.get(name)
         if defn is None:
             defn = listener_override_def(name, BROKER_CONFIGS)
@@ -273,6 +275,13 @@ class BrokerConfig:
 
     def __getitem__(self, name: str) -> Any:
         return self._values[name]
+
+    def get(self, name: str) -> Any:
+        """A config's value, also of a listener's own config (``listener.name.<l>.sasl.enabled.mechanisms``);
+        None if it has none (a listener override not set)."""
+        if name in self.overrides:
+            return self.overrides[name]
+        return self._values.get(name)
 
     def topic_default(self, topic_config: str) -> Any:
         """The broker-wide default of a topic config (``retention.ms`` <- ``log.retention.ms``)."""

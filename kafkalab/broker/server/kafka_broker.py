@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from ..zk.kafka_zk_client import KafkaZkClient
     from .admin_manager import AdminManager
     from .client_quota_manager import ClientQuotaManager
+    from .credential_provider import CredentialProvider
     from .config import BrokerConfig
     from .metadata_cache import BrokerEndpoint, MetadataCache, TopicMetadata
     from .replica_manager import ReplicaManager
@@ -140,6 +141,8 @@ class KafkaBroker(Protocol):
     quotas: ClientQuotaManager
     #: the authorizer ``authorizer.class.name`` configures (None: none, every request allowed)
     authorizer: AclAuthorizer | None
+    #: the SCRAM users (AlterUserScramCredentials) and the credential cache the SASL listeners read
+    credential_provider: CredentialProvider
     @property
     def faults(self) -> FaultsLike:
         """The lab's fault injection (not in Kafka), applied by ``KafkaApis`` and the replica fetchers."""

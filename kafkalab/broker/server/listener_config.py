@@ -5,16 +5,24 @@
   messages (``KafkaConfig.listeners``, ``effectiveListenerSecurityProtocolMap``,
   ``getInterBrokerListenerNameAndSecurityProtocol`` and the requirements of ``KafkaConfig.validateValues``).
 * the ``ssl.*`` configs (:data:`SSL_CONFIGS`, Kafka's ``SslConfigs`` / ``BrokerSecurityConfigs`` with their
-  defaults), and a listener's own value of one: ``listener.name.<listener in lower case>.<config>`` wins over
-  ``<config>`` (Kafka's ``valuesWithPrefixOverride(listenerName.configPrefix)``).
+  defaults) and the SASL ones (:data:`SASL_CONFIGS`), and a listener's own value of one:
+  ``listener.name.<listener in lower case>.<config>`` wins over ``<config>`` (Kafka's
+  ``valuesWithPrefixOverride(listenerName.configPrefix)``); a SASL mechanism's own configs carry the prefix
+  ``listener.name.<listener>.<mechanism in lower case>.`` (``ListenerName.saslMechanismConfigPrefix``:
+  ``listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config``). One mechanism for all of them: the listener-prefixed
+  names are checked by :func:`listener_override_def` and read through ``BrokerConfig.get`` / ``listener_value``.
 """
 from __future__ import annotations
 
+import ssl
 from typing import Any
 
 from ..common.endpoint import (
     ConfigException, Endpoint, config_prefix, normalised, parse_endpoints, parse_protocol_map, security_protocol)
-from ..log.log_config import ConfigDef, _d
+from ..common.security.authenticator.sasl_server_config import SaslServerConfig, sasl_server_config
+from ..common.security.ssl_factory import create_server_context
+from ..common.security.ssl_principal_mapper import SslPrincipalMapper
+from ..log.log_config import ConfigDef, _d, _nonneg
 
 _CLIENT_AUTH = ("required", "requested", "none")
 
@@ -55,20 +63,46 @@ SSL_CONFIGS: list[ConfigDef] = [
 
 SSL_CONFIG_NAMES = frozenset(d.name for d in SSL_CONFIGS)
 
+#: Kafka's SASL configs of a broker (``BrokerSecurityConfigs`` / ``SocketServerConfigs``), read by
+#: :func:`kafkalab.broker.common.security.authenticator.sasl_server_config.sasl_server_config` for each SASL
+#: listener. A broker reads ``sasl.jaas.config`` only with a listener's and a mechanism's prefix, as Kafka's
+#: ``JaasContext.loadServerContext``.
+SASL_CONFIGS: list[ConfigDef] = [
+    _d("sasl.enabled.mechanisms", "list", "GSSAPI", "The list of SASL mechanisms enabled in the Kafka server "
+       "(the mini broker serves PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512; Kafka's default GSSAPI fails the start)"),
+    _d("sasl.jaas.config", "password", None, "JAAS login context parameters for SASL connections in the format used "
+       "by JAAS configuration files; a broker reads it per listener and mechanism: "
+       "listener.name.<listener>.<mechanism>.sasl.jaas.config"),
+    _d("connections.max.reauth.ms", "long", 0, "When explicitly set to a positive number (the default is 0), a "
+       "session lifetime that will not exceed the configured value is communicated to v2.2.0 or later clients when "
+       "they authenticate (KIP-368); the broker disconnects a client that does not re-authenticate in time",
+       _nonneg),
+    _d("connection.failed.authentication.delay.ms", "int", 100, "Connection close delay on failed authentication: "
+       "the time (in milliseconds) by which connection close will be delayed on authentication failure (KIP-306)",
+       _nonneg),
+]
+
+#: the configs a listener may set for itself (``listener.name.<listener>.<config>``) and those a listener may set
+#: for one SASL mechanism (``listener.name.<listener>.<mechanism>.<config>``): the security configs Kafka's
+#: channel builders read with those prefixes
+LISTENER_CONFIG_NAMES = SSL_CONFIG_NAMES | {"sasl.enabled.mechanisms", "sasl.jaas.config", "connections.max.reauth.ms"}
+MECHANISM_CONFIG_NAMES = frozenset({"sasl.jaas.config", "connections.max.reauth.ms"})
+
 
 def listener_override_def(name: str, known: dict[str, ConfigDef]) -> ConfigDef | None:
-    """The definition of ``listener.name.<listener>.<config>`` (named in full, so that a bad value names it), or
-    None if ``name`` is not a listener's own config. ``<config>`` must be a known broker config; a SASL config may
-    also carry a mechanism's prefix (``listener.name.sasl_ssl.plain.sasl.jaas.config``), as Kafka's do."""
+    """The definition of ``listener.name.<listener>.<config>`` or ``listener.name.<listener>.<mechanism>.<config>``
+    (named in full, so that a bad value names it), or None if ``name`` is not a listener's own config: ``<config>``
+    must be one of :data:`LISTENER_CONFIG_NAMES` (with a mechanism: :data:`MECHANISM_CONFIG_NAMES`), as
+    ``listener.name.sasl_ssl.ssl.client.auth`` or ``listener.name.sasl_ssl.plain.sasl.jaas.config``."""
     if not name.startswith("listener.name."):
         return None
     listener, _, rest = name[len("listener.name."):].partition(".")
     if not listener or not rest:
         return None
-    base = known.get(rest)
+    base = known.get(rest) if rest in LISTENER_CONFIG_NAMES else None
     if base is None:
-        _mechanism, _, sasl = rest.partition(".")
-        base = known.get(sasl) if sasl.startswith("sasl.") else None
+        mechanism, _, config = rest.partition(".")
+        base = known.get(config) if mechanism and config in MECHANISM_CONFIG_NAMES else None
     if base is None:
         return None
     return ConfigDef(name, base.type, base.default, base.doc, base.validator, base.valid_values)
@@ -156,3 +190,26 @@ class ListenerConfigs:
     def ssl_configs(self, listener_name: str) -> dict[str, Any]:
         """Every ``ssl.*`` config as the listener sees it (Kafka's ``valuesWithPrefixOverride``)."""
         return {name: self.listener_value(listener_name, name) for name in SSL_CONFIG_NAMES}
+
+    # -- what each listener's connections need (Kafka's ChannelBuilders.serverChannelBuilder, per listener) ------
+
+    def ssl_contexts(self) -> tuple[dict[str, ssl.SSLContext], dict[str, SslPrincipalMapper]]:
+        """The SSLContext of each SSL and SASL_SSL listener, from its ``ssl.*`` configs (``listener.name.<l>.``
+        first), and each listener's ``ssl.principal.mapping.rules``; a mistake is a ValueError with Kafka's
+        message, naming the listener."""
+        contexts, mappers = {}, {}
+        for endpoint in self.listeners:
+            name = endpoint.listener_name
+            try:
+                mappers[name] = SslPrincipalMapper(self.listener_value(name, "ssl.principal.mapping.rules"))
+                if endpoint.security_protocol in ("SSL", "SASL_SSL"):
+                    contexts[name] = create_server_context(self.ssl_configs(name))
+            except ValueError as exc:
+                raise ValueError(f"listener {name}: {exc}") from exc
+        return contexts, mappers
+
+    def sasl_server_configs(self) -> dict[str, SaslServerConfig]:
+        """Each SASL_PLAINTEXT and SASL_SSL listener's mechanisms, JAAS entries and re-authentication, by listener
+        name, from its ``listener.name.<l>.`` configs first (ValueError naming the config for a mistake)."""
+        return {e.listener_name: sasl_server_config(e.listener_name, self._config.get)
+                for e in self.listeners if e.security_protocol.startswith("SASL_")}

@@ -268,5 +268,6 @@ class ConfigChangeListener:
                 self.broker.apply_topic_config_change(topic, zk.get_topic_config(topic))
             if quotas_changed:
                 self.broker.quotas.load_zk()
+                self.broker.credential_provider.load_zk()   # SCRAM credentials live in /config/users/<user> too
         except Exception:  # ZooKeeper unreachable for a moment: the next notification retries
             log.exception("broker %d: processing config change notifications failed", self.broker.broker_id)

@@ -1,10 +1,12 @@
 """listeners, advertised.listeners, listener.security.protocol.map, the inter-broker listener and listener-prefixed
-configs, parsed and checked as Kafka 3.9's KafkaConfig does, with its messages."""
+configs (ssl.*, and the SASL ones per listener and mechanism), parsed and checked as Kafka 3.9's KafkaConfig does,
+with its messages."""
 from __future__ import annotations
 
 import pytest
 
 from kafkalab.broker.common.endpoint import DEFAULT_PROTOCOL_MAP, Endpoint
+from kafkalab.broker.common.security.authenticator.sasl_server_config import sasl_server_config
 from kafkalab.broker.server.config import BROKER_CONFIGS, BrokerConfig
 
 
@@ -131,3 +133,44 @@ def test_listener_prefixed_configs_are_checked_by_their_full_name():
         "requested, none")
     assert fails({"listener.name.client.ssl.no.such.config": "x"}) == (
         "Unknown broker configuration 'listener.name.client.ssl.no.such.config'")
+
+
+def test_listener_and_mechanism_prefixed_sasl_configs_are_taken():
+    config = BrokerConfig({
+        "listener.name.client.sasl.enabled.mechanisms": " PLAIN , SCRAM-SHA-512 ",
+        "listener.name.client.plain.sasl.jaas.config": "x.Y required;",
+        "listener.name.client.scram-sha-512.connections.max.reauth.ms": "60000"})
+    assert config.get("listener.name.client.sasl.enabled.mechanisms") == "PLAIN,SCRAM-SHA-512"
+    assert config.get("listener.name.client.scram-sha-512.connections.max.reauth.ms") == 60000
+    assert config.get("listener.name.client.plain.sasl.jaas.config") == "x.Y required;"
+    assert config.get("listener.name.other.plain.sasl.jaas.config") is None
+    assert config["sasl.enabled.mechanisms"] == "GSSAPI"          # Kafka's default
+    assert config["connection.failed.authentication.delay.ms"] == 100
+    assert BROKER_CONFIGS["sasl.jaas.config"].type_id == 9        # PASSWORD, as Kafka's
+    for bad in ("listener.name.client.plain.sasl.jaas.configs", "listener.name.client.num.partitions",
+                "listener.name.client", "listener.name.client.plain.ssl.client.auth"):
+        with pytest.raises(ValueError, match="Unknown broker configuration"):
+            BrokerConfig({bad: "1"})
+    with pytest.raises(ValueError, match="connections.max.reauth.ms"):
+        BrokerConfig({"listener.name.client.plain.connections.max.reauth.ms": "soon"})
+
+
+def test_each_sasl_listener_has_its_own_mechanisms_and_jaas_entries():
+    c = BrokerConfig({
+        "listeners": "PLAINTEXT://127.0.0.1:0,CLIENT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CLIENT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "listener.name.client.sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.client.plain.sasl.jaas.config":
+            'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";',
+        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config":
+            "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+        "listener.name.sasl_ssl.connections.max.reauth.ms": "60000"})
+    client = sasl_server_config("CLIENT", c.get)
+    external = sasl_server_config("SASL_SSL", c.get)
+    assert client.enabled_mechanisms == ("PLAIN",) and client.plain_users() == {"user_alice": "alice-secret"}
+    assert client.connections_max_reauth_ms == {"PLAIN": 0}
+    assert external.enabled_mechanisms == ("SCRAM-SHA-512",)
+    assert external.connections_max_reauth_ms == {"SCRAM-SHA-512": 60000}
+    with pytest.raises(ValueError, match="Could not find a 'KafkaServer' or 'sasl_ssl.KafkaServer' entry"):
+        sasl_server_config("SASL_SSL", BrokerConfig({"sasl.enabled.mechanisms": "SCRAM-SHA-512"}).get)

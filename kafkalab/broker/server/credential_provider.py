@@ -1,0 +1,258 @@
+"""``CredentialProvider``: the SCRAM users of the cluster, as Kafka's ``CredentialProvider`` and the SCRAM half of
+``ZkAdminManager`` (``alterUserScramCredentials`` / ``describeUserScramCredentials``).
+
+AlterUserScramCredentials (KIP-554) sends, per user and mechanism, an *upsertion* (the salt, the salted password
+``Hi(password, salt, iterations)`` and the iterations: never the password) or a *deletion*. The broker keeps
+:class:`~kafkalab.broker.common.security.scram.scram_credential.ScramCredential` (salt, stored key, server key,
+iterations) and authenticates against it at once: the :class:`CredentialCache` the SASL listeners read is updated
+with every change. Kafka's checks, each failing only that user:
+
+=====================================  ==========================  ==========================================
+user name empty                        UNACCEPTABLE_CREDENTIAL     ``Username must not be empty``
+mechanism unknown                      UNSUPPORTED_SASL_MECHANISM  ``Unknown SCRAM mechanism``
+iterations < 4096 / > 16384            UNACCEPTABLE_CREDENTIAL     ``Too few iterations`` / ``Too many iterations``
+the same user and mechanism twice      DUPLICATE_RESOURCE          ``A user credential cannot be altered twice in
+                                                                   the same request``
+deleting a credential that is not      RESOURCE_NOT_FOUND          ``Attempt to delete a user credential that
+there                                                              does not exist``
+=====================================  ==========================  ==========================================
+
+DescribeUserScramCredentials lists each user's mechanisms and iterations (never the keys); a user asked for by name
+without credentials is RESOURCE_NOT_FOUND ``Attempt to describe a user credential that does not exist: <user>``,
+one asked twice DUPLICATE_RESOURCE.
+
+**Where they live.** Standalone, in ``scram-credentials.json`` in the log directory, each credential written as
+Kafka writes it. In ZooKeeper mode as Kafka 3.x keeps them: in the user's config znode ``/config/users/<user>``
+(next to the user's client quotas), one key per mechanism, ``{"version":1,"config":{"SCRAM-SHA-256":
+"salt=...,stored_key=...,server_key=...,iterations=4096"}}``, then a change notification
+``{"entity_path":"users/<user>"}`` that every broker follows. KRaft mode (``UserScramCredentialRecord`` in
+``__cluster_metadata``) is not served yet: the requests answer UNSUPPORTED_VERSION there.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import urllib.parse
+
+from kazoo.exceptions import NoNodeError
+
+from ..common.errors import ErrorCode
+from ..common.security.authenticator.credential_cache import CredentialCache
+from ..common.security.scram.scram_credential import credential_from_string, credential_to_string
+from ..common.security.scram.scram_formatter import ScramFormatter
+from ..common.security.scram.scram_mechanism import BY_TYPE, MECHANISMS
+from ..zk import zk_data as zd
+
+log = logging.getLogger(__name__)
+CREDENTIALS_FILE = "scram-credentials.json"
+USERNAME_MUST_NOT_BE_EMPTY = "Username must not be empty"
+UNKNOWN_SCRAM_MECHANISM = "Unknown SCRAM mechanism"
+MAX_ITERATIONS = 16384
+
+
+def sanitize(user: str) -> str:
+    """A user name as a znode name (Kafka's ``Sanitizer.sanitize``: URL-encoded, ``*`` and space as %2A, %20)."""
+    return urllib.parse.quote(user, safe="._-")
+
+
+class CredentialProvider:
+    def __init__(self, broker=None, log_dir: str | None = None):
+        self.broker = broker
+        self.log_dir = broker.log_dir if broker is not None else log_dir
+        self.cache = CredentialCache()
+        #: user -> {mechanism name: credential string}, what is stored
+        self.users: dict[str, dict[str, str]] = {}
+        if self.log_dir is not None and not self.in_cluster:
+            self._load_file()
+
+    @property
+    def in_cluster(self) -> bool:
+        return self.broker is not None and self.broker.in_cluster
+
+    @property
+    def served(self) -> bool:
+        """Standalone or ZooKeeper mode (KRaft keeps the credentials in records: not served yet)."""
+        return not self.in_cluster or self.broker.zk_client is not None
+
+    # -- AlterUserScramCredentials ----------------------------------------------------------------------------
+
+    async def alter(self, upsertions: list, deletions: list) -> list[dict]:
+        """Kafka's ``alterUserScramCredentials``: the results, one per user."""
+        if not self.served:
+            users = dict.fromkeys([u.name for u in upsertions] + [d.name for d in deletions])
+            return [{"user": u, "error_code": ErrorCode.UNSUPPORTED_VERSION,
+                     "error_message": "kafkalab: SCRAM credentials in KRaft mode (UserScramCredentialRecord) are "
+                                      "not served yet"} for u in users]
+        results: list[dict] = []
+        illegal: dict[str, str] = {}
+        for d in deletions:
+            if not d.name:
+                illegal[d.name] = USERNAME_MUST_NOT_BE_EMPTY
+            elif d.mechanism not in BY_TYPE:
+                illegal[d.name] = UNKNOWN_SCRAM_MECHANISM
+        for u in upsertions:
+            if not u.name:
+                illegal[u.name] = USERNAME_MUST_NOT_BE_EMPTY
+            elif u.mechanism not in BY_TYPE:
+                illegal[u.name] = UNKNOWN_SCRAM_MECHANISM
+            elif u.iterations < BY_TYPE[u.mechanism].min_iterations:
+                illegal[u.name] = "Too few iterations"
+            elif u.iterations > MAX_ITERATIONS:
+                illegal[u.name] = "Too many iterations"
+        for user, message in illegal.items():
+            code = ErrorCode.UNSUPPORTED_SASL_MECHANISM if message == UNKNOWN_SCRAM_MECHANISM \
+                else ErrorCode.UNACCEPTABLE_CREDENTIAL
+            results.append({"user": user, "error_code": code, "error_message": message})
+        pairs = [(x.name, x.mechanism) for x in [*upsertions, *deletions] if x.name not in illegal]
+        duplicated = {name for name, _ in pairs if pairs.count((name, _)) > 1}
+        for user in dict.fromkeys(n for n, _ in pairs if n in duplicated):
+            results.append({"user": user, "error_code": ErrorCode.DUPLICATE_RESOURCE,
+                            "error_message": "A user credential cannot be altered twice in the same request"})
+        candidates = list(dict.fromkeys(n for n, _ in pairs if n not in duplicated))
+        current = {user: await self._fetch(user) for user in candidates}
+        missing = {d.name for d in deletions if d.name in current
+                   and BY_TYPE[d.mechanism].mechanism_name not in current[d.name]}
+        for user in (u for u in candidates if u in missing):
+            results.append({"user": user, "error_code": ErrorCode.RESOURCE_NOT_FOUND,
+                            "error_message": "Attempt to delete a user credential that does not exist"})
+        for user in (u for u in candidates if u not in missing):
+            configs = current[user]
+            try:
+                for d in (d for d in deletions if d.name == user):
+                    configs.pop(BY_TYPE[d.mechanism].mechanism_name, None)
+                for u in (u for u in upsertions if u.name == user):
+                    mechanism = BY_TYPE[u.mechanism]
+                    credential = ScramFormatter(mechanism).credential_from_salted_password(
+                        bytes(u.salt), bytes(u.salted_password), u.iterations)
+                    configs[mechanism.mechanism_name] = credential_to_string(credential)
+                await self._store(user, configs)
+            except Exception as exc:   # noqa: BLE001 - Kafka answers the error of whatever failed for this user
+                log.info("Error encountered while altering user SCRAM credentials", exc_info=True)
+                results.append({"user": user, "error_code": ErrorCode.UNKNOWN_SERVER_ERROR,
+                                "error_message": str(exc)})
+                continue
+            results.append({"user": user, "error_code": 0, "error_message": None})
+        return results
+
+    async def _fetch(self, user: str) -> dict[str, str]:
+        """The user's stored SCRAM credentials (mechanism -> string), a copy."""
+        if self.in_cluster:
+            return {k: v for k, v in (await asyncio.to_thread(self._read_zk_user, user)).items() if k in MECHANISMS}
+        return dict(self.users.get(user, {}))
+
+    async def _store(self, user: str, configs: dict[str, str]) -> None:
+        if self.in_cluster:
+            await asyncio.to_thread(self._write_zk_user, user, configs)
+        self._set(user, configs)
+        if not self.in_cluster:
+            self._save_file()
+
+    def _set(self, user: str, configs: dict[str, str]) -> None:
+        creds = {}
+        for mechanism, text in configs.items():
+            try:
+                creds[mechanism] = credential_from_string(text)
+            except ValueError as exc:
+                log.warning("user %s: %s is ignored: %s", user, mechanism, exc)
+        if configs:
+            self.users[user] = dict(configs)
+        else:
+            self.users.pop(user, None)
+        self.cache.update_user(user, creds)
+
+    # -- DescribeUserScramCredentials -------------------------------------------------------------------------
+
+    def describe(self, users: list[str] | None) -> dict:
+        """Kafka's ``describeUserScramCredentials``: the response's fields."""
+        if not self.served:
+            return {"error_code": ErrorCode.UNSUPPORTED_VERSION, "error_message": "kafkalab: SCRAM credentials in "
+                    "KRaft mode (UserScramCredentialRecord) are not served yet", "results": []}
+
+        def result(user: str) -> dict:
+            configs = self.users.get(user, {})
+            infos = []
+            for mechanism in MECHANISMS.values():
+                if mechanism.mechanism_name in configs:
+                    credential = credential_from_string(configs[mechanism.mechanism_name])
+                    infos.append({"mechanism": mechanism.type, "iterations": credential.iterations})
+            return {"user": user, "error_code": 0, "error_message": None, "credential_infos": infos}
+
+        if not users:
+            return {"error_code": 0, "error_message": None, "results": [result(u) for u in sorted(self.users)]}
+        out: dict[str, dict] = {}
+        for user in users:
+            if user in out:
+                continue
+            if not user:
+                out[user] = {"user": user, "error_code": ErrorCode.RESOURCE_NOT_FOUND,
+                             "error_message": USERNAME_MUST_NOT_BE_EMPTY, "credential_infos": []}
+            elif users.count(user) > 1:
+                out[user] = {"user": user, "error_code": ErrorCode.DUPLICATE_RESOURCE, "credential_infos": [],
+                             "error_message": f"Cannot describe SCRAM credentials for the same user twice in a "
+                                              f"single request: {user}"}
+            elif user not in self.users:
+                out[user] = {"user": user, "error_code": ErrorCode.RESOURCE_NOT_FOUND, "credential_infos": [],
+                             "error_message": f"Attempt to describe a user credential that does not exist: {user}"}
+            else:
+                out[user] = result(user)
+        return {"error_code": 0, "error_message": None, "results": list(out.values())}
+
+    # -- storage ----------------------------------------------------------------------------------------------
+
+    def _file(self) -> str:
+        assert self.log_dir is not None
+        return os.path.join(self.log_dir, CREDENTIALS_FILE)
+
+    def _load_file(self) -> None:
+        try:
+            with open(self._file()) as f:
+                data = json.load(f)
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError) as exc:
+            log.warning("cannot read %s: %s; starting without SCRAM credentials", self._file(), exc)
+            return
+        for user, configs in data.get("users", {}).items():
+            self._set(user, {k: v for k, v in configs.items() if k in MECHANISMS})
+
+    def _save_file(self) -> None:
+        tmp = self._file() + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"version": 1, "users": self.users}, f)
+        os.replace(tmp, self._file())
+
+    def _read_zk_user(self, user: str) -> dict[str, str]:
+        try:
+            data, _ = self.broker.zk_client.zk.get(f"/config/users/{sanitize(user)}")
+        except NoNodeError:
+            return {}
+        return zd.decode_topic_config(data)
+
+    def _write_zk_user(self, user: str, scram: dict[str, str]) -> None:
+        """The user's config znode with its SCRAM keys replaced, its other keys (quotas) kept."""
+        zk = self.broker.zk_client
+        configs = {k: v for k, v in self._read_zk_user(user).items() if k not in MECHANISMS}
+        configs.update(scram)
+        zk.set_or_create_entity_configs(f"/config/users/{sanitize(user)}", configs)
+        zk.create_config_change_notification(f"users/{sanitize(user)}")
+
+    def load_zk(self) -> None:
+        """Read every user's SCRAM credentials from ZooKeeper (at start and on each user change notification)."""
+        kz = self.broker.zk_client.zk
+        try:
+            names = kz.get_children("/config/users")
+        except NoNodeError:
+            names = []
+        found = {}
+        for name in names:
+            user = urllib.parse.unquote(name)
+            configs = {k: v for k, v in self._read_zk_user(user).items() if k in MECHANISMS}
+            if configs:
+                found[user] = configs
+        for user in set(self.users) - set(found):
+            self._set(user, {})
+        for user, configs in found.items():
+            if configs != self.users.get(user):
+                self._set(user, configs)
