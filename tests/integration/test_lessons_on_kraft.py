@@ -9,7 +9,8 @@ cluster, which checks that what runs really is a KRaft cluster and no ZooKeeper-
 Not here yet, and why (each is a step of issue #32): lessons 02 and 03 explain failover by ZooKeeper's session
 and read znodes; lesson 04 and lab 04 set the embedded broker's clock; lesson 06 holds in KRaft mode (measured
 by hand) but takes minutes of Spark; lessons 07, 08 and 09 and lab 08 are not yet measured in KRaft mode;
-lesson 10 is KRaft's own lesson already.
+lesson 10 is KRaft's own lesson already; lesson 11 (TLS listeners and ACLs) starts embedded mini brokers of its
+own with SSL listeners and an authorizer (``kafkalab.mini``), which ``connect()``'s clusters do not have yet.
 """
 from __future__ import annotations
 

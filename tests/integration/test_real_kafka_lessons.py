@@ -33,6 +33,10 @@ runs on three Kafka 3.9 brokers of its own: its drill leaves out the faults, whi
 brokers take, but still SIGKILLs the leader mid-stream. Lab 04's steps 1 and 2 run on one Kafka 3.9
 broker of its own; its steps 3 to 5 set the broker's clock (tagged ``kafkalab-only``; the test gives
 their answers as None), and ``check_04`` lists them as not checked.
+
+Lesson 11 (TLS listeners and ACLs) is not run here yet: it starts embedded mini brokers of its own with SSL
+listeners, mutual TLS and ``AclAuthorizer`` (``kafkalab.mini(**configs)``), and reads their connections' principals and
+``authorizer_log()``, which a Kafka broker does not give; the compose cluster has no SSL listener.
 """
 from __future__ import annotations
 
