@@ -166,6 +166,16 @@ def test_create_partitions_and_configs_are_forwarded_to_the_active_controller(tm
         assert admin.alter_configs([legacy])[legacy].result(20) is None
         wait_until(lambda: topic_config(admin, "grow", "retention.ms").value == "600000", "retention.ms=600000")
         assert topic_config(admin, "grow", "min.insync.replicas").source != ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+        # the leader produced to below must have replayed the ConfigRecords too (admin asked broker 2, which may be
+        # a record ahead of it: a producer at the leader was then still refused NOT_ENOUGH_REPLICAS)
+        def at_the_leader() -> dict:   # DescribeConfigs answered by the leader itself: {name: (value, source)}
+            answer = kafka_request(*at_leader, DescribeConfigsRequest, 4, {"resources": [{
+                "resource_type": 2, "resource_name": "grow",
+                "configuration_keys": ["retention.ms", "min.insync.replicas"]}],
+                "include_synonyms": False, "include_documentation": False})
+            return {e.name: (e.value, e.config_source) for e in answer.results[0].configs}
+        wait_until(lambda: (got := at_the_leader())["retention.ms"] == ("600000", 1) and
+                   got["min.insync.replicas"][1] != 1, f"the leader, broker {leader}, to drop min.insync.replicas")
         accepted = []
         strict.produce("grow", value=b"accepted", partition=0, on_delivery=lambda err, msg: accepted.append(err))
         strict.flush(20)
