@@ -78,7 +78,6 @@ request, already sent, is recorded whole.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import math
 import os
@@ -86,6 +85,7 @@ import time
 
 from kazoo.exceptions import NoNodeError
 
+from ..common.state_file import read_state_file, write_state_file
 from ..zk import zk_data as zd
 
 log = logging.getLogger(__name__)
@@ -466,23 +466,15 @@ class ClientQuotaManager:
         return os.path.join(self.log_dir, QUOTA_FILE)
 
     def _load_file(self) -> None:
-        try:
-            with open(self._file()) as f:
-                data = json.load(f)
-        except FileNotFoundError:
-            return
-        except (OSError, ValueError) as exc:
-            log.warning("cannot read %s: %s; starting without client quotas", self._file(), exc)
+        data = read_state_file(self._file(), "client quotas")
+        if data is None:
             return
         for item in data.get("quotas", []):
             self.quotas[entity_of((t, n) for t, n in item["entity"])] = {k: float(v) for k, v in item["values"].items()}
 
     def _save_file(self) -> None:
         data = {"version": 1, "quotas": [{"entity": [list(c) for c in e], "values": v} for e, v in self.quotas.items()]}
-        tmp = self._file() + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(data, f)
-        os.replace(tmp, self._file())
+        write_state_file(self._file(), data)
 
     @staticmethod
     def zk_entity_path(entity: Entity) -> str:

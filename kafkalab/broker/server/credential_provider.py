@@ -31,7 +31,6 @@ Kafka writes it. In ZooKeeper mode as Kafka 3.x keeps them: in the user's config
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import urllib.parse
@@ -39,6 +38,7 @@ import urllib.parse
 from kazoo.exceptions import NoNodeError
 
 from ..common.errors import ErrorCode
+from ..common.state_file import read_state_file, write_state_file
 from ..common.security.authenticator.credential_cache import CredentialCache
 from ..common.security.scram.scram_credential import credential_from_string, credential_to_string
 from ..common.security.scram.scram_formatter import ScramFormatter
@@ -206,22 +206,14 @@ class CredentialProvider:
         return os.path.join(self.log_dir, CREDENTIALS_FILE)
 
     def _load_file(self) -> None:
-        try:
-            with open(self._file()) as f:
-                data = json.load(f)
-        except FileNotFoundError:
-            return
-        except (OSError, ValueError) as exc:
-            log.warning("cannot read %s: %s; starting without SCRAM credentials", self._file(), exc)
+        data = read_state_file(self._file(), "SCRAM credentials")
+        if data is None:
             return
         for user, configs in data.get("users", {}).items():
             self._set(user, {k: v for k, v in configs.items() if k in MECHANISMS})
 
     def _save_file(self) -> None:
-        tmp = self._file() + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump({"version": 1, "users": self.users}, f)
-        os.replace(tmp, self._file())
+        write_state_file(self._file(), {"version": 1, "users": self.users})
 
     def _read_zk_user(self, user: str) -> dict[str, str]:
         try:

@@ -27,6 +27,7 @@ import logging
 import os
 import threading
 
+from ...common.state_file import read_state_file, write_state_file
 from .acl import AccessControlEntry, AclOperation, AclPermissionType, PatternType, ResourcePattern, ResourceType
 from .acl_authorizer import ACL_AUTHORIZER, STANDARD_AUTHORIZER, AclAuthorizer, MemoryAclStore
 
@@ -106,13 +107,8 @@ class FileAclStore:
         self.path = os.path.join(log_dir, ACL_FILE)
 
     def load(self) -> Acls:
-        try:
-            with open(self.path) as f:
-                data = json.load(f)
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError) as exc:
-            log.warning("cannot read %s: %s; starting without ACLs", self.path, exc)
+        data = read_state_file(self.path, "ACLs")
+        if data is None:
             return {}
         acls: Acls = {}
         for item in data.get("resources", []):
@@ -126,10 +122,7 @@ class FileAclStore:
             {"resourceType": p.resource_type.pascal, "patternType": p.pattern_type.name, "name": p.name,
              "acls": [entry_json(e) for e in sorted(es, key=_entry_key)]}
             for p, es in sorted(acls.items(), key=lambda kv: (kv[0].resource_type, kv[0].pattern_type, kv[0].name))]}
-        tmp = self.path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(data, f, indent=1)
-        os.replace(tmp, self.path)
+        write_state_file(self.path, data, indent=1)
 
 
 class ZkAclStore:
