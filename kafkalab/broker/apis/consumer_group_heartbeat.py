@@ -28,17 +28,26 @@ class ConsumerGroupHeartbeatRequest(ApiMessage, load_json=schemas): pass
 class ConsumerGroupHeartbeatResponse(ApiMessage, load_json=schemas): pass
 
 
-@api(ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, versions=(0, 1))
-async def handle_consumer_group_heartbeat(ctx, request):
-    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):   # Kafka: READ on the group
+def heartbeat_refused(ctx, request) -> dict | None:
+    """The answer to a ConsumerGroupHeartbeat or ShareGroupHeartbeat the authorizer refuses, else None: Kafka wants
+    READ on the group, and (Kafka 4.4, measured) DESCRIBE on every subscribed topic."""
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED,
                 "error_message": "Group authorization failed.", "member_id": None, "member_epoch": 0,
                 "heartbeat_interval_ms": 0, "assignment": None}
     subscribed = list(request.subscribed_topic_names or [])
     if subscribed and len(filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, subscribed)) < len(
-            set(subscribed)):   # Kafka 4.4: every subscribed topic needs DESCRIBE (measured)
+            set(subscribed)):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "error_message": None,
                 "member_id": None, "member_epoch": 0, "heartbeat_interval_ms": 0, "assignment": None}
+    return None
+
+
+@api(ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, versions=(0, 1))
+async def handle_consumer_group_heartbeat(ctx, request):
+    refused = heartbeat_refused(ctx, request)
+    if refused is not None:
+        return refused
     body = ctx.broker.group_coordinator.consumer_group_heartbeat(request, ctx.api_version, ctx.client_id,
                                                                  ctx.client_host)
     return {"throttle_time_ms": 0, **body}

@@ -14,9 +14,8 @@ logic is in :mod:`kafkalab.broker.coordinator.group.share_group_heartbeat`.
 from kafka.protocol.api_message import ApiMessage
 
 from ..common.message import schemas
-from ..common.errors import ErrorCode
-from ..security.auth_helper import AclOperation, ResourceType, authorize, filter_by_authorized
 from . import api
+from .consumer_group_heartbeat import heartbeat_refused
 
 
 class ShareGroupHeartbeatRequest(ApiMessage, load_json=schemas): pass
@@ -25,14 +24,8 @@ class ShareGroupHeartbeatResponse(ApiMessage, load_json=schemas): pass
 
 @api(ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, versions=(1, 1))
 async def handle_share_group_heartbeat(ctx, request):
-    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):   # Kafka: READ on the group
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED,
-                "error_message": "Group authorization failed.", "member_id": None, "member_epoch": 0,
-                "heartbeat_interval_ms": 0, "assignment": None}
-    subscribed = list(request.subscribed_topic_names or [])
-    if subscribed and len(filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, subscribed)) < len(
-            set(subscribed)):   # Kafka 4.4: every subscribed topic needs DESCRIBE (measured)
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "error_message": None,
-                "member_id": None, "member_epoch": 0, "heartbeat_interval_ms": 0, "assignment": None}
+    refused = heartbeat_refused(ctx, request)   # the same checks and answers as ConsumerGroupHeartbeat's
+    if refused is not None:
+        return refused
     body = ctx.broker.group_coordinator.share_group_heartbeat(request, ctx.client_id, ctx.client_host)
     return {"throttle_time_ms": 0, **body}
