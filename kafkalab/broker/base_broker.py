@@ -168,11 +168,14 @@ class BaseBroker:
         #: one SocketServer per listener, by listener name (Kafka's one Acceptor per endpoint); ``socket_server`` is
         #: the primary listener's (``bootstrap_servers``)
         self.socket_servers: dict[str, SocketServer] = {}
-        for endpoint in self.listener_configs.listeners:
+        for processor, endpoint in enumerate(self.listener_configs.listeners):
             name = endpoint.listener_name
-            self.socket_servers[name] = SocketServer(
+            server = self.socket_servers[name] = SocketServer(
                 endpoint.host or "127.0.0.1", endpoint.port, config["socket.request.max.bytes"],
-                self.kafka_apis.handle, name, endpoint.security_protocol, ssl_contexts.get(name), mappers[name])
+                self.kafka_apis.handle, name, endpoint.security_protocol, ssl_contexts.get(name), mappers[name],
+                network_processor=processor)
+            if self.metrics is not None:   # kafka.server:type=socket-server-metrics,listener=..,networkProcessor=..
+                server.metrics.register(self.metrics, server.connection_count)
         self.socket_server = self.socket_servers[primary.listener_name]
         self.group_coordinator: GroupCoordinator | None = None   # set in start() once the loop runs
         self.producer_id_manager: ProducerIdGenerator | None = None

@@ -245,6 +245,9 @@ class KafkaApis:
         assert auth.principal is not None
         channel.principal = auth.principal
         channel.authenticated = True
+        if channel.metrics is not None:   # socket-server-metrics, as Kafka's Selector counts a ready channel
+            channel.metrics.authentication_succeeded(auth.reauthenticating,
+                                                     auth.connected_client_supports_reauthentication)
         log.debug("Successfully %sauthenticated with %s as %s", "re-" if auth.reauthenticating else "",
                   auth.description, auth.principal)
 
@@ -252,6 +255,9 @@ class KafkaApis:
         """Kafka's Selector: log, hold the response back for connection.failed.authentication.delay.ms, and close
         the connection once it is written."""
         auth.log_failure()
+        channel = request.channel
+        if channel is not None and channel.metrics is not None:
+            channel.metrics.authentication_failed(auth.reauthenticating)
         delay_ms = auth.config.failed_authentication_delay_ms
         if delay_ms > 0:
             await asyncio.sleep(delay_ms / 1000)

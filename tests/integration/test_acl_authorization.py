@@ -163,7 +163,7 @@ def test_a_consumer_needs_read_on_its_group(locked_down):
 
 
 def test_a_kip_848_consumer_needs_describe_on_every_subscribed_topic(locked_down):
-    # as Kafka 4.4 answers it (tests/integration/test_acl_on_kafka.py): the whole heartbeat refused
+    # as Kafka 4.4 answers it (tests/integration/test_security_on_kafka.py): the whole heartbeat refused
     def first_error(topics):
         c = Consumer({"bootstrap.servers": locked_down.bootstrap_servers, "group.protocol": "consumer",
                       "group.id": f"allowed-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest"})

@@ -33,6 +33,8 @@ class KafkaChannel:
     peer_certificate: dict | None = None
     #: the SASL exchange's state (the authenticator's own object), None before SaslHandshake
     authenticator: Any = None
+    #: the listener's connection and authentication counts (``socket_server_metrics.SocketServerMetrics``)
+    metrics: Any = None
 
     @property
     def uses_sasl(self) -> bool:

@@ -35,6 +35,10 @@ An SSL or SASL_SSL listener (``ssl_context``) runs the TLS handshake first (``St
 a failed handshake is seen, logged with the client's address and closes that connection only); an SSL
 connection's principal comes from the client certificate (``ssl.principal.mapping.rules``).
 
+Each listener counts its connections and authentications as Kafka's ``Selector`` does
+(:mod:`~kafkalab.broker.network.socket_server_metrics`, ``kafka.server:type=socket-server-metrics``): here the TLS
+handshake's outcome, in ``KafkaApis`` the SASL exchange's.
+
 When a connection closes, for whatever reason, every listener registered with
 :meth:`SocketServer.add_connection_close_listener` is called with its id (a
 broker's share sessions end with their connection, KIP-932).
@@ -53,6 +57,7 @@ from ..common.security.ssl_principal_mapper import SslPrincipalMapper, ssl_princ
 from ..utils.async_util import cancel_and_wait
 from .kafka_channel import KafkaChannel
 from .request_channel import HEADER_PREFIX, CloseConnection, InvalidRequest, Request
+from .socket_server_metrics import SocketServerMetrics
 
 log = logging.getLogger(__name__)
 _SIZE = struct.Struct(">i")
@@ -69,7 +74,8 @@ class SocketServer:
 
     def __init__(self, host: str, port: int, max_request_size: int, handler: RequestHandler,
                  listener_name: str = "PLAINTEXT", security_protocol: str = "PLAINTEXT",
-                 ssl_context: ssl.SSLContext | None = None, principal_mapper: SslPrincipalMapper | None = None):
+                 ssl_context: ssl.SSLContext | None = None, principal_mapper: SslPrincipalMapper | None = None,
+                 network_processor: int = 0):
         self.host = host
         #: the listener this server accepts for, and its security protocol (each connection's KafkaChannel)
         self.listener_name = listener_name
@@ -89,6 +95,12 @@ class SocketServer:
         self._close_listeners: list[Callable[[int], None]] = []
         #: Kafka's ``enableRequestProcessing``: until then connections are accepted but not read
         self._processing = asyncio.Event()
+        #: the listener's ``socket-server-metrics`` counts (in a broker's registry once it registers them)
+        self.metrics = SocketServerMetrics(listener_name, network_processor)
+
+    def connection_count(self) -> int:
+        """The connections open now, authenticated or not (Kafka's ``connection-count``)."""
+        return len(self._connections)
 
     def add_connection_close_listener(self, listener: Callable[[int], None]) -> None:
         """Call ``listener(connection_id)`` whenever a connection closes (Kafka's ``ConnectionDisconnectListener``)."""
@@ -118,9 +130,11 @@ class SocketServer:
         conn_id = next(self._ids)
         peer = writer.get_extra_info("peername") or ("?", 0)
         channel = KafkaChannel(conn_id, peer[0], peer[1] if len(peer) > 1 else 0, self.listener_name,
-                               self.security_protocol, authenticated=not self.security_protocol.startswith("SASL_"))
+                               self.security_protocol, authenticated=not self.security_protocol.startswith("SASL_"),
+                               metrics=self.metrics)
         task = asyncio.current_task()
         self._connections.add(task)
+        self.metrics.record("connection-creation-total")
         try:
             await self._processing.wait()
             if self.ssl_context is not None and not await self._ssl_handshake(writer, channel):
@@ -163,6 +177,7 @@ class SocketServer:
             log.exception("closing connection %d from %s after an unexpected error", conn_id, peer[0])
         finally:
             self._connections.discard(task)
+            self.metrics.record("connection-close-total")
             self.channels.pop(conn_id, None)
             writer.close()
             for listener in self._close_listeners:
@@ -181,6 +196,10 @@ class SocketServer:
             log.info("[SocketServer listener=%s] Failed authentication with /%s (channelId=%d) (SSL handshake "
                      "failed): %s", self.listener_name, channel.client_host, channel.connection_id,
                      getattr(exc, "reason", None) or exc)
+            # Kafka's SslTransportLayer: an SSLException (an alert, bytes that are not TLS) fails the authentication;
+            # a connection that just ends during the handshake is an I/O error, not counted
+            if isinstance(exc, ssl.SSLError) and not isinstance(exc, ssl.SSLEOFError):
+                self.metrics.authentication_failed()
             return False
         ssl_object = writer.get_extra_info("ssl_object")
         der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
@@ -191,7 +210,10 @@ class SocketServer:
             except ValueError as exc:   # NoMatchingRule, or a certificate that cannot be read
                 log.info("[SocketServer listener=%s] Failed authentication with /%s (channelId=%d) (%s)",
                          self.listener_name, channel.client_host, channel.connection_id, exc)
+                self.metrics.authentication_failed()
                 return False
+            # the channel is ready: an SSL client cannot re-authenticate (KIP-368 is SASL's)
+            self.metrics.authentication_succeeded()
         log.debug("[SocketServer listener=%s] connection %d from %s: TLS %s, principal %s", self.listener_name,
                   channel.connection_id, channel.client_host, ssl_object.version() if ssl_object else "?",
                   channel.principal)

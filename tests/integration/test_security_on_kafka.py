@@ -1,13 +1,20 @@
-"""The oracle for the mini broker's ACL authorization: one Apache Kafka 4.4 node (KRaft, combined roles) with
-StandardAuthorizer, ``super.users=User:ANONYMOUS`` for its PLAINTEXT listener (the lab's admin) and a
-SASL_PLAINTEXT listener where confluent-kafka's clients are ``User:alice`` (PLAIN from the JAAS config).
+"""The oracle for the mini broker's security: one Apache Kafka 4.4 node (KRaft, combined roles) with
+StandardAuthorizer, ``super.users=User:ANONYMOUS`` for its PLAINTEXT listener (the lab's admin), a SASL_PLAINTEXT
+listener where confluent-kafka's clients are ``User:alice`` (PLAIN from the JAAS config), and an SSL listener with
+``ssl.client.auth=required`` (PEM certificates from kafkalab's CertificateAuthority), run with the Prometheus JMX
+exporter's agent and kafkalab's rules.
 
-With the ACL set of ``test_acl_authorization.py`` given to alice, she sees what that test shows on the mini broker:
-Metadata of all topics leaves the other out, names it TOPIC_AUTHORIZATION_FAILED (so does an unknown topic she
-may not DESCRIBE); a producer is refused on one topic and delivers to the other (idempotent too); a consumer
+ACLs: with the ACL set of ``test_acl_authorization.py`` given to alice, she sees what that test shows on the mini
+broker: Metadata of all topics leaves the other out, names it TOPIC_AUTHORIZATION_FAILED (so does an unknown topic
+she may not DESCRIBE); a producer is refused on one topic and delivers to the other (idempotent too); a consumer
 without READ on its group gets GROUP_AUTHORIZATION_FAILED; a transactional producer without WRITE on its id
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED; CreateAcls needs ALTER on the cluster; and the authorizer's log says so
-in the words the mini broker's StandardAuthorizer uses. The distribution is ``kafkalab fetch-kafka 4``'s."""
+in the words the mini broker's StandardAuthorizer uses.
+
+Authentication metrics: the scenario of ``tests/helpers/authentication_scenario.py`` (connections that
+authenticate, fail to, or never have to, on each listener) moves Kafka's ``socket-server-metrics`` counts exactly
+as ``test_authentication_metrics.py`` asserts a mini broker's move. The distribution is ``kafkalab fetch-kafka 4``'s,
+the agent ``kafkalab fetch-jmx-exporter``'s."""
 from __future__ import annotations
 
 import os
@@ -21,7 +28,11 @@ from confluent_kafka.admin import (
     AclBinding, AclOperation, AclPermissionType, AdminClient, NewTopic, ResourcePatternType, ResourceType)
 
 from kafkalab.cluster.distribution import fetch_kafka
+from kafkalab.cluster.jmx_agent import fetch_jmx_exporter, javaagent_option
+from kafkalab.cluster.metrics import scrape
 from kafkalab.cluster.zookeeper import find_java
+from kafkalab.security import CertificateAuthority
+from tests.helpers import authentication_scenario as scenario
 
 pytestmark = pytest.mark.cluster
 TIMEOUT = 30
@@ -52,18 +63,21 @@ def _free_port() -> int:
 def kafka_node(tmp_path_factory):
     home = str(fetch_kafka("4"))
     d = tmp_path_factory.mktemp("acl-kafka")
-    plain, controller, sasl = _free_port(), _free_port(), _free_port()
+    ca = CertificateAuthority(directory=str(d / "ca"))
+    plain, controller, sasl, tls, metrics = (_free_port() for _ in range(5))
+    listeners = scenario.broker_listener_configs(ca, plain, sasl, tls)
+    ssl_lines = "\n".join(f"{k}={v}" for k, v in listeners.items() if k.startswith("listener.name.ssl."))
     (d / "server.properties").write_text(f"""process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:{controller}
-listeners=PLAINTEXT://127.0.0.1:{plain},CONTROLLER://127.0.0.1:{controller},SASL_PLAINTEXT://127.0.0.1:{sasl}
-advertised.listeners=PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}
+listeners={listeners["listeners"]},CONTROLLER://127.0.0.1:{controller}
+advertised.listeners={listeners["listeners"]}
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL
 inter.broker.listener.name=PLAINTEXT
 sasl.enabled.mechanisms=PLAIN
-listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule \
-required user_alice="alice-secret";
+listener.name.sasl_plaintext.plain.sasl.jaas.config={scenario.ALICE_JAAS}
+{ssl_lines}
 authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
 super.users=User:ANONYMOUS
 log.dirs={d}/data
@@ -80,7 +94,8 @@ num.partitions=1
     subprocess.run([*java, "kafka.tools.StorageTool", "format", "--cluster-id", "MkU3OEVBNTcwNTJENDM2Qk",
                     "--config", str(d / "server.properties"), "--ignore-formatted"], check=True, capture_output=True)
     out = open(d / "stdout", "w")
-    proc = subprocess.Popen([*java, "kafka.Kafka", str(d / "server.properties")], stdout=out,
+    agent = javaagent_option(fetch_jmx_exporter(), "127.0.0.1", metrics)
+    proc = subprocess.Popen([java[0], agent, *java[1:], "kafka.Kafka", str(d / "server.properties")], stdout=out,
                             stderr=subprocess.STDOUT)
     try:
         admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{plain}"})
@@ -107,11 +122,14 @@ num.partitions=1
             f.result(TIMEOUT)
         alice = {"bootstrap.servers": f"127.0.0.1:{sasl}", "security.protocol": "SASL_PLAINTEXT",
                  "sasl.mechanism": "PLAIN", "sasl.username": "alice", "sasl.password": "alice-secret"}
-        yield alice, d / "stdout"
+        addresses = {"PLAINTEXT": f"127.0.0.1:{plain}", "SASL_PLAINTEXT": f"127.0.0.1:{sasl}",
+                     "SSL": f"127.0.0.1:{tls}"}
+        yield alice, d / "stdout", (ca, addresses, f"http://127.0.0.1:{metrics}/metrics")
     finally:
         proc.terminate()
         proc.wait(60)
         out.close()
+        ca.close()
 
 
 def _produce_one(conf, topic, **more):
@@ -122,8 +140,15 @@ def _produce_one(conf, topic, **more):
     return errors[0]
 
 
+def test_kafka_counts_authentications_as_the_mini_broker_does(kafka_node):
+    # first in this module: the other test's librdkafka clients go on closing connections for a while after it
+    _, _, (ca, addresses, metrics_url) = kafka_node
+    delta, want = scenario.run(addresses, ca, lambda: scrape(metrics_url), settle_s=20)
+    assert dict(delta) == dict(want)
+
+
 def test_kafka_refuses_alice_as_the_mini_broker_does(kafka_node):
-    alice, stdout = kafka_node
+    alice, stdout, _ = kafka_node
     a = AdminClient(alice)
     assert set(a.list_topics(timeout=TIMEOUT).topics) == {"y-orders", "team-a.events", "team-a.secret"}
     for name in ("x-orders", "nope-topic"):
@@ -183,3 +208,4 @@ def test_kafka_refuses_alice_as_the_mini_broker_does(kafka_node):
             "Topic:LITERAL:y-orders for request = Produce with resourceRefCount = 1 based on rule MatchingAcl(acl="
             "StandardAcl[resourceType=TOPIC, resourceName=y-orders, patternType=LITERAL, principal=User:alice, "
             "host=*, operation=WRITE, permissionType=ALLOW])") in log
+
