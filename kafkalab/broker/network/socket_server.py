@@ -193,13 +193,17 @@ class SocketServer:
         try:
             await writer.start_tls(self.ssl_context)
         except (ssl.SSLError, ConnectionError, OSError, asyncio.IncompleteReadError, asyncio.TimeoutError) as exc:
-            log.info("[SocketServer listener=%s] Failed authentication with /%s (channelId=%d) (SSL handshake "
-                     "failed): %s", self.listener_name, channel.client_host, channel.connection_id,
-                     getattr(exc, "reason", None) or exc)
-            # Kafka's SslTransportLayer: an SSLException (an alert, bytes that are not TLS) fails the authentication;
-            # a connection that just ends during the handshake is an I/O error, not counted
+            # Kafka's SslTransportLayer: an SSLException (an alert, bytes that are not TLS) fails the authentication,
+            # logged and counted; a connection that just ends during the handshake is an I/O error (Selector's
+            # "Connection with ... disconnected", at DEBUG), not counted
             if isinstance(exc, ssl.SSLError) and not isinstance(exc, ssl.SSLEOFError):
+                log.info("[SocketServer listener=%s] Failed authentication with /%s (channelId=%d) (SSL handshake "
+                         "failed): %s", self.listener_name, channel.client_host, channel.connection_id,
+                         getattr(exc, "reason", None) or exc)
                 self.metrics.authentication_failed()
+            else:
+                log.debug("[SocketServer listener=%s] Connection with /%s (channelId=%d) disconnected during the "
+                          "SSL handshake: %r", self.listener_name, channel.client_host, channel.connection_id, exc)
             return False
         ssl_object = writer.get_extra_info("ssl_object")
         der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
