@@ -25,6 +25,11 @@ ENV = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH
 ENV.pop("KAFKALAB_CLUSTER_DIR", None)
 ENV.pop("KAFKALAB_BOOTSTRAP_SERVERS", None)
 FAST = ["--config", "zookeeper.session.timeout.ms=4000", "--config", "replica.lag.time.max.ms=3000"]
+# test_up_status_break_and_down restarts a broker "at once" after killing it and asserts that the restart waits out
+# the old ZooKeeper registration: two `kafkalab` processes (kill, then restart) must start within the session
+# timeout, which 4 s did not always leave on a loaded CI machine (the registration had expired first: no wait)
+EXPIRY_OUTLASTS_TWO_CLI_CALLS = ["--config", "zookeeper.session.timeout.ms=12000", "--config",
+                                 "replica.lag.time.max.ms=3000"]
 
 
 def kafkalab(*args, env=None, timeout=90) -> subprocess.CompletedProcess:
@@ -72,7 +77,7 @@ def up_dir(tmp_path):
 
 
 def test_up_status_break_and_down(up_dir):
-    up = kafkalab("up", "--brokers", "2", "--dir", up_dir, *FAST)
+    up = kafkalab("up", "--brokers", "2", "--dir", up_dir, *EXPIRY_OUTLASTS_TWO_CLI_CALLS)
     assert up.returncode == 0, up.stderr + up.stdout
     pids = cluster_pids(up_dir)
     bootstrap = [line.split("=", 1)[1] for line in up.stdout.splitlines()
