@@ -23,7 +23,10 @@ job, each saying which lessons use it:
   (``buffer.memory``, ``max.block.ms``), ``BufferFullProducer.java`` run as a child process;
 * :mod:`~kafkalab.lessons.copier` — lesson 07's consume-transform-produce copier, run as a process
   and SIGKILLed;
-* :mod:`~kafkalab.lessons.share_groups` — lesson and lab 09's share group and share consumer.
+* :mod:`~kafkalab.lessons.share_groups` — lesson and lab 09's share group and share consumer;
+* :mod:`~kafkalab.lessons.sasl_exchange` and :mod:`~kafkalab.lessons.tcp_relay` — lesson 11's SASL
+  exchanges made by hand (PLAIN's token, SCRAM's four messages, every frame kept) and a TCP relay that keeps
+  what a client sends (the password in clear on SASL_PLAINTEXT, not on SASL_SSL).
 
 Nothing in :mod:`kafkalab.broker` imports this package: it is client-side code, as a lesson's own.
 """
