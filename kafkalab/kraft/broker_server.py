@@ -100,6 +100,15 @@ class BrokerServer(BaseBroker):
     def _new_admin_manager(self) -> KRaftAdminManager:
         return KRaftAdminManager(self)
 
+    def _start_coordinators(self):
+        """As every broker's, and Kafka 4's new group coordinator's metrics (``BrokerServer`` builds its
+        ``GroupCoordinatorMetrics``): ``kafka.server:type=group-coordinator-metrics``, which a ZooKeeper-mode or
+        standalone broker (Kafka 3.9's) has not."""
+        group_coordinator = super()._start_coordinators()
+        if self.metrics is not None:
+            group_coordinator.coordinator_metrics.register(self.metrics)
+        return group_coordinator
+
     def make_producer_id_manager(self) -> RPCProducerIdManager:
         return RPCProducerIdManager(self)
 

@@ -82,8 +82,12 @@ def test_the_rules_export_no_mean_rates_or_other_library_s_mbeans():
     metric = MetricName.of("kafka.network", "RequestMetrics", "TotalTimeMs", {"request": "Fetch"})
     for attribute in ("Mean", "Max", "Min", "StdDev", "OneMinuteRate", "MeanRate"):
         assert export(metric, attribute) is None
-    text = "kafka.server<type=socket-server-metrics, listener=PLAINTEXT, networkProcessor=0><>connection-count: 1"
-    assert not any(re.match(f"^.*(?:{r['pattern']}).*$", text) for r in RULES["rules"])
+    # of Kafka's other library only the families the rules name (the socket server's counts, not its rates, nor
+    # another Selector's metrics)
+    for text in ("kafka.server<type=socket-server-metrics, listener=PLAINTEXT, networkProcessor=0><>"
+                 "connection-creation-rate: 1",
+                 "kafka.server<type=controller-channel-metrics, broker-id=1><>connection-count: 1"):
+        assert not any(re.match(f"^.*(?:{r['pattern']}).*$", text) for r in RULES["rules"]), text
 
 
 def test_javaagent_option(tmp_path):
@@ -216,3 +220,31 @@ def test_the_rules_give_raft_metrics_the_mini_controllers_names(attribute):
     [family] = prometheus_samples([(metric, "gauge", 7.0)])
     [sample] = family.samples
     assert (sample.name, sample.labels) == got
+
+
+def test_the_rules_give_the_group_coordinator_metrics_the_mini_broker_s_names_and_no_rates():
+    from types import SimpleNamespace
+
+    from kafkalab.broker.common.metrics import MetricsRegistry
+    from kafkalab.broker.common.metrics.prometheus import prometheus_samples, snapshot
+    from kafkalab.broker.coordinator.group.group_coordinator_metrics import METRICS_GROUP, GroupCoordinatorMetrics
+    registry = MetricsRegistry()
+    GroupCoordinatorMetrics(SimpleNamespace(groups={}, consumer_groups={}, share_groups={})).register(registry)
+    names = [n for n, _ in registry.items()]
+    assert len(names) == 1 + 3 + 5 + 5 + 3 + 5   # offset-count, group-count x3, the states, the five totals
+    served = {(s.name, tuple(sorted(s.labels.items()))) for f in prometheus_samples(snapshot(registry))
+              for s in f.samples}
+    exported = set()
+    for name in names:
+        got = export_kafka_metric(name)
+        assert got == (prometheus_name(name), dict(name.tags)), name
+        exported.add((got[0], tuple(sorted(got[1].items()))))
+    assert exported == served
+    assert export_kafka_metric(MetricName.of_kafka_metric("kafka.server", METRICS_GROUP, "group-count",
+                                                          {"protocol": "streams"})) == \
+        ("kafka_server_group_coordinator_metrics_group_count", {"protocol": "streams"})   # real Kafka's, exported
+    # the sensors' rates, and the coordinator runtime's metrics of the same type, are not exported
+    for other, tags in (("offset-commit-rate", {}), ("consumer-group-rebalance-rate", {}),
+                        ("batch-buffer-cache-discard-count", {}), ("num-partitions", {"state": "active"}),
+                        ("partition-load-time-avg", {})):
+        assert export_kafka_metric(MetricName.of_kafka_metric("kafka.server", METRICS_GROUP, other, tags)) is None

@@ -19,6 +19,9 @@ MBean (attribute)                                      Prometheus sample
                                                        (kafkalab's rules for the client quota metrics:
                                                        ``kafka.server:type=Produce,user=U,client-id=C`` (byte-rate) ->
                                                        ``kafka_server_produce_byte_rate{user="U",client_id="C"}``)
+``kafka.server:type=T[,k=v]`` (``a-count``), a Meter  ``kafka_server_t_a_count{k="v"}`` untyped: a Kafka sensor's
+                                                       cumulative count (kafkalab's rules for group-coordinator-metrics:
+                                                       ``kafka_server_group_coordinator_metrics_offset_commit_count``)
 ``kafka.server:type=raft-metrics`` (current-state)     ``kafka_server_raft_metrics_current_state_info{state="leader"}``
                                                        1 (a string: the other string-valued Kafka metrics are left
                                                        out, as the exporter leaves out what no rule matches)
@@ -136,6 +139,9 @@ def prometheus_samples(values: Snapshot) -> list[Metric]:
                 prometheus_name(name), labels, value)
         elif kind == "gauge":
             family(_family_name(name), doc, "gauge").add_sample(prometheus_name(name), labels, value)
+        elif kind == "meter" and name.kafka_metric:   # a sensor's cumulative -count: kafkalab's rules, UNTYPED
+            family(prometheus_name(name), f"{doc} {name.name}", "untyped").add_sample(prometheus_name(name), labels,
+                                                                                     value)
         elif kind == "meter" and _PER_SEC.fullmatch(name.name):
             family(_family_name(name), doc, "counter").add_sample(prometheus_name(name, "Count"), labels, value)
         elif kind == "meter":

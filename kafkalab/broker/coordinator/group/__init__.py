@@ -12,6 +12,8 @@
 ``group_metadata``          GroupMetadata: one group's members, generation and state machine
 ``group_metadata_manager``  GroupMetadataManager: groups and offsets in ``__consumer_offsets``
 ``offsets_topic``           the key and value formats of ``__consumer_offsets`` records
+``group_coordinator_metrics`` the coordinator's metrics: Kafka 3.9's GroupMetadataManager gauges and Kafka 4's
+                            GroupCoordinatorMetrics (kafka.server:type=group-coordinator-metrics, KRaft brokers only)
 ``consumer_group``          KIP-848: ConsumerGroup, ConsumerGroupMember, MemberState, the group epochs
 ``consumer_group_heartbeat`` KIP-848: ConsumerGroupHeartbeats, ConsumerGroupHeartbeat/ConsumerGroupDescribe, session
                             and rebalance timeouts

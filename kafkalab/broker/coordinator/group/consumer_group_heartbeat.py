@@ -49,6 +49,7 @@ from .assignors import ASSIGNORS
 from .consumer_group import (JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
                              ConsumerGroup, ConsumerGroupMember, ConsumerGroupState, MemberState)
 from .consumer_group_records import replay
+from .group_coordinator_metrics import CONSUMER_GROUP_REBALANCES_SENSOR_NAME
 from .group_config import group_config_of
 
 log = logging.getLogger(__name__)
@@ -186,6 +187,7 @@ class ConsumerGroupHeartbeats:
             bump = True
         if bump:
             group.group_epoch += 1
+            self.coordinator_metrics.record(CONSUMER_GROUP_REBALANCES_SENSOR_NAME)
             log.info("group %s: epoch %d", group.group_id, group.group_epoch)
         if group.group_epoch > group.assignment_epoch:
             self._compute_target_assignment(group, topics)

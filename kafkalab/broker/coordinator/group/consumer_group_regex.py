@@ -31,6 +31,7 @@ import logging
 import re
 
 from .consumer_group import ConsumerGroup
+from .group_coordinator_metrics import CONSUMER_GROUP_REBALANCES_SENSOR_NAME
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +94,7 @@ class ConsumerGroupRegexes:
         changed = self.resolve_regular_expressions(group)
         if changed:
             group.group_epoch += 1
+            self.coordinator_metrics.record(CONSUMER_GROUP_REBALANCES_SENSOR_NAME)
             group.maybe_update_state()
             log.info("group %s: regexes resolved to %s; epoch %d", group.group_id,
                      {rx: sorted(t) for rx, t in group.resolved_regexes.items()}, group.group_epoch)

@@ -131,6 +131,8 @@ class GroupCoordinator(JoinSyncHandlers, Rebalancing, MemberSessions, GroupOffse
         self.loading_partitions: set[int] = set()
         if broker.metrics is not None:
             group_coordinator_metrics.register(self, broker.metrics)
+        #: Kafka 4's GroupCoordinatorMetrics (sensors counted always; a KRaft broker registers them)
+        self.coordinator_metrics = group_coordinator_metrics.GroupCoordinatorMetrics(self)
 
     # -- lifecycle ------------------------------------------------------------
 

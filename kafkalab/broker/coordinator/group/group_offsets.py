@@ -36,6 +36,7 @@ from __future__ import annotations
 import logging
 
 from ...common.errors import ErrorCode, KafkaError
+from .group_coordinator_metrics import OFFSET_COMMITS_SENSOR_NAME, OFFSET_EXPIRED_SENSOR_NAME
 from .group_metadata import GroupMetadata, now_ms
 from .join_sync import COMPLETING, DEAD, EMPTY, UNKNOWN_MEMBER_ID
 from .offsets_topic import OffsetAndMetadata
@@ -87,7 +88,9 @@ class GroupOffsets:
         return result
 
     def _prepare_commit(self, group_id, generation_id, member_id, instance_id, offsets):
-        """The checks of a commit: a dict of errors for every partition, or (partial result, group, to store)."""
+        """The checks of a commit: a dict of errors for every partition, or (partial result, group, to store);
+        the offsets to store are counted (``offset-commit-count``, as Kafka's ``commitOffset`` counts the records
+        it makes, before they are written)."""
         def all_(code):
             return {tp: code for tp in offsets}
 
@@ -128,6 +131,7 @@ class GroupOffsets:
                 result[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
             else:
                 to_store[tp] = om
+        self.coordinator_metrics.record(OFFSET_COMMITS_SENSOR_NAME, len(to_store))
         return result, group, to_store
 
     def commit_transactional_offsets(self, group_id: str, producer_id: int, generation_id: int, member_id: str,
@@ -164,6 +168,8 @@ class GroupOffsets:
             else:
                 pending[tp] = om
                 result[tp] = ErrorCode.NONE
+        staged = sum(1 for code in result.values() if code == ErrorCode.NONE)
+        self.coordinator_metrics.record(OFFSET_COMMITS_SENSOR_NAME, staged)   # as Kafka's commitTransactionalOffset
         return result
 
     def complete_transactional_offsets(self, offsets_partition: int, producer_id: int, committed: bool) -> None:
@@ -273,6 +279,7 @@ class GroupOffsets:
                     log.info("group %s: %d committed offsets expired (offsets.retention.minutes)", group.group_id,
                              len(expired))
                     self.manager.delete_offsets(group, expired)
+                    self.coordinator_metrics.record(OFFSET_EXPIRED_SENSOR_NAME, len(expired))
                 if not group.offsets and not group.members and not group.pending_members:
                     self.manager.delete_group(group)
                     self._cancel_group_timers(group)

@@ -53,6 +53,7 @@ import logging
 import uuid
 
 from ...common.errors import ErrorCode, KafkaError
+from .group_coordinator_metrics import CLASSIC_GROUP_COMPLETED_REBALANCES_SENSOR_NAME
 from .group_metadata import GroupMetadata, GroupState, MemberMetadata
 
 log = logging.getLogger(__name__)
@@ -339,6 +340,7 @@ class JoinSyncHandlers:
                 self._maybe_prepare_rebalance(group, "error when storing group assignment during SyncGroup")
             else:
                 group.transition_to(STABLE)
+                self.coordinator_metrics.record(CLASSIC_GROUP_COMPLETED_REBALANCES_SENSOR_NAME)
                 log.info("group %s: generation %d is Stable", group.group_id, group.generation_id)
                 for m in group.members.values():
                     self._answer_sync(m, self._sync_ok(group, m.assignment))

@@ -36,6 +36,7 @@ from ...common.errors import ErrorCode, KafkaError
 from .share_group import (JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, ShareGroup, ShareGroupMember,
                           ShareGroupState, simple)
 from .group_config import group_config_of
+from .group_coordinator_metrics import SHARE_GROUP_REBALANCES_SENSOR_NAME
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +118,7 @@ class ShareGroupHeartbeats:
             bump = True
         if bump:
             group.group_epoch += 1
+            self.coordinator_metrics.record(SHARE_GROUP_REBALANCES_SENSOR_NAME)
             log.info("share group %s: epoch %d", group.group_id, group.group_epoch)
         if group.group_epoch > group.assignment_epoch:
             members = {m.member_id: set(m.subscribed_topic_names) & set(topics) for m in group.members.values()}

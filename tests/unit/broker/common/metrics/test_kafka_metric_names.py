@@ -64,3 +64,17 @@ def test_a_kafka_metric_with_tags_names_its_mbean_as_jmx_reporter_and_its_labels
     text = scrape(registry)
     assert 'kafka_server_produce_byte_rate{client_id="p1",user="ANONYMOUS"} 1234.5' in text
     assert 'kafka_server_produce_throttle_time{client_id="p1"} NaN' in text
+
+
+def test_a_kafka_sensor_s_total_kept_as_a_meter_is_untyped_and_named_as_written():
+    registry = MetricsRegistry()
+    commits = registry.new_meter(MetricName.of_kafka_metric("kafka.server", "group-coordinator-metrics",
+                                                            "offset-commit-count"))
+    registry.new_gauge(MetricName.of_kafka_metric("kafka.server", "group-coordinator-metrics", "group-count",
+                                                  {"protocol": "classic"}), lambda: 2)
+    commits.mark(3)
+    text = scrape(registry)
+    assert "# TYPE kafka_server_group_coordinator_metrics_offset_commit_count untyped" in text
+    assert "kafka_server_group_coordinator_metrics_offset_commit_count 3.0" in text
+    assert "# TYPE kafka_server_group_coordinator_metrics_group_count gauge" in text
+    assert 'kafka_server_group_coordinator_metrics_group_count{protocol="classic"} 2.0' in text
