@@ -159,6 +159,10 @@ def test_dashboard_renders_and_its_kill_button_kills(jupyterlab, browser):
     wait_for(lambda: browser.execute_script(
         "return document.querySelector('.jp-Notebook-ExecutionIndicator') === null || "
         "!document.body.innerText.includes('Kernel starting')"), 30, "the kernel", browser)
+    # and connected and idle (the status bar's "Python 3 (ipykernel) | Idle"): on a loaded CI machine a Shift+Enter
+    # sent before that was lost, the first cell never ran, and the dashboard cell failed with NameError
+    wait_for(lambda: browser.execute_script("return document.body.innerText.includes('| Idle')"), 90,
+             "the kernel to be idle", browser)
     time.sleep(2)   # the kernel connects
     # Run All, from the command palette-free route: the Run menu's command via JupyterLab's app
     body = browser.find_element(By.CSS_SELECTOR, ".jp-Notebook")
