@@ -8,6 +8,8 @@ import threading
 import pytest
 
 from kafkalab.lessons.tcp_relay import TcpRelay
+from tests.helpers.kafka_wire import recv_exactly
+from tests.helpers.kafka_wire import connect as _connect
 
 
 @pytest.fixture
@@ -48,19 +50,7 @@ def echo_server():
 
 
 def connect(address: str) -> socket.socket:
-    host, _, port = address.rpartition(":")
-    sock = socket.create_connection((host, int(port)), timeout=10)
-    sock.settimeout(10)
-    return sock
-
-
-def recv_exactly(sock: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        assert chunk, "closed early"
-        buf += chunk
-    return buf
+    return _connect(address, timeout=10)
 
 
 def test_bytes_go_through_both_ways_and_are_kept(echo_server):
