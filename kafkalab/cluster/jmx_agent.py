@@ -92,7 +92,7 @@ def javaagent_for(backend, b) -> str | None:
     if backend.agent_jar is None:
         b.metrics_url = None
         return None
-    from .zookeeper import free_port
+    from .ports import free_port
     while not b.metrics_port or b.metrics_port in (b.port, b.controller_port):   # not the node's own listeners
         b.metrics_port = free_port(b.host)
     b.metrics_url = metrics_url(b.host, b.metrics_port)

@@ -56,7 +56,8 @@ from .fault_controls import FaultControls
 from .quorum import (QuorumError, QuorumUnavailableError, describe_cluster, describe_quorum, quorum_answer,
                      quorum_table, why_not_leader)
 from .resources import _Broker, _Resources, _stop_brokers
-from .zookeeper import free_port, tail
+from .ports import free_port
+from .zookeeper import tail
 
 _OPEN: "weakref.WeakSet[KRaftCluster]" = weakref.WeakSet()
 _RUNNING = ("running", "paused", "starting")

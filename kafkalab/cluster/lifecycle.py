@@ -39,7 +39,7 @@ class BrokerLifecycle:
         """Start broker ``b``'s process; returns where its log file stood (its ready line comes after)."""
         res = self._res
         if self.backend.needs_fixed_port and not b.port:
-            from .zookeeper import free_port
+            from .ports import free_port
             b.port = free_port(b.host)
         offset = os.path.getsize(b.log_path) if os.path.exists(b.log_path) else 0
         with open(b.log_path, "ab") as log:

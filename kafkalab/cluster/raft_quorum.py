@@ -33,7 +33,7 @@ import tempfile
 import time
 
 from .kraft_config import new_cluster_id
-from .zookeeper import free_port
+from .ports import free_port
 from .processes import Watchdog, spawn
 from .quorum import QuorumError, describe_quorum, quorum_answer
 

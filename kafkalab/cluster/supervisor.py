@@ -189,7 +189,8 @@ def check_can_start(directory: str, brokers: int, backend: str, host: str, base_
     """Everything ``up`` can check before starting anything, each with a clear UpError."""
     from .kafka_backend import KafkaDistributionError, make_backend
     from .kraft_config import KRaftBackend
-    from .zookeeper import ZooKeeperNotFound, find_classpath, find_java, port_is_free
+    from .ports import port_is_free
+    from .zookeeper import ZooKeeperNotFound, find_classpath, find_java
 
     if brokers < 1:
         raise UpError(f"--brokers must be at least 1 (got {brokers})")

@@ -31,11 +31,12 @@ from __future__ import annotations
 
 import glob
 import os
-import random
 import shutil
 import socket
 import subprocess
 import time
+
+from .ports import free_port, port_is_free
 
 #: jar name prefixes ZooKeeper's server needs, found in pyspark's jars directory
 _ZK_JARS = ["zookeeper-3", "zookeeper-jute-", "slf4j-api-", "audience-annotations-", "netty-handler-4",
@@ -141,40 +142,6 @@ def find_classpath() -> str:
     if os.path.exists(DEBIAN_JAR):  # its manifest's Class-Path names netty, slf4j, jute, ... in /usr/share/java
         return DEBIAN_JAR
     raise ZooKeeperNotFound(f"No ZooKeeper found. {INSTALL_ZOOKEEPER}.")
-
-
-def _ephemeral_range() -> tuple[int, int]:
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            low, high = (int(x) for x in f.read().split())
-        return low, high
-    except (OSError, ValueError):
-        return 32768, 60999   # Linux's default
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A port to listen on later (a process started after this returns binds it). Chosen below the kernel's
-    ephemeral range when there is room: a port from that range (what binding port 0 gives) can be taken
-    meanwhile as the source port of any outgoing connection on the machine, e.g. a client's."""
-    low, _ = _ephemeral_range()
-    if low > 12000:
-        rng = random.Random()
-        for _ in range(50):
-            port = rng.randrange(10000, low)
-            if port_is_free(host, port):
-                return port
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def port_is_free(host: str, port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind((host, port))
-        except OSError:
-            return False
-    return True
 
 
 def four_letter_word(host: str, port: int, word: str = "ruok", timeout: float = 1.0) -> str:

@@ -21,13 +21,13 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 import weakref
 from pathlib import Path
 
+from ..cluster.ports import free_port
 from ..cluster.processes import Watchdog, spawn
 from . import offsets as offsets_topic
 from . import rest
@@ -46,12 +46,6 @@ _EXCEPTION_LINE = re.compile(r"^(Caused by: )?[\w.$]+(Exception|Error)(: |$)")
 
 class ConnectError(RuntimeError):
     """The Connect cluster failed, or did not get where it was asked to; the message ends with the log's last lines."""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
 
 
 def bootstrap_of(kafka) -> str:
@@ -141,7 +135,7 @@ class ConnectCluster:
         #: the workers' working directory: the caller's (a notebook's), so that a connector's relative ``file``
         #: means what it means in the notebook
         self.cwd = os.getcwd()
-        self.workers = [ConnectWorker(i, free_port(), directory) for i in range(workers)]
+        self.workers = [ConnectWorker(i, free_port(HOST), directory) for i in range(workers)]
         self.worker_configs = [worker_config(bootstrap_servers, w.port, brokers, configs) for w in self.workers]
         self.config = self.worker_configs[0]
         self.log4j_path = directory / "connect-log4j.properties"

@@ -23,6 +23,7 @@ import java.util.Arrays;
 import java.util.Locale;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 
 import org.apache.kafka.common.serialization.Serdes;
@@ -100,7 +101,16 @@ public final class WordCount {
         KafkaStreams.CloseOptions closing = new KafkaStreams.CloseOptions().timeout(Duration.ofSeconds(20))
             .leaveGroup(true);
         Thread hook = new Thread(() -> {
-            streams.close(closing);
+            if (streams.close(closing)) {
+                // close() returns as soon as the state is NOT_RUNNING, but Kafka Streams calls the state listener
+                // after that, outside its state lock, from its own daemon thread: wait until the listener has
+                // said so, or the JVM may halt first and "state NOT_RUNNING" never reaches the log
+                try {
+                    ended.await(5, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
             ended.countDown();
         }, "kafkalab-shutdown");
         Runtime.getRuntime().addShutdownHook(hook);

@@ -221,7 +221,8 @@ def test_kafka_39_gives_the_same_changelogs(on_mini, on_kafka):
     assert real["configs"] == mini["configs"]
     assert real["group"] == mini["group"] and real["repartition_ends"] == mini["repartition_ends"]
     assert {k: v for k, v in real["committed"].items()} == mini["committed"]
-    assert real["topology"] == mini["topology"] and real["exit_code"] == 0
+    assert real["topology"] == mini["topology"]
+    assert real["exit_code"] == 0, f"states {real['states']}; the log ends with:\n{real['log'][-3000:]}"
 
 
 OWNER = textwrap.dedent("""

@@ -149,7 +149,7 @@ def test_kraft_version_and_voters_records_of_a_dynamic_quorum(tmp_path):
     print it the same. Only the storage is formatted; no node starts."""
     import io
     from kafkalab.cluster.kraft_config import new_cluster_id
-    from kafkalab.cluster.zookeeper import free_port
+    from kafkalab.cluster.ports import free_port
     backend = KRaftBackend(str(fetch_kafka("4")))
     port, data = free_port("127.0.0.1"), tmp_path / "data"
     props = tmp_path / "controller.properties"

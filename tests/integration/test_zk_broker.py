@@ -293,7 +293,7 @@ def test_frozen_broker_registers_again_after_its_session_expired(cluster, kz):
 
 
 def test_broker_without_zookeeper_fails_to_start_with_a_clear_error(tmp_path):
-    from kafkalab.cluster.zookeeper import free_port
+    from kafkalab.cluster.ports import free_port
     cmd = [sys.executable, "-m", "kafkalab.broker", "--port", "0", "--log-dir", str(tmp_path / "b"),
            "--broker-id", "7", "--config", f"zookeeper.connect=127.0.0.1:{free_port()}",
            "--config", "zookeeper.connection.timeout.ms=1000"]
