@@ -453,7 +453,11 @@ def test_describe_cluster_both_clients(shared_broker):
     assert cluster["cluster_id"] == result.cluster_id and cluster["controller_id"] == 0
     assert cluster["brokers"] == [{"broker_id": 0, "host": "127.0.0.1", "port": port, "rack": None,
                                    "is_fenced": False}]
-    assert cluster["authorized_operations"] is None  # -2147483648: no ACLs, not reported
+    # KIP-430 without an authorizer: every operation the cluster supports, as Kafka's AuthHelper answers
+    cluster_operations = {"ALTER", "ALTER_CONFIGS", "CLUSTER_ACTION", "CREATE", "DESCRIBE", "DESCRIBE_CONFIGS",
+                          "IDEMPOTENT_WRITE"}
+    assert {op.name for op in result.authorized_operations} == cluster_operations
+    assert set(cluster["authorized_operations"]) == cluster_operations
 
 
 # -- DeleteRecords ----------------------------------------------------------------------

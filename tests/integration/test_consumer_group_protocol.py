@@ -34,7 +34,9 @@ from kafka.protocol.consumer.group import OffsetCommitRequest, OffsetCommitRespo
 
 import kafkalab
 from kafkalab.broker.apis.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+from kafkalab.broker.apis.consumer_group_describe import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
 from kafkalab.broker.common.errors import ErrorCode
+from kafkalab.broker.security.authorizer.acl import SUPPORTED_OPERATIONS, SUPPORTED_OPERATIONS_3_9, ResourceType
 
 SESSION_MS = 6000      # group.consumer.session.timeout.ms, short by lab config (Kafka's default: 45000)
 HEARTBEAT_MS = 500     # group.consumer.heartbeat.interval.ms (Kafka's default: 5000)
@@ -348,6 +350,13 @@ def test_heartbeat_epochs_errors_and_revoke_before_assign(bootstrap):
                     DescribeGroupsResponse, 6).groups[0]
     assert (described.error_code, described.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND,
                                                                f"Group {group} is not a classic group.")
+    # KIP-430 without an authorizer: every operation a group supports, Kafka 4.4's (KRaft) AclEntry against Kafka
+    # 3.9's, which the mini broker standing alone follows (Kafka 4.0 added DESCRIBE_CONFIGS and ALTER_CONFIGS)
+    described = raw(bs, ConsumerGroupDescribeRequest(group_ids=[group], include_authorized_operations=True),
+                    ConsumerGroupDescribeResponse, 0).groups[0]
+    table = SUPPORTED_OPERATIONS if backend == "kafka-4.4" else SUPPORTED_OPERATIONS_3_9
+    assert described.error_code == 0
+    assert described.authorized_operations == sum(1 << op for op in table[ResourceType.GROUP])
     # leaving: epoch -1 in, -1 out
     assert heartbeat(bs, group, a, -1)[:2] == (0, -1)
     assert heartbeat(bs, group, a, ea3)[0] == ErrorCode.UNKNOWN_MEMBER_ID

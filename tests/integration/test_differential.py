@@ -25,6 +25,7 @@ import struct
 
 import pytest
 from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeClusterResponse
+from kafka.protocol.admin.groups import DescribeGroupsRequest, DescribeGroupsResponse
 from kafka.protocol.admin.configs import DescribeConfigsRequest, DescribeConfigsResponse
 from kafka.protocol.admin.topics import (CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest,
                                          DeleteTopicsResponse)
@@ -316,6 +317,28 @@ def describe_cluster_endpoint_types(side):
         out[endpoint_type] = {"error_code": normal(r["error_code"], "error_code"), "brokers": len(r["brokers"]),
                               "message": r["error_message"] not in (None, "")}
     return out
+
+
+@case
+def authorized_operations_without_an_authorizer(side):
+    """KIP-430 with no authorizer configured: every operation the resource type supports (Kafka's
+    ``AuthHelper.authorizedOperations``), for the cluster (DescribeCluster, Metadata v8-v10), a topic (Metadata)
+    and a group (DescribeGroups v3+: a group nobody joined is Dead, error NONE, so it gets them too)."""
+    cluster = side.call(DescribeClusterRequest, DescribeClusterResponse, 1, {
+        "include_cluster_authorized_operations": True, "endpoint_type": 1})
+    not_asked = side.call(DescribeClusterRequest, DescribeClusterResponse, 1, {
+        "include_cluster_authorized_operations": False, "endpoint_type": 1})
+    metadata = side.call(MetadataRequest, MetadataResponse, 10, {
+        "topics": [{"name": DATA}], "allow_auto_topic_creation": False,
+        "include_cluster_authorized_operations": True, "include_topic_authorized_operations": True})
+    groups = side.call(DescribeGroupsRequest, DescribeGroupsResponse, 5, {
+        "groups": ["diff-warm-up"], "include_authorized_operations": True})
+    return {"DescribeCluster": sorted(cluster["authorized_operations"]),
+            "DescribeCluster, not asked": not_asked["authorized_operations"],
+            "Metadata cluster": sorted(metadata["authorized_operations"]),
+            "Metadata topic": sorted(metadata["topics"][0]["authorized_operations"]),
+            "DescribeGroups": (groups["groups"][0]["group_state"],
+                               sorted(groups["groups"][0]["authorized_operations"]))}
 
 
 @case

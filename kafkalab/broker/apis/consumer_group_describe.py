@@ -3,7 +3,8 @@
 v0   flexible from the start (Kafka 3.7; what AdminClient.describeConsumerGroups asks Kafka 4 first)
 v1   + member_type per member (KIP-1099, Kafka 4.1): 0 a classic member inside the consumer group (online
      migration), 1 a consumer-protocol member
-Not implemented: authorized operations (no ACLs here: answered with Kafka's "not requested" value).
+KIP-430: with ``include_authorized_operations``, what the principal may do on each group found (every group
+operation without an authorizer), as Kafka 4's ``KafkaApis.handleConsumerGroupDescribe``.
 
 Per group: state (Empty, Assigning, Reconciling, Stable), group epoch,
 target assignment epoch, the assignor, and per member its epoch, client,
@@ -15,7 +16,7 @@ from kafka.protocol.api_message import ApiMessage
 
 from ..common.message import schemas
 from ..common.errors import ErrorCode
-from ..security.auth_helper import AclOperation, ResourceType, authorize
+from ..security.auth_helper import AclOperation, ResourceType, authorize, authorized_operations_field
 from . import api
 
 
@@ -33,7 +34,13 @@ def _refused(group_id: str) -> dict:
 @api(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, versions=(0, 1))
 async def handle_consumer_group_describe(ctx, request):
     coordinator = ctx.broker.group_coordinator
-    return {"throttle_time_ms": 0,
-            "groups": [coordinator.consumer_group_describe(g)
-                       if authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g) else _refused(g)
-                       for g in request.group_ids or []]}
+    groups = []
+    for g in request.group_ids or []:
+        if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g):
+            groups.append(_refused(g))
+            continue
+        entry = coordinator.consumer_group_describe(g)
+        if request.include_authorized_operations and entry["error_code"] == ErrorCode.NONE:   # KIP-430
+            entry["authorized_operations"] = authorized_operations_field(ctx, ResourceType.GROUP, g)
+        groups.append(entry)
+    return {"throttle_time_ms": 0, "groups": groups}

@@ -10,14 +10,15 @@ v1   + endpoint_type (KIP-919): 1 = brokers; 2 = controllers gets MISMATCHED_END
      broker, any other type UNSUPPORTED_ENDPOINT_TYPE, as in Kafka 3.9 (``AuthHelper.computeDescribeClusterResponse``)
 v2   + include_fenced_brokers / is_fenced (KIP-1073): a KRaft broker (kafkalab.kraft) lists the registered
      brokers the controller has fenced too, with is_fenced (as Kafka 4.4 does); elsewhere none is fenced
-KIP-430 cluster authorized operations with an authorizer (0 without DESCRIBE on the cluster); without one
--2147483648, "not provided" (Kafka answers every operation the cluster supports).
+KIP-430 cluster authorized operations when asked for: what the principal may do on the cluster (0 without
+DESCRIBE on it), every operation the cluster supports without an authorizer (Kafka's ``AuthHelper``); not asked
+for, -2147483648, "not provided".
 """
 from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeClusterResponse
 
 from ..common.errors import ErrorCode
 from ..security.auth_helper import (
-    CLUSTER_NAME, AclOperation, ResourceType, authorize_cluster, authorized_operations, authorizer_of)
+    CLUSTER_NAME, AclOperation, ResourceType, authorize_cluster, authorized_operations)
 from . import api
 
 BROKERS_ENDPOINT, CONTROLLERS_ENDPOINT = 1, 2
@@ -49,10 +50,10 @@ async def handle_describe_cluster(ctx, request):
         "cluster_id": broker.cluster_id,
         "controller_id": broker.controller_id,
         "brokers": brokers,
-        # KIP-430: with an authorizer, what the principal may do on the cluster (0 without DESCRIBE on it); without
-        # one None, which the codec writes as -2147483648 ("omitted"; Kafka would answer every operation)
+        # KIP-430: what the principal may do on the cluster (0 without DESCRIBE on it; every operation without an
+        # authorizer); not asked for, None, which the codec writes as -2147483648 ("omitted")
         "authorized_operations": (
-            None if not request.include_cluster_authorized_operations or authorizer_of(ctx) is None
+            None if not request.include_cluster_authorized_operations
             else authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
             if authorize_cluster(ctx, AclOperation.DESCRIBE) else set()),
     }

@@ -49,8 +49,7 @@ async def handle_describe_groups(ctx, request):
             else:
                 summary.pop("generation_id", None)
                 entry.update(summary)
-                bits = authorized_operations(ctx, ResourceType.GROUP, group_id)
-                if v >= 3 and request.include_authorized_operations and bits is not None:   # KIP-430
-                    entry["authorized_operations"] = bits
+        if v >= 3 and request.include_authorized_operations and entry["error_code"] == ErrorCode.NONE:   # KIP-430
+            entry["authorized_operations"] = authorized_operations(ctx, ResourceType.GROUP, group_id)
         groups.append(entry)
     return {"throttle_time_ms": 0, "groups": groups}

@@ -17,7 +17,7 @@ With an authorizer (``authorizer.class.name``), as Kafka 3.9: all topics lists o
 DESCRIBE; a named topic it may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED (whether or not it exists); an unknown
 topic it would auto-create needs CREATE on the cluster or on the topic, else TOPIC_AUTHORIZATION_FAILED.
 v8+ ``include_topic_authorized_operations`` (and, v8-v10, ``include_cluster_authorized_operations``) answer
-KIP-430's authorized operations.
+KIP-430's authorized operations, with or without an authorizer (without one: every supported operation).
 
 v0 asks for all topics with an empty list; v1+ with null (an empty list means none).
 Asking for an unknown topic creates it when ``auto.create.topics.enable`` is
@@ -158,7 +158,7 @@ async def handle_metadata(ctx, request):
             topics.append(_named_topic(broker, t.name, allow_auto, ctx.api_version))
         if denied is not None:
             topics += denied.created + denied.answers
-    if checked and ctx.api_version >= 8 and getattr(request, "include_topic_authorized_operations", False):
+    if ctx.api_version >= 8 and getattr(request, "include_topic_authorized_operations", False):
         for entry in topics:   # KIP-430
             if entry["error_code"] == 0 and entry.get("name"):
                 entry["authorized_operations"] = authorized_operations(ctx, ResourceType.TOPIC, entry["name"])
@@ -171,7 +171,7 @@ async def handle_metadata(ctx, request):
         "controller_id": broker.controller_id,
         "topics": topics,
     }
-    if checked and 8 <= ctx.api_version <= 10 and getattr(request, "include_cluster_authorized_operations", False):
+    if 8 <= ctx.api_version <= 10 and getattr(request, "include_cluster_authorized_operations", False):
         answer["authorized_operations"] = (authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
                                            if authorize_cluster(ctx, AclOperation.DESCRIBE) else set())
     return answer

@@ -2,7 +2,8 @@
 
 v0   Kafka 4.0's early access (not served)
 v1   flexible; the first production version (Kafka 4.1)
-Not implemented: authorized operations (no ACLs here: answered with Kafka's "not requested" value).
+KIP-430: with ``include_authorized_operations``, what the principal may do on each group found (every group
+operation without an authorizer), as Kafka 4's ``KafkaApis.handleShareGroupDescribe``.
 
 Per group: state (Empty, Stable), group epoch, assignment epoch, the assignor (``simple``), and per member its
 epoch, client, subscription and assignment (topic ids and names). The id of a classic or consumer group
@@ -12,7 +13,7 @@ from kafka.protocol.api_message import ApiMessage
 
 from ..common.message import schemas
 from ..common.errors import ErrorCode
-from ..security.auth_helper import AclOperation, ResourceType, authorize
+from ..security.auth_helper import AclOperation, ResourceType, authorize, authorized_operations_field
 from . import api
 
 
@@ -30,7 +31,13 @@ def _refused(group_id: str) -> dict:
 @api(ShareGroupDescribeRequest, ShareGroupDescribeResponse, versions=(1, 1))
 async def handle_share_group_describe(ctx, request):
     coordinator = ctx.broker.group_coordinator
-    return {"throttle_time_ms": 0,
-            "groups": [coordinator.share_group_describe(g)
-                       if authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g) else _refused(g)
-                       for g in request.group_ids or []]}
+    groups = []
+    for g in request.group_ids or []:
+        if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g):
+            groups.append(_refused(g))
+            continue
+        entry = coordinator.share_group_describe(g)
+        if request.include_authorized_operations and entry["error_code"] == ErrorCode.NONE:   # KIP-430
+            entry["authorized_operations"] = authorized_operations_field(ctx, ResourceType.GROUP, g)
+        groups.append(entry)
+    return {"throttle_time_ms": 0, "groups": groups}

@@ -14,11 +14,12 @@ import collections
 from typing import Iterable
 
 from .authorizer.acl import (
-    CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, PatternType, ResourcePattern, ResourceType)
+    CLUSTER_NAME, SUPPORTED_OPERATIONS, SUPPORTED_OPERATIONS_3_9, AclOperation, PatternType, ResourcePattern,
+    ResourceType)
 from .authorizer.acl_authorizer import Action, AclAuthorizer
 
 __all__ = ["AclOperation", "ResourceType", "CLUSTER_NAME", "authorize", "authorize_cluster", "filter_by_authorized",
-           "authorized_operations", "authorize_by_resource_type", "authorizer_of"]
+           "authorized_operations", "authorized_operations_field", "authorize_by_resource_type", "authorizer_of"]
 
 
 def authorizer_of(ctx) -> AclAuthorizer | None:
@@ -60,19 +61,27 @@ def filter_by_authorized(ctx, operation: AclOperation, resource_type: ResourceTy
     return {name for name, allowed in zip(counts, results) if allowed}
 
 
-def authorized_operations(ctx, resource_type: ResourceType, name: str) -> set[int] | None:
+def authorized_operations(ctx, resource_type: ResourceType, name: str) -> set[int]:
     """KIP-430: the operations the principal may do on the resource, as the codes of the response's 32-bit field
     (kafka-python's ``bitfield``: the set of bits; each decision logged at TRACE only, as Kafka's
-    ``authorizedOperations``). None without an authorizer: the mini broker then leaves the field out
-    (-2147483648) as it always did, where Kafka answers every supported operation."""
-    supported = SUPPORTED_OPERATIONS[resource_type]
+    ``authorizedOperations``). Without an authorizer every operation the resource type supports, as Kafka's
+    ``AuthHelper.authorizedOperations`` answers: ``AclEntry.supportedOperations`` of Kafka 4.x on a KRaft broker,
+    of Kafka 3.9 on the others (a group: without DESCRIBE_CONFIGS and ALTER_CONFIGS)."""
+    kraft = getattr(getattr(ctx.broker, "metadata_mode", None), "name", "") == "KRAFT"
+    supported = (SUPPORTED_OPERATIONS if kraft else SUPPORTED_OPERATIONS_3_9)[resource_type]
     authorizer = authorizer_of(ctx)
     if authorizer is None:
-        return None
+        return {int(op) for op in supported}
     pattern = ResourcePattern(resource_type, name, PatternType.LITERAL)
     results = authorizer.authorize(ctx.principal, ctx.client_host,
                                    [Action(op, pattern, 1, False, False) for op in supported], _request_name(ctx))
     return {int(op) for op, allowed in zip(supported, results) if allowed}
+
+
+def authorized_operations_field(ctx, resource_type: ResourceType, name: str) -> int:
+    """:func:`authorized_operations` as the int32 itself (Kafka's ``Utils.to32BitField``), for the schemas whose
+    field kafka-python leaves an int32 (ConsumerGroupDescribe, ShareGroupDescribe)."""
+    return sum(1 << op for op in authorized_operations(ctx, resource_type, name))
 
 
 def authorize_by_resource_type(ctx, operation: AclOperation, resource_type: ResourceType) -> bool:

@@ -156,7 +156,7 @@ def test_kraft_nodes_get_the_agent_too(tmp_path, monkeypatch):
     port = node.metrics_port
     assert jmx_agent.javaagent_for(backend, node) == agent and node.metrics_port == port   # kept over restarts
     ports = iter([9093, 9093, 9555])    # the node's CONTROLLER port is not taken for its metrics
-    monkeypatch.setattr("kafkalab.cluster.zookeeper.free_port", lambda host: next(ports))
+    monkeypatch.setattr("kafkalab.cluster.ports.free_port", lambda host: next(ports))
     other = _Broker(3002, "127.0.0.1", 0, str(tmp_path / "n2"), str(tmp_path / "n2.log"), roles="controller",
                     controller_port=9093)
     jmx_agent.javaagent_for(backend, other)

@@ -118,6 +118,10 @@ SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
     ResourceType.DELEGATION_TOKEN: (_O.DESCRIBE,),
     ResourceType.USER: (_O.CREATE_TOKENS, _O.DESCRIBE_TOKENS),
 }
+#: Kafka 3.9's (a ZooKeeper-mode or standalone broker): a group's ACLs name READ, DESCRIBE and DELETE only; Kafka 4.0
+#: added DESCRIBE_CONFIGS and ALTER_CONFIGS for KIP-848's group configs
+SUPPORTED_OPERATIONS_3_9: dict[ResourceType, tuple[AclOperation, ...]] = {
+    **SUPPORTED_OPERATIONS, ResourceType.GROUP: (_O.READ, _O.DESCRIBE, _O.DELETE)}
 
 
 @dataclass(frozen=True, slots=True)
