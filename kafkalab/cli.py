@@ -249,6 +249,9 @@ def _cmd_up(args: argparse.Namespace) -> int:
     print(f"ready{f' in {took:.1f} s' if took else ''}: brokers {report['brokers']}, controller "
           f"{report.get('controller')}, {where} (supervisor pid {report['pid']})")
     print(f"bootstrap servers: {report['bootstrap_servers']}")
+    for name, servers in (report.get("listeners") or {}).items():   # listeners added with --config listeners=...
+        if servers != report["bootstrap_servers"]:
+            print(f"listener {name}: {servers}")
     print("\nFor notebooks and clients started from this shell (kafkalab.connect() then sees this cluster):")
     print(f"export KAFKALAB_BOOTSTRAP_SERVERS={report['bootstrap_servers']}")
     print(f"export KAFKALAB_CLUSTER_DIR={shlex.quote(directory)}")

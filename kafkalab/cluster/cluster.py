@@ -71,6 +71,8 @@ from .fault_controls import FaultControls
 from .inspection import ClusterInspection, ZooKeeperUnavailable, timed_zk_read  # noqa: F401 -- as are these
 from .kafka_backend import RESERVED, MiniBackend, config_value, make_backend
 from .lifecycle import BrokerLifecycle
+from .listeners import listener_spec, spec_from_state
+from .ports import free_port
 from .processes import Watchdog, pdeathsig_preexec
 from .resources import _Broker, _outside_control_socket, _Resources
 from .zookeeper import ZooKeeperServer
@@ -119,9 +121,12 @@ class Cluster(ClusterInspection, BrokerLifecycle, FaultControls):
             self._connect_zk()
             for broker_id in range(1, brokers + 1):
                 port = base_port + broker_id - 1 if base_port else 0
-                res.brokers[broker_id] = _Broker(
+                res.brokers[broker_id] = b = _Broker(
                     broker_id, host, port, os.path.join(self.dir, f"broker-{broker_id}"),
                     os.path.join(self.dir, f"broker-{broker_id}.log"))
+                if self.listener_spec is not None:   # every listener on a port of its own, kept over restarts
+                    b.port = b.port or free_port(host)
+                    b.listener_ports = {name: free_port(host) for name in self.listener_spec.extra}
             for b in res.brokers.values():   # should this process die, the watchdog removes them too
                 socket_path = _outside_control_socket(b.log_dir)
                 if socket_path is not None:
@@ -149,13 +154,18 @@ class Cluster(ClusterInspection, BrokerLifecycle, FaultControls):
         configs = lab_configs(n, self.backend)
         for key, value in given.items():
             name = config_name(key)
-            if name in RESERVED:
+            if name in RESERVED and name != "listeners":   # listeners: each with port 0 (kafkalab.cluster.listeners)
                 raise ValueError(f"{name} is set by the cluster for each broker; it cannot be given")
             configs[name] = value
         configs = {k: config_value(v) for k, v in configs.items()}
+        #: the listeners a lesson added besides the lab's PLAINTEXT one (None: that one alone)
+        self.listener_spec = listener_spec(configs, self.host)
+        configs.pop("listeners", None)   # each broker gets its own (lifecycle._listeners_of)
         if isinstance(self.backend, MiniBackend):  # a typo fails here, not in N broker processes
             from ..broker.server.config import BrokerConfig
-            BrokerConfig({**configs, "log.dirs": "validate", "zookeeper.connect": "127.0.0.1:2181"})
+            example = {} if self.listener_spec is None else {"listeners": self.listener_spec.listeners(
+                self.host, 1, {name: 2 + i for i, name in enumerate(self.listener_spec.extra)})}
+            BrokerConfig({**configs, **example, "log.dirs": "validate", "zookeeper.connect": "127.0.0.1:2181"})
         return configs
 
     # -- state file, attach ------------------------------------------------------------
@@ -179,8 +189,10 @@ class Cluster(ClusterInspection, BrokerLifecycle, FaultControls):
                           "dir": os.path.join(self.dir, "zookeeper")},
             "bootstrap_servers": self.bootstrap_servers,
             "brokers": [{"id": b.id, "host": b.host, "port": b.port, "pid": b.pid, "create_time": b.create_time,
-                         "state": b.state, "log_dir": b.log_dir, "log": b.log_path, "metrics_url": b.metrics_url}
+                         "state": b.state, "log_dir": b.log_dir, "log": b.log_path, "metrics_url": b.metrics_url,
+                         "listener_ports": b.listener_ports}
                         for b in sorted(res.brokers.values(), key=lambda b: b.id)],
+            "listeners": None if self.listener_spec is None else self.listener_spec.to_state(),
             "configs": dict(self.configs),
         }
 
@@ -217,6 +229,7 @@ class Cluster(ClusterInspection, BrokerLifecycle, FaultControls):
         self.timeout_s = timeout_s
         self.start_time_s = None
         self.configs = dict(state.get("configs", {}))
+        self.listener_spec = spec_from_state(state.get("listeners"))
         self._zookeeper_connect = state["zookeeper"]["connect"]
         res.zookeeper_pid = state["zookeeper"].get("pid")
         brokers = state.get("brokers", [])
@@ -225,7 +238,7 @@ class Cluster(ClusterInspection, BrokerLifecycle, FaultControls):
             b = _Broker(entry["id"], entry["host"], entry["port"], entry["log_dir"], entry["log"],
                         state=entry.get("state", "running"), attached_pid=entry.get("pid"),
                         attached_create_time=entry.get("create_time"), create_time=entry.get("create_time"),
-                        metrics_url=entry.get("metrics_url"))
+                        metrics_url=entry.get("metrics_url"), listener_ports=dict(entry.get("listener_ports") or {}))
             if b.attached_pid is not None and b.state in ("running", "paused", "starting"):
                 try:
                     psutil.Process(b.attached_pid)

@@ -13,6 +13,7 @@ ExternalCluster (:mod:`kafkalab.cluster.external`) reads its ZooKeeper the same 
 from __future__ import annotations
 
 from ..broker.zk import zk_data
+from .listeners import broker_listeners, cluster_listeners
 from .offsets import describe_rows, zookeeper_partition_rows
 from .zookeeper import ZooKeeperServer, tail
 
@@ -74,6 +75,13 @@ class ClusterInspection:
         return ",".join(f"{b.host}:{b.port}" for b in self._res.brokers.values())
 
     @property
+    def listeners(self) -> dict[str, str]:
+        """Each listener's name -> its bootstrap servers (every broker's host:port on it): the lab's PLAINTEXT
+        listener (``bootstrap_servers``) and those a lesson added with ``listeners``."""
+        return cluster_listeners(getattr(self, "listener_spec", None),
+                                 sorted(self._res.brokers.values(), key=lambda b: b.id))
+
+    @property
     def broker_ids(self) -> list[int]:
         return sorted(self._res.brokers)
 
@@ -94,8 +102,8 @@ class ClusterInspection:
         """One row per broker: id, host, port, pid, alive (running / paused / stopped / killed / exited /
         starting), registered (its /brokers/ids znode exists; None while ZooKeeper cannot be reached),
         is_controller, log_dir, log, metrics_url (where the broker serves its Kafka metrics as Prometheus text: a
-        mini broker itself, Kafka's own through the JMX exporter's agent, None without it). A pandas DataFrame (a
-        list of dicts without pandas)."""
+        mini broker itself, Kafka's own through the JMX exporter's agent, None without it), listeners (listener
+        name -> host:port: :attr:`listeners`). A pandas DataFrame (a list of dicts without pandas)."""
         with self._res.lock:
             try:
                 registered = {int(i) for i in self._zk_read("get_children", zk_data.BROKER_IDS)}
@@ -105,7 +113,8 @@ class ClusterInspection:
             rows = [{"id": b.id, "host": b.host, "port": b.port, "pid": b.pid, "alive": self._state(b),
                      "registered": None if registered is None else b.id in registered,
                      "is_controller": b.id == controller,
-                     "log_dir": b.log_dir, "log": b.log_path, "metrics_url": b.metrics_url}
+                     "log_dir": b.log_dir, "log": b.log_path, "metrics_url": b.metrics_url,
+                     "listeners": broker_listeners(getattr(self, "listener_spec", None), b)}
                     for b in sorted(self._res.brokers.values(), key=lambda b: b.id)]
         try:
             import pandas as pd

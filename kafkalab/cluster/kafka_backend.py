@@ -162,13 +162,15 @@ class KafkaBackend:
         return None if self.agent_jar is None else javaagent_option(self.agent_jar, host, port)
 
     def server_properties(self, broker_id: int, host: str, port: int, log_dir: str, zookeeper_connect: str,
-                          configs: dict) -> str:
-        """The text of the broker's ``server.properties``."""
+                          configs: dict, listeners: str | None = None) -> str:
+        """The text of the broker's ``server.properties``; ``listeners``: its listeners when a lesson added some
+        (:mod:`kafkalab.cluster.listeners`), else the lab's PLAINTEXT one on ``port``."""
+        listeners = listeners or f"PLAINTEXT://{host}:{port}"
         lines = [f"# written by kafkalab for broker {broker_id}: Kafka {'.'.join(map(str, self.version))}, "
                  "ZooKeeper mode",
                  f"broker.id={broker_id}",
-                 f"listeners=PLAINTEXT://{host}:{port}",
-                 f"advertised.listeners=PLAINTEXT://{host}:{port}",
+                 f"listeners={listeners}",
+                 f"advertised.listeners={listeners}",
                  f"log.dirs={log_dir}",
                  f"zookeeper.connect={zookeeper_connect}",
                  "# the lab's defaults and the cluster's configs"]
@@ -182,10 +184,10 @@ class KafkaBackend:
         return os.path.join(state_dir, f"broker-{broker_id}.properties")
 
     def write_properties(self, state_dir: str, broker_id: int, host: str, port: int, log_dir: str,
-                         zookeeper_connect: str, configs: dict) -> str:
+                         zookeeper_connect: str, configs: dict, listeners: str | None = None) -> str:
         path = self.properties_path(state_dir, broker_id)
         with open(path, "w") as f:
-            f.write(self.server_properties(broker_id, host, port, log_dir, zookeeper_connect, configs))
+            f.write(self.server_properties(broker_id, host, port, log_dir, zookeeper_connect, configs, listeners))
         return path
 
     def command(self, properties_path: str, javaagent: str | None = None) -> list[str]:

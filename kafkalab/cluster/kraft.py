@@ -46,7 +46,9 @@ import weakref
 
 from .jmx_agent import javaagent_for
 from .kafka_requests import metadata_answer, metadata_request
-from .kraft_config import CONTROLLER_ID_BASE, KRaftBackend, effective_configs, new_cluster_id, voters_string
+from .kraft_config import (CONTROLLER_ID_BASE, LISTENER_CONFIGS, KRaftBackend, effective_configs, new_cluster_id,
+                           voters_string)
+from .listeners import listener_spec, spec_from_state
 from .kraft_inspection import KRaftInspection
 from .lifecycle import BrokerLifecycle
 from .mini_kraft import MiniKRaftBackend
@@ -100,6 +102,14 @@ class KRaftCluster(KRaftInspection, BrokerLifecycle, FaultControls):
         self.start_time_s: float | None = None
         self.format_time_s: float | None = None   # of start_time_s, the part kafka-storage format took
         self.configs = effective_configs(brokers, broker_configs)
+        #: the listeners a lesson added besides the lab's PLAINTEXT one (None: that one alone); each node's
+        #: properties file gets its own (``_write_properties``)
+        self.listener_spec = listener_spec(self.configs, host)
+        if self.listener_spec is not None and "CONTROLLER" in self.listener_spec.names:
+            raise ValueError("listeners: CONTROLLER is the controllers' listener (controller.listener.names) in a "
+                             "lab KRaft cluster; name the brokers' listeners otherwise")
+        for name in LISTENER_CONFIGS:
+            self.configs.pop(name, None)
         self._leader_hint: int | None = None
         began = time.monotonic()
         if dir is None:
@@ -116,8 +126,10 @@ class KRaftCluster(KRaftInspection, BrokerLifecycle, FaultControls):
                 res.watchdog.remove_dir_at_exit(res.temp_dir)
             port = (lambda i: base_port + i) if base_port else (lambda i: free_port(host))
             for i in range(1, brokers + 1):
-                res.brokers[i] = self._node(i, "broker,controller" if combined else "broker", port(i - 1),
-                                            port(100 + i - 1) if combined else None)
+                res.brokers[i] = b = self._node(i, "broker,controller" if combined else "broker", port(i - 1),
+                                                port(100 + i - 1) if combined else None)
+                if self.listener_spec is not None:   # each added listener on a port of its own, kept over restarts
+                    b.listener_ports = {name: free_port(host) for name in self.listener_spec.extra}
             if not combined:
                 for i in range(1, controllers + 1):
                     res.controllers[CONTROLLER_ID_BASE + i] = self._node(
@@ -158,7 +170,8 @@ class KRaftCluster(KRaftInspection, BrokerLifecycle, FaultControls):
         path = self.backend.properties_path(self.dir, b.id)
         with open(path, "w") as f:
             f.write(self.backend.server_properties(b.id, b.roles, b.host, b.port, b.controller_port, b.log_dir,
-                                                   voters_string(self.voters), self.configs))
+                                                   voters_string(self.voters), self.configs,
+                                                   getattr(self, "listener_spec", None), b.listener_ports))
         return path
 
     def format_storage(self) -> None:
@@ -443,8 +456,10 @@ class KRaftCluster(KRaftInspection, BrokerLifecycle, FaultControls):
                 "bootstrap_servers": self.bootstrap_servers, "voters": voters_string(self.voters),
                 "nodes": [{"id": b.id, "roles": b.roles, "host": b.host, "port": b.port,
                            "controller_port": b.controller_port, "pid": b.pid, "create_time": b.create_time,
-                           "state": b.state, "log_dir": b.log_dir, "log": b.log_path, "metrics_url": b.metrics_url}
+                           "state": b.state, "log_dir": b.log_dir, "log": b.log_path, "metrics_url": b.metrics_url,
+                           "listener_ports": b.listener_ports}
                           for b in self._all_nodes()],
+                "listeners": None if self.listener_spec is None else self.listener_spec.to_state(),
                 "configs": dict(self.configs)}
 
     def _write_state(self) -> None:
@@ -471,13 +486,14 @@ class KRaftCluster(KRaftInspection, BrokerLifecycle, FaultControls):
         self.dir, self.owner_pid = os.path.abspath(state.get("dir", dir)), state.get("owner_pid")
         self.timeout_s, self.start_time_s, self.combined = timeout_s, None, bool(state.get("combined"))
         self.configs, self.cluster_id, self._leader_hint = dict(state.get("configs", {})), state["cluster_id"], None
+        self.listener_spec = spec_from_state(state.get("listeners"))
         nodes = state.get("nodes", [])
         self.host = nodes[0]["host"] if nodes else "127.0.0.1"
         for e in nodes:
             b = _Broker(e["id"], e["host"], e["port"], e["log_dir"], e["log"], state=e.get("state", "running"),
                         attached_pid=e.get("pid"), attached_create_time=e.get("create_time"),
                         create_time=e.get("create_time"), roles=e["roles"], controller_port=e.get("controller_port"),
-                        metrics_url=e.get("metrics_url"))
+                        metrics_url=e.get("metrics_url"), listener_ports=dict(e.get("listener_ports") or {}))
             if b.state in _RUNNING and b.poll() is not None:
                 b.state = "exited"
             (res.brokers if "broker" in b.roles else res.controllers)[b.id] = b

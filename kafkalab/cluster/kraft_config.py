@@ -93,14 +93,22 @@ def kraft_lab_configs(n: int) -> dict[str, object]:
     return {name: d.for_brokers(n) for name, d in KRAFT_LAB_DEFAULTS.items()}
 
 
+#: what a lesson may give to add listeners to the brokers (:mod:`kafkalab.cluster.listeners`), though reserved
+LISTENER_CONFIGS = ("listeners", "listener.security.protocol.map", "inter.broker.listener.name")
+
+
 def effective_configs(n: int, given: dict) -> dict[str, str]:
-    """The lab defaults for ``n`` brokers with the configs given (Kafka's names, or Python identifiers), as text."""
+    """The lab defaults for ``n`` brokers with the configs given (Kafka's names, or Python identifiers), as text.
+    The :data:`LISTENER_CONFIGS` are kept only with ``listeners`` (the cluster takes them out: ``listener_spec``)."""
     from ..broker.mini import config_name
     configs = kraft_lab_configs(n)
+    names = {config_name(key) for key in given}
     for key, value in given.items():
         name = config_name(key)
-        if name in KRAFT_RESERVED:
-            raise ValueError(f"{name} is set by the cluster for each node; it cannot be given")
+        if name in KRAFT_RESERVED and not (name in LISTENER_CONFIGS and "listeners" in names):
+            raise ValueError(f"{name} is set by the cluster for each node; it cannot be given"
+                             + (" (unless listeners is: kafkalab.cluster.listeners)" if name in LISTENER_CONFIGS
+                                else ""))
         configs[name] = value
     return {k: config_value(v) for k, v in configs.items()}
 
@@ -155,14 +163,22 @@ class KRaftBackend:
     # -- server.properties ---------------------------------------------------------------
 
     def server_properties(self, node_id: int, roles: str, host: str, port: int | None, controller_port: int | None,
-                          log_dir: str, voters: str, configs: dict) -> str:
+                          log_dir: str, voters: str, configs: dict, spec=None,
+                          listener_ports: dict[str, int] | None = None) -> str:
         """The text of one node's properties file. ``roles``: "broker", "controller" or "broker,controller";
         ``port`` is its PLAINTEXT port (brokers), ``controller_port`` its CONTROLLER port (controllers);
-        ``voters``: the ``controller.quorum.voters`` string."""
+        ``voters``: the ``controller.quorum.voters`` string; ``spec``: the listeners a lesson added
+        (:class:`~kafkalab.cluster.listeners.ListenerSpec`, on the brokers' ``listener_ports``)."""
         listeners, advertised = [], []
+        protocols, inter = "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT", "PLAINTEXT"
         if "broker" in roles:
-            listeners.append(f"PLAINTEXT://{host}:{port}")
-            advertised.append(f"PLAINTEXT://{host}:{port}")
+            brokers = (spec.listeners(host, port, listener_ports or {}) if spec is not None
+                       else f"PLAINTEXT://{host}:{port}")
+            listeners.append(brokers)
+            advertised.append(brokers)
+        if spec is not None:
+            protocols = ",".join(["CONTROLLER:PLAINTEXT"] + [f"{n}:{p}" for n, p in spec.protocols.items()])
+            inter = spec.primary
         if "controller" in roles:
             listeners.append(f"CONTROLLER://{host}:{controller_port}")
         lines = [f"# written by kafkalab for node {node_id}: Kafka {'.'.join(map(str, self.version))}, KRaft mode",
@@ -171,9 +187,9 @@ class KRaftBackend:
                  f"controller.quorum.voters={voters}",
                  f"listeners={','.join(listeners)}",
                  "controller.listener.names=CONTROLLER",
-                 "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"]
+                 f"listener.security.protocol.map={protocols}"]
         if "broker" in roles:
-            lines += [f"advertised.listeners={','.join(advertised)}", "inter.broker.listener.name=PLAINTEXT"]
+            lines += [f"advertised.listeners={','.join(advertised)}", f"inter.broker.listener.name={inter}"]
         lines += [f"log.dirs={log_dir}", "# the lab's defaults and the cluster's configs"]
         for key, value in configs.items():
             if key in KRAFT_RESERVED:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from .listeners import ListenerSpec, broker_listeners, cluster_listeners
 from .quorum import quorum_table
 from .resources import _Broker
 
@@ -17,6 +18,7 @@ class KRaftInspection:
     _state: Callable[[_Broker], str]
     _registrations: Callable[[], dict | None]
     _quorum_answer: Callable[..., dict | None]
+    listener_spec: ListenerSpec | None
 
     def _rows(self, nodes: list[_Broker]) -> list[dict]:
         with self._res.lock:
@@ -34,7 +36,8 @@ class KRaftInspection:
                              "fenced": None if reg is None else reg["fenced"],
                              "quorum": status.get(b.id), "is_controller": answer is not None and
                              b.id == answer["leader_id"], "log_dir": b.log_dir, "log": b.log_path,
-                             "metrics_url": b.metrics_url})
+                             "metrics_url": b.metrics_url,
+                             "listeners": broker_listeners(self.listener_spec, b) if "broker" in b.roles else None})
         return rows
 
     def _table(self, rows: list[dict]):
@@ -54,7 +57,8 @@ class KRaftInspection:
         registered and fenced (brokers, from DescribeCluster v2), quorum (Leader / Follower / Observer, from
         DescribeQuorum), is_controller (the active controller), log_dir, log, metrics_url (where the node serves
         its Kafka metrics as Prometheus text: a mini node itself, Kafka's through the JMX exporter's agent,
-        :mod:`~kafkalab.cluster.jmx_agent`; None without it). A pandas DataFrame."""
+        :mod:`~kafkalab.cluster.jmx_agent`; None without it), listeners (a broker's: name -> host:port,
+        :attr:`listeners`). A pandas DataFrame."""
         return self._table(self._rows(self._all_nodes()))
 
     def metrics(self, names=None):
@@ -67,6 +71,12 @@ class KRaftInspection:
         frame = metrics_frame([(b.id, b.metrics_url) for b in nodes], names)
         frame.insert(1, "roles", frame["broker"].map({b.id: b.roles for b in nodes}))
         return frame
+
+    @property
+    def listeners(self) -> dict[str, str]:
+        """Each brokers' listener's name -> its bootstrap servers (every broker's host:port on it): the lab's
+        PLAINTEXT listener (``bootstrap_servers``) and those a lesson added with ``listeners``."""
+        return cluster_listeners(self.listener_spec, sorted(self._res.brokers.values(), key=lambda b: b.id))
 
     @property
     def brokers(self):

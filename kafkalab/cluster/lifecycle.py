@@ -46,15 +46,17 @@ class BrokerLifecycle:
             log.write(f"--- kafkalab: starting broker {b.id} at {time.strftime('%Y-%m-%d %H:%M:%S')} ---\n".encode())
         offset = os.path.getsize(b.log_path)
         own = res.owns_processes
+        listeners = self._listeners_of(b)
         if isinstance(self.backend, KafkaBackend):
             props = self.backend.write_properties(self.dir, b.id, b.host, b.port, b.log_dir,
-                                                  self.zookeeper_connect, self.configs)
+                                                  self.zookeeper_connect, self.configs, listeners=listeners)
             agent = javaagent_for(self.backend, b)
             cmd = self.backend.command(props, agent)
         else:
             agent = None
+            per_broker = {} if listeners is None else {"listeners": listeners, "advertised.listeners": listeners}
             cmd = self.backend.command(b.id, b.host, b.port, b.log_dir,
-                                       {**self.configs, "zookeeper.connect": self.zookeeper_connect},
+                                       {**self.configs, "zookeeper.connect": self.zookeeper_connect, **per_broker},
                                        parent_pid or (os.getpid() if own else self.owner_pid), self.dir)
         env = self.backend.env(b.id, self.dir, agent) if agent else self.backend.env(b.id, self.dir)
         b.process = spawn(cmd, b.log_path, env=env, watchdog=res.watchdog if own else None, tie_to_this_process=own)
@@ -66,6 +68,12 @@ class BrokerLifecycle:
             b.create_time = None
         b.state = "starting"
         return offset
+
+    def _listeners_of(self, b: _Broker) -> str | None:
+        """Broker ``b``'s ``listeners`` (and ``advertised.listeners``) when a lesson added listeners; None: the
+        lab's PLAINTEXT listener alone, on ``b.port``."""
+        spec = getattr(self, "listener_spec", None)
+        return None if spec is None else spec.listeners(b.host, b.port, b.listener_ports)
 
     def _log_excerpt(self, b: _Broker) -> str:
         text = tail(b.log_path)

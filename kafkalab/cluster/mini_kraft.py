@@ -105,8 +105,18 @@ class MiniKRaftBackend(KRaftBackend):
             _host_port(props["listeners"], props["controller.listener.names"])
             cmd += ["--config", f"process.roles={roles}",
                     "--config", f"controller.listener.names={props['controller.listener.names']}"]
+        added = [item for item in props["listeners"].split(",")
+                 if item.partition("://")[0] not in ("PLAINTEXT", props["controller.listener.names"])]
+        if added:   # listeners a lesson added (kafkalab.cluster.listeners): the broker's, its CONTROLLER one apart
+            brokers = ",".join(item for item in props["listeners"].split(",")
+                               if item.partition("://")[0] != props["controller.listener.names"])
+            cmd += ["--config", f"listeners={brokers}",
+                    "--config", f"advertised.listeners={props['advertised.listeners']}",
+                    "--config", f"listener.security.protocol.map={props['listener.security.protocol.map']}",
+                    "--config", f"inter.broker.listener.name={props['inter.broker.listener.name']}"]
         for name, value in configs.items():
-            if name in BROKER_CONFIGS and (roles != "broker" or name not in _CONTROLLER_ONLY):
+            if (name in BROKER_CONFIGS or name.startswith("listener.name.")) and \
+                    (roles != "broker" or name not in _CONTROLLER_ONLY):
                 cmd += ["--config", f"{name}={value}"]
         return cmd
 

@@ -18,7 +18,7 @@ import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .processes import Watchdog
 from .zookeeper import ZooKeeperServer
@@ -45,6 +45,8 @@ class _Broker:
     metrics_url: str | None = None          # http://host:port/metrics (a mini broker's ready line says; Kafka's:
                                             # the JMX exporter's agent on metrics_port)
     metrics_port: int | None = None         # real Kafka: the exporter agent's port, chosen before it starts
+    #: the ports of the listeners a lesson added (``listeners``), by listener name; the lab's own is ``port``
+    listener_ports: dict[str, int] = field(default_factory=dict)
 
     @property
     def pid(self) -> int | None:

@@ -538,7 +538,7 @@ def main(argv=None) -> int:
         return 1
     report({"ok": True, "bootstrap_servers": cluster.bootstrap_servers, "dir": directory, "pid": os.getpid(),
             "zookeeper_connect": cluster.zookeeper_connect, "brokers": cluster.broker_ids,
-            "controller": cluster.controller, "start_time_s": cluster.start_time_s})
+            "controller": cluster.controller, "start_time_s": cluster.start_time_s, "listeners": cluster.listeners})
     print(f"kafkalab up: ready, bootstrap servers {cluster.bootstrap_servers}", flush=True)
     try:
         _serve(cluster, server, stopping)

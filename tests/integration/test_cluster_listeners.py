@@ -1,0 +1,185 @@
+"""A lab cluster behind SASL_SSL for the students' clients (issue #30): ``kafkalab.cluster(listeners=...)``.
+
+Three brokers, each with the lab's PLAINTEXT listener (the lab's tooling, the brokers among themselves) and a
+CLIENTS listener that is SASL_SSL, given with Kafka's own configs; each broker gets a port of its own for each
+listener. The same scenario runs on mini brokers and on Kafka's (the oracle), in ZooKeeper mode with SCRAM-SHA-512
+(a user made over the admin API on PLAINTEXT, stored in ZooKeeper) and in KRaft mode with PLAIN (a user of the
+listener's JAAS config: the mini KRaft cluster keeps no SCRAM credentials yet): a producer and a consumer on CLIENTS
+only; Metadata on CLIENTS advertises every broker's CLIENTS port; a wrong password is refused there; the leader
+SIGKILLed and restarted keeps its ports, and the clients on CLIENTS go on.
+"""
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import (AdminClient, NewTopic, ScramCredentialInfo, ScramMechanism,
+                                  UserScramCredentialUpsertion)
+
+import kafkalab
+from kafkalab.cluster import Cluster, KafkaBackend
+from kafkalab.cluster.distribution import fetch_kafka
+from kafkalab.cluster.kraft_config import KRaftBackend
+from kafkalab.cluster.listeners import listener_spec
+from kafkalab.security import CertificateAuthority
+from tests.helpers.cluster_helpers import leader_of, wait_until
+
+WAIT_S = 60
+SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+PLAIN_JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";'
+#: what the broker tells a client with a wrong password, by mechanism (Kafka's messages)
+REFUSED = {"SCRAM-SHA-512": "invalid credentials with SASL mechanism SCRAM-SHA-512",
+           "PLAIN": "Invalid username or password"}
+
+
+def configs(ca: CertificateAuthority, mechanism: str = "SCRAM-SHA-512") -> dict:
+    return {"listeners": "PLAINTEXT://:0,CLIENTS://:0",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CLIENTS:SASL_SSL",
+            "inter.broker.listener.name": "PLAINTEXT",
+            **ca.broker_configs(listener="CLIENTS"),
+            "listener.name.clients.sasl.enabled.mechanisms": mechanism,
+            f"listener.name.clients.{mechanism.lower()}.sasl.jaas.config":
+                SCRAM_JAAS if mechanism.startswith("SCRAM") else PLAIN_JAAS}
+
+
+def student(cluster, ca, mechanism: str, password="alice-secret", **extra) -> dict:
+    return {**ca.client_configs(), "bootstrap.servers": cluster.listeners["CLIENTS"], "security.protocol": "SASL_SSL",
+            "sasl.mechanism": mechanism, "sasl.username": "alice", "sasl.password": password, **extra}
+
+
+def produce(conf: dict, topic: str, n: int, start: int = 0) -> None:
+    p = Producer({**conf, "acks": "all", "linger.ms": 0})
+    for i in range(start, start + n):
+        p.produce(topic, key=f"k{i}", value=f"v{i}")
+    assert p.flush(WAIT_S) == 0
+
+
+def consume_all(conf: dict, topic: str, n: int) -> list[str]:
+    c = Consumer({**conf, "group.id": f"g-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest"})
+    c.subscribe([topic])
+    got, deadline = [], time.time() + WAIT_S
+    try:
+        while len(got) < n and time.time() < deadline:
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                got.append(m.value().decode())
+    finally:
+        c.close()
+    return got
+
+
+def scenario(cluster, ca: CertificateAuthority, mechanism: str = "SCRAM-SHA-512") -> dict:
+    listeners = cluster.listeners
+    assert list(listeners) == ["PLAINTEXT", "CLIENTS"] and listeners["PLAINTEXT"] == cluster.bootstrap_servers
+    ports = {name: [int(a.rpartition(":")[2]) for a in value.split(",")] for name, value in listeners.items()}
+    assert all(len(p) == 3 for p in ports.values()) and len(set(ports["PLAINTEXT"]) | set(ports["CLIENTS"])) == 6
+    table = cluster.brokers.to_dict("records")
+    assert [row["listeners"]["CLIENTS"] for row in table] == listeners["CLIENTS"].split(",")
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})   # the lab's tooling: PLAINTEXT
+    if mechanism == "SCRAM-SHA-512":
+        for f in admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+                "alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), b"alice-secret")]).values():
+            f.result(WAIT_S)
+    topic = "secured"
+    admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(WAIT_S)
+    wait_until(lambda: leader_of(cluster, topic, 0) >= 1, "a leader for the new topic", WAIT_S)
+    # the student's clients reach the cluster on CLIENTS only; its Metadata names every broker's CLIENTS port
+    conf = student(cluster, ca, mechanism)
+    advertised = sorted(b.port for b in AdminClient(conf).list_topics(timeout=WAIT_S).brokers.values())
+    produce(conf, topic, 10)
+    first = consume_all(conf, topic, 10)
+    # a wrong password is refused on CLIENTS (SASL_AUTHENTICATION_FAILED), while PLAINTEXT goes on serving
+    errors: list = []
+    wrong = Producer(student(cluster, ca, mechanism, password="wrong", error_cb=errors.append))
+    wait_until(lambda: wrong.poll(0.2) is not None and errors, "the wrong password's error", 20)
+    refused = (errors[0].name(), REFUSED[mechanism] in errors[0].str())
+    # the leader SIGKILLed and restarted: its listeners come back on the same ports, and CLIENTS serves on
+    leader = leader_of(cluster, topic, 0)
+    cluster.kill(leader)
+    produce(conf, topic, 10, start=10)
+    cluster.restart(leader)
+    after = cluster.listeners
+    produce(conf, topic, 10, start=20)
+    return {"advertised": advertised, "clients_ports": sorted(ports["CLIENTS"]), "first": first, "refused": refused,
+            "same_after_restart": after == listeners, "all": sorted(consume_all(conf, topic, 30))}
+
+
+def check(run: dict) -> None:
+    assert run["advertised"] == run["clients_ports"]
+    assert run["first"] == [f"v{i}" for i in range(10)]
+    assert run["refused"] == ("_AUTHENTICATION", True)   # librdkafka's name for SASL_AUTHENTICATION_FAILED
+    assert run["same_after_restart"]
+    assert run["all"] == sorted(f"v{i}" for i in range(30))
+
+
+@pytest.fixture(scope="module")
+def ca(tmp_path_factory):
+    return CertificateAuthority(directory=str(tmp_path_factory.mktemp("ca")))
+
+
+def test_a_mini_cluster_behind_sasl_ssl(ca, tmp_path):
+    with kafkalab.cluster(brokers=3, dir=str(tmp_path / "c"), **configs(ca)) as c:
+        check(scenario(c, ca))
+        attached = Cluster.attach(c.dir)
+        try:
+            assert attached.listeners == c.listeners
+        finally:
+            attached.close()
+
+
+@pytest.mark.cluster
+def test_kafka_39_behind_the_same_listeners(ca, tmp_path):
+    backend = KafkaBackend(str(fetch_kafka("3.9")))
+    with kafkalab.cluster(brokers=3, dir=str(tmp_path / "c"), backend=backend, **configs(ca)) as c:
+        props = open(c.backend.properties_path(c.dir, 1)).read()
+        assert f"listeners=PLAINTEXT://127.0.0.1:{c.brokers['port'][0]},CLIENTS://" in props
+        check(scenario(c, ca))
+
+
+def test_a_mini_kraft_cluster_behind_sasl_ssl(ca, tmp_path):
+    with kafkalab.cluster(brokers=3, mode="kraft", dir=str(tmp_path / "c"), **configs(ca, "PLAIN")) as c:
+        assert c.controllers["listeners"].isna().all()   # the controllers keep their CONTROLLER listener alone
+        check(scenario(c, ca, "PLAIN"))
+        attached = Cluster.attach(c.dir)
+        try:
+            assert attached.listeners == c.listeners
+        finally:
+            attached.close()
+
+
+@pytest.mark.cluster
+def test_kafka_4_kraft_behind_the_same_listeners(ca, tmp_path):
+    backend = KRaftBackend(str(fetch_kafka("4")))
+    with kafkalab.cluster(brokers=3, mode="kraft", dir=str(tmp_path / "c"), backend=backend,
+                          **configs(ca, "PLAIN")) as c:
+        props = open(c.backend.properties_path(c.dir, 1)).read()
+        assert "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,CLIENTS:SASL_SSL" in props
+        check(scenario(c, ca, "PLAIN"))
+
+
+@pytest.mark.parametrize("listeners, extra, message", [
+    ("PLAINTEXT://:9092,CLIENTS://:0", {}, "give each listener port 0"),
+    ("PLAINTEXT://:0,OTHER://:0", {}, "OTHER has no security protocol"),
+    ("CLIENTS://:0", {}, "the inter-broker listener PLAINTEXT"),
+    ("PLAINTEXT://:0,CLIENTS://:0", {"inter.broker.listener.name": "CLIENTS"}, "must be a PLAINTEXT one"),
+    ("PLAINTEXT://:0,PLAINTEXT://:0", {}, "given twice"),
+    ("PLAINTEXT://10.1.2.3:0", {}, "listen on 127.0.0.1"),
+])
+def test_listeners_a_lab_cluster_refuses(listeners, extra, message):
+    given = {"listeners": listeners, "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CLIENTS:SASL_SSL",
+             **extra}
+    with pytest.raises(ValueError, match=message):
+        listener_spec(given, "127.0.0.1")
+    with pytest.raises(ValueError, match=message):   # before any process starts, in either mode
+        kafkalab.cluster(brokers=1, **given)
+    with pytest.raises(ValueError, match=message):
+        kafkalab.cluster(brokers=1, mode="kraft", **given)
+
+
+def test_the_lab_listener_comes_first():
+    spec = listener_spec({"listeners": "CLIENTS://:0,PLAINTEXT://127.0.0.1:0",
+                          "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CLIENTS:SASL_SSL"}, "127.0.0.1")
+    assert spec.names == ("PLAINTEXT", "CLIENTS") and spec.extra == ("CLIENTS",) and spec.primary == "PLAINTEXT"
+    assert spec.listeners("127.0.0.1", 4001, {"CLIENTS": 4002}) == "PLAINTEXT://127.0.0.1:4001,CLIENTS://127.0.0.1:4002"
