@@ -107,6 +107,17 @@ class LabKafka:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def listeners(self) -> dict[str, str]:
+        """Each listener's name -> where a client of it connects (every broker's ``host:port``, comma-separated): the
+        embedded broker's or the cluster's listeners (``listeners=`` configs add some), ``PLAINTEXT`` alone for an
+        external cluster, whose listeners the lab does not know."""
+        if self.broker is not None:
+            return self.broker.listeners
+        if self.cluster is not None and hasattr(self.cluster, "listeners"):
+            return self.cluster.listeners
+        return {"PLAINTEXT": self.bootstrap_servers}
+
     def client_config(self, **overrides) -> dict:
         """A confluent-kafka config dict: ``bootstrap.servers`` plus ``overrides``.
 

@@ -11,6 +11,7 @@ AlterConfigs          33   v0-v2   ConfigRecords replacing each resource's confi
 CreatePartitions      37   v0-v3   a PartitionRecord per new partition (StripedReplicaPlacer)
 ElectLeaders          43   v0-v2   PREFERRED / UNCLEAN elections: a PartitionChangeRecord each
 IncrementalAlterCon.  44   v0-v1   ConfigRecords: SET / DELETE / APPEND / SUBTRACT
+AlterUserScramCred.   51   v0      a (Remove)UserScramCredentialRecord per user (scram_control_manager.py)
 AlterPartition        56   v1      a leader's ISR change: PartitionChangeRecord; the new state
 Envelope              58   v0      a request a broker forwarded (KIP-590): unwrapped, handled, the answer
                                    wrapped (:mod:`kafkalab.controller.envelope_utils`)
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 from kafka.protocol.admin.configs import (AlterConfigsRequest, AlterConfigsResponse, IncrementalAlterConfigsRequest,
                                           IncrementalAlterConfigsResponse)
+from kafka.protocol.admin.users import AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse
 from kafka.protocol.admin.topics import (CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest,
                                          CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
                                          ElectLeadersRequest, ElectLeadersResponse)
@@ -119,6 +121,16 @@ async def handle_incremental_alter_configs(controller, request) -> dict:
 @controller_api(AlterConfigsRequest, AlterConfigsResponse, versions=(0, 2))
 async def handle_alter_configs(controller, request) -> dict:
     return await _alter_configs(controller.legacy_alter_configs, request)
+
+
+@controller_api(AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse, versions=(0, 0))
+async def handle_alter_user_scram_credentials(controller, request) -> dict:
+    try:
+        results = await controller.alter_user_scram_credentials(request)
+    except KafkaError as exc:   # NOT_CONTROLLER: the forwarding broker looks for the active one
+        users = dict.fromkeys([u.name for u in request.upsertions or ()] + [d.name for d in request.deletions or ()])
+        results = [{"user": u, "error_code": int(exc.code), "error_message": exc.message} for u in users]
+    return {"throttle_time_ms": 0, "results": results}
 
 
 @controller_api(AlterPartitionRequest, AlterPartitionResponse, versions=(1, 1))

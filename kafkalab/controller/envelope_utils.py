@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 _HEADER_PREFIX = struct.Struct(">hhi")
 #: the APIs a broker forwards and a controller accepts in an envelope (api key -> name)
 FORWARDABLE = {19: "CreateTopics", 20: "DeleteTopics", 33: "AlterConfigs", 37: "CreatePartitions",
-               43: "ElectLeaders", 44: "IncrementalAlterConfigs"}
+               43: "ElectLeaders", 44: "IncrementalAlterConfigs", 51: "AlterUserScramCredentials"}
 
 
 def _envelope_error(code: ErrorCode, why: str) -> dict:

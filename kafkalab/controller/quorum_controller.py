@@ -40,6 +40,7 @@ from .feature_control_manager import FeatureControlManager
 from .leader_balancer import LeaderBalancer
 from ..metadata.api_message_and_version import ApiMessageAndVersion, read_committed
 from .producer_id_control_manager import ProducerIdControlManager
+from .scram_control_manager import ScramControlManager
 from .replication_control_manager import ReplicationControlManager
 from .snapshot_generator import SnapshotGenerator
 
@@ -49,7 +50,8 @@ TIMER_S = 0.05
 
 def replay_record(state, offset: int, record) -> None:
     """Apply one committed metadata record to ``state``'s control managers (its ``features``, ``cluster``,
-    ``replication``, ``producer_ids``): what every controller does, and what a broker's metadata image does."""
+    ``replication``, ``producer_ids``, ``scram``): what every controller does, and what a broker's metadata image
+    does."""
     d, name = record.data, record.name
     if name == "FeatureLevelRecord":
         state.features.replay_feature_level(d)
@@ -75,6 +77,8 @@ def replay_record(state, offset: int, record) -> None:
         state.replication.replay_remove_topic(d)
     elif name == "ProducerIdsRecord":
         state.producer_ids.replay(d)
+    elif name in ("UserScramCredentialRecord", "RemoveUserScramCredentialRecord"):
+        state.scram.replay(name, d)
     # NoOpRecord and the record types never written here change nothing
 
 
@@ -96,6 +100,7 @@ class QuorumController:
                                               leader_imbalance_check_interval_seconds,
                                               leader_imbalance_per_broker_percentage)
         self.producer_ids = ProducerIdControlManager()
+        self.scram = ScramControlManager()
         self.configuration = ConfigurationControlManager(self.replication, group_config_bounds)
         self.idle_interval_ms = idle_interval_ms
         self.write_timeout_s = write_timeout_ms / 1000
@@ -374,6 +379,11 @@ class QuorumController:
             topics.setdefault(topic, []).append(self.replication.partition_answer(topic, index, error))
         return {"throttle_time_ms": 0, "error_code": 0,
                 "topics": [{"topic_name": t, "partitions": parts} for t, parts in topics.items()]}
+
+    async def alter_user_scram_credentials(self, request) -> list[dict]:
+        """AlterUserScramCredentials: a UserScramCredentialRecord or RemoveUserScramCredentialRecord per user,
+        committed (:mod:`~kafkalab.controller.scram_control_manager`)."""
+        return await self.write(lambda: self.scram.alter_credentials(request))
 
     async def allocate_producer_ids(self, request) -> range:
         """AllocateProducerIds: the next block of producer ids (a ProducerIdsRecord, committed)."""

@@ -74,6 +74,8 @@ class BrokerMetadataPublisher:
                 meta.configs = dict(topic.configs)
                 broker.apply_topic_configs(topic.name, topic.configs)
         self._publish_group_configs(image)
+        if delta.scram_changed:   # the SASL listeners authenticate against the new credentials at once
+            broker.credential_provider.apply_scram_image(image.scram.credentials)
         # StopReplica's work for a deleted topic: the local replicas stop and their logs go
         gone = [(name, p, EPOCH_DURING_DELETE, True) for name, _, parts in delta.removed for p in parts
                 if (name, p) in rm.partitions]

@@ -2,7 +2,8 @@
 Envelope (Kafka's ``kafka.server.ForwardingManager``, KIP-590).
 
 A KRaft broker cannot change the metadata itself: CreateTopics, DeleteTopics, CreatePartitions,
-AlterConfigs and IncrementalAlterConfigs are decided by the active controller. The broker reads and
+AlterConfigs, IncrementalAlterConfigs, ElectLeaders and AlterUserScramCredentials are decided by the active
+controller. The broker reads and
 checks the request as for any other (a request that does not parse closes the connection), then wraps the
 request's bytes *whole* (its header with the client's correlation id and client id, its body) in an
 EnvelopeRequest, with the client's address and principal, and sends it through its
@@ -40,6 +41,7 @@ import struct
 
 from kafka.protocol.admin.configs import AlterConfigsResponse, IncrementalAlterConfigsResponse
 from kafka.protocol.admin.topics import CreatePartitionsResponse, CreateTopicsResponse, DeleteTopicsResponse
+from kafka.protocol.admin.users import AlterUserScramCredentialsResponse
 
 from ..broker.common.message.codec import build
 from ..broker.common.errors import ErrorCode
@@ -57,7 +59,7 @@ _SIZE = struct.Struct(">i")
 #: how long a forwarded topic change's answer waits for the broker's own metadata to show it
 READ_YOUR_WRITES_S = 2.0
 RESPONSES = {19: CreateTopicsResponse, 20: DeleteTopicsResponse, 33: AlterConfigsResponse, 37: CreatePartitionsResponse,
-             44: IncrementalAlterConfigsResponse}
+             44: IncrementalAlterConfigsResponse, 51: AlterUserScramCredentialsResponse}
 
 
 def client_address(host: str) -> bytes:
@@ -87,6 +89,10 @@ def error_result(api_key: int, request, code: int, message: str) -> dict:
     if api_key == 37:
         return {"throttle_time_ms": 0, "results": [
             {"name": t.name, "error_code": code, "error_message": message} for t in request.topics]}
+    if api_key == 51:
+        users = dict.fromkeys([u.name for u in request.upsertions or ()] + [d.name for d in request.deletions or ()])
+        return {"throttle_time_ms": 0, "results": [{"user": u, "error_code": code, "error_message": message}
+                                                   for u in users]}
     return {"throttle_time_ms": 0, "responses": [
         {"error_code": code, "error_message": message, "resource_type": r.resource_type,
          "resource_name": r.resource_name} for r in request.resources]}

@@ -20,6 +20,7 @@ from ..metadata.api_message_and_version import read_committed, uuid_of
 from ..controller.producer_id_control_manager import ProducerIdControlManager
 from ..controller.quorum_controller import replay_record
 from ..controller.replication_control_manager import ReplicationControlManager
+from ..controller.scram_control_manager import ScramControlManager
 from ..controller.snapshot_generator import SnapshotGenerator
 
 _PARTITION_RECORDS = ("PartitionRecord", "PartitionChangeRecord")
@@ -36,9 +37,11 @@ class MetadataDelta:
     brokers_changed: bool = False
     removed: list = field(default_factory=list)       # (name, topic id, [partition]) of each RemoveTopicRecord
     configs_changed: bool = False                     # a ConfigRecord of another resource (BROKER, GROUP)
+    scram_changed: bool = False                       # a (Remove)UserScramCredentialRecord
 
     def __bool__(self) -> bool:
-        return bool(self.partitions or self.topics or self.brokers_changed or self.removed or self.configs_changed)
+        return bool(self.partitions or self.topics or self.brokers_changed or self.removed or self.configs_changed
+                    or self.scram_changed)
 
 
 class MetadataImage:
@@ -47,6 +50,7 @@ class MetadataImage:
         self.cluster = ClusterControlManager(None, self.features)
         self.replication = ReplicationControlManager(self.cluster)
         self.producer_ids = ProducerIdControlManager()
+        self.scram = ScramControlManager()
         self.configuration = ConfigurationControlManager(self.replication)
         self.next_offset = 0          # every committed record below it is applied
         #: loads a snapshot the broker fetched (FetchSnapshot), and writes the broker's own (Kafka's defaults)
@@ -82,6 +86,8 @@ class MetadataImage:
                 delta.configs_changed = True
             elif record.name in _BROKER_RECORDS:
                 delta.brokers_changed = True
+            elif record.name in ("UserScramCredentialRecord", "RemoveUserScramCredentialRecord"):
+                delta.scram_changed = True
         self.next_offset = high_watermark
         self.snapshots.after_replay(self, metadata_log, start, high_watermark)
         return delta
@@ -102,7 +108,7 @@ class MetadataImage:
     def everything(self) -> MetadataDelta:
         """A delta naming every partition and topic (the first publish after the broker starts)."""
         return MetadataDelta({(t.id, p) for t in self.replication.topics.values() for p in t.partitions},
-                             set(self.replication.topics), True)
+                             set(self.replication.topics), True, scram_changed=True)
 
     @staticmethod
     def _topic_id(text: str):

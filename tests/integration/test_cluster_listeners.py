@@ -2,11 +2,12 @@
 
 Three brokers, each with the lab's PLAINTEXT listener (the lab's tooling, the brokers among themselves) and a
 CLIENTS listener that is SASL_SSL, given with Kafka's own configs; each broker gets a port of its own for each
-listener. The same scenario runs on mini brokers and on Kafka's (the oracle), in ZooKeeper mode with SCRAM-SHA-512
-(a user made over the admin API on PLAINTEXT, stored in ZooKeeper) and in KRaft mode with PLAIN (a user of the
-listener's JAAS config: the mini KRaft cluster keeps no SCRAM credentials yet): a producer and a consumer on CLIENTS
-only; Metadata on CLIENTS advertises every broker's CLIENTS port; a wrong password is refused there; the leader
-SIGKILLed and restarted keeps its ports, and the clients on CLIENTS go on.
+listener. The same scenario runs on mini brokers and on Kafka's (the oracle), in ZooKeeper mode and in KRaft mode:
+a SCRAM-SHA-512 user made over the admin API on PLAINTEXT (stored in ``/config/users`` in ZooKeeper mode, as a
+UserScramCredentialRecord the controller writes in KRaft mode), then a producer and a consumer on CLIENTS only;
+Metadata on CLIENTS advertises every broker's CLIENTS port; a wrong password is refused there; the leader SIGKILLed
+and restarted keeps its ports, and the clients on CLIENTS go on; the user deleted, its password refused. Also, the
+admin API's refusals of bad credentials, which differ between the modes (KRaft: one change per user and request).
 """
 from __future__ import annotations
 
@@ -16,14 +17,19 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import (AdminClient, NewTopic, ScramCredentialInfo, ScramMechanism,
-                                  UserScramCredentialUpsertion)
+                                  UserScramCredentialDeletion, UserScramCredentialUpsertion)
+from kafka.protocol.admin.users import AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse
 
 import kafkalab
 from kafkalab.cluster import Cluster, KafkaBackend
 from kafkalab.cluster.distribution import fetch_kafka
 from kafkalab.cluster.kraft_config import KRaftBackend
 from kafkalab.cluster.listeners import listener_spec
+from kafkalab.lab import LabKafka
 from kafkalab.security import CertificateAuthority
+from kafkalab.broker.common.errors import ErrorCode
+from kafkalab.broker.common.message.codec import build
+from tests.helpers import kafka_wire as wire
 from tests.helpers.cluster_helpers import leader_of, wait_until
 
 WAIT_S = 60
@@ -70,6 +76,30 @@ def consume_all(conf: dict, topic: str, n: int) -> list[str]:
     return got
 
 
+def refusals(bootstrap: str) -> dict[str, tuple[str, str]]:
+    """AlterUserScramCredentials with a bad change per user, and erin's two mechanisms: user -> (error, message)."""
+    def up(name, mechanism=2, iterations=4096):
+        return {"name": name, "mechanism": mechanism, "iterations": iterations, "salt": b"salt",
+                "salted_password": b"x"}
+    request = build(AlterUserScramCredentialsRequest, 0, {
+        "deletions": [{"name": "frank", "mechanism": 2}],
+        "upsertions": [up(""), up("bob", mechanism=9), up("carol", iterations=1000), up("dave", iterations=20000),
+                       up("erin", mechanism=1), up("erin", mechanism=2)]})
+    response = wire.call(bootstrap, request, AlterUserScramCredentialsResponse, 0)
+    return {r.user: (ErrorCode(r.error_code).name, r.error_message) for r in response.results}
+
+
+REFUSALS = {"": ("UNACCEPTABLE_CREDENTIAL", "Username must not be empty"),
+            "bob": ("UNSUPPORTED_SASL_MECHANISM", "Unknown SCRAM mechanism"),
+            "carol": ("UNACCEPTABLE_CREDENTIAL", "Too few iterations"),
+            "dave": ("UNACCEPTABLE_CREDENTIAL", "Too many iterations"),
+            "frank": ("RESOURCE_NOT_FOUND", "Attempt to delete a user credential that does not exist")}
+#: erin's two mechanisms in one request: Kafka 3.9's ZkAdminManager keys changes by user and mechanism, Kafka 4's
+#: ScramControlManager by user
+ERIN = {"zookeeper": ("NONE", ""),       # 3.9 sets no message on a success: the field's default, ""
+        "kraft": ("DUPLICATE_RESOURCE", "A user credential cannot be altered twice in the same request")}
+
+
 def scenario(cluster, ca: CertificateAuthority, mechanism: str = "SCRAM-SHA-512") -> dict:
     listeners = cluster.listeners
     assert list(listeners) == ["PLAINTEXT", "CLIENTS"] and listeners["PLAINTEXT"] == cluster.bootstrap_servers
@@ -102,8 +132,31 @@ def scenario(cluster, ca: CertificateAuthority, mechanism: str = "SCRAM-SHA-512"
     cluster.restart(leader)
     after = cluster.listeners
     produce(conf, topic, 10, start=20)
+    everything = sorted(consume_all(conf, topic, 30))
+    described = deleted = None
+    if mechanism == "SCRAM-SHA-512":   # the user deleted over the admin API: its password refused from then on
+        info = admin.describe_user_scram_credentials(["alice"])["alice"].result(WAIT_S)
+        described = [(c.mechanism.name, c.iterations) for c in info.scram_credential_infos]
+        for f in admin.alter_user_scram_credentials([UserScramCredentialDeletion(
+                "alice", ScramMechanism.SCRAM_SHA_512)]).values():
+            f.result(WAIT_S)
+        errors.clear()
+        gone = Producer(student(cluster, ca, mechanism, error_cb=errors.append))
+        wait_until(lambda: gone.poll(0.2) is not None and errors, "the deleted user's error", 20)
+        deleted = errors[0].name()
+    # the refusals: in ZooKeeper mode the active controller alters credentials (another broker: NOT_CONTROLLER, for
+    # every user); in KRaft mode any broker forwards the request to the active controller
+    address = {b["id"]: f"{b['host']}:{b['port']}" for b in cluster.brokers.to_dict("records")}
+    others = None
+    if cluster.mode == "zookeeper":
+        controller = cluster.controller
+        others = refusals(next(a for i, a in address.items() if i != controller))
+        answered = refusals(address[controller])
+    else:
+        answered = refusals(address[min(address)])
     return {"advertised": advertised, "clients_ports": sorted(ports["CLIENTS"]), "first": first, "refused": refused,
-            "same_after_restart": after == listeners, "all": sorted(consume_all(conf, topic, 30))}
+            "same_after_restart": after == listeners, "all": everything, "described": described, "deleted": deleted,
+            "refusals": answered, "others": others, "mode": cluster.mode}
 
 
 def check(run: dict) -> None:
@@ -112,6 +165,11 @@ def check(run: dict) -> None:
     assert run["refused"] == ("_AUTHENTICATION", True)   # librdkafka's name for SASL_AUTHENTICATION_FAILED
     assert run["same_after_restart"]
     assert run["all"] == sorted(f"v{i}" for i in range(30))
+    if run["described"] is not None:
+        assert run["described"] == [("SCRAM_SHA_512", 4096)] and run["deleted"] == "_AUTHENTICATION"
+    assert run["refusals"] == {**REFUSALS, "erin": ERIN[run["mode"]]}
+    if run["mode"] == "zookeeper":
+        assert run["others"] == {user: ("NOT_CONTROLLER", None) for user in run["refusals"]}
 
 
 @pytest.fixture(scope="module")
@@ -122,6 +180,7 @@ def ca(tmp_path_factory):
 def test_a_mini_cluster_behind_sasl_ssl(ca, tmp_path):
     with kafkalab.cluster(brokers=3, dir=str(tmp_path / "c"), **configs(ca)) as c:
         check(scenario(c, ca))
+        assert LabKafka(c.bootstrap_servers, cluster=c).listeners == c.listeners   # connect(brokers=3)'s handle
         attached = Cluster.attach(c.dir)
         try:
             assert attached.listeners == c.listeners
@@ -139,9 +198,9 @@ def test_kafka_39_behind_the_same_listeners(ca, tmp_path):
 
 
 def test_a_mini_kraft_cluster_behind_sasl_ssl(ca, tmp_path):
-    with kafkalab.cluster(brokers=3, mode="kraft", dir=str(tmp_path / "c"), **configs(ca, "PLAIN")) as c:
+    with kafkalab.cluster(brokers=3, mode="kraft", dir=str(tmp_path / "c"), **configs(ca)) as c:
         assert c.controllers["listeners"].isna().all()   # the controllers keep their CONTROLLER listener alone
-        check(scenario(c, ca, "PLAIN"))
+        check(scenario(c, ca))
         attached = Cluster.attach(c.dir)
         try:
             assert attached.listeners == c.listeners
@@ -152,11 +211,19 @@ def test_a_mini_kraft_cluster_behind_sasl_ssl(ca, tmp_path):
 @pytest.mark.cluster
 def test_kafka_4_kraft_behind_the_same_listeners(ca, tmp_path):
     backend = KRaftBackend(str(fetch_kafka("4")))
-    with kafkalab.cluster(brokers=3, mode="kraft", dir=str(tmp_path / "c"), backend=backend,
-                          **configs(ca, "PLAIN")) as c:
+    with kafkalab.cluster(brokers=3, mode="kraft", dir=str(tmp_path / "c"), backend=backend, **configs(ca)) as c:
         props = open(c.backend.properties_path(c.dir, 1)).read()
         assert "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,CLIENTS:SASL_SSL" in props
-        check(scenario(c, ca, "PLAIN"))
+        check(scenario(c, ca))
+
+
+def test_plain_users_of_the_jaas_config_on_a_mini_kraft_cluster(ca, tmp_path):
+    with kafkalab.cluster(brokers=1, mode="kraft", dir=str(tmp_path / "c"), **configs(ca, "PLAIN")) as c:
+        conf = student(c, ca, "PLAIN")
+        admin = AdminClient({"bootstrap.servers": c.bootstrap_servers})
+        admin.create_topics([NewTopic("plain", 1, 1)])["plain"].result(WAIT_S)
+        produce(conf, "plain", 3)
+        assert consume_all(conf, "plain", 3) == ["v0", "v1", "v2"]
 
 
 @pytest.mark.parametrize("listeners, extra, message", [

@@ -25,8 +25,11 @@ one asked twice DUPLICATE_RESOURCE.
 Kafka writes it. In ZooKeeper mode as Kafka 3.x keeps them: in the user's config znode ``/config/users/<user>``
 (next to the user's client quotas), one key per mechanism, ``{"version":1,"config":{"SCRAM-SHA-256":
 "salt=...,stored_key=...,server_key=...,iterations=4096"}}``, then a change notification
-``{"entity_path":"users/<user>"}`` that every broker follows. KRaft mode (``UserScramCredentialRecord`` in
-``__cluster_metadata``) is not served yet: the requests answer UNSUPPORTED_VERSION there.
+``{"entity_path":"users/<user>"}`` that every broker follows. In KRaft mode the broker forwards
+AlterUserScramCredentials to the active controller, which writes ``UserScramCredentialRecord`` /
+``RemoveUserScramCredentialRecord`` to ``__cluster_metadata``
+(:mod:`kafkalab.controller.scram_control_manager`); the broker replays them into its metadata image and from there
+into this provider, and answers DescribeUserScramCredentials from it.
 """
 from __future__ import annotations
 
@@ -40,7 +43,7 @@ from kazoo.exceptions import NoNodeError
 from ..common.errors import ErrorCode
 from ..common.state_file import read_state_file, write_state_file
 from ..common.security.authenticator.credential_cache import CredentialCache
-from ..common.security.scram.scram_credential import credential_from_string, credential_to_string
+from ..common.security.scram.scram_credential import ScramCredential, credential_from_string, credential_to_string
 from ..common.security.scram.scram_formatter import ScramFormatter
 from ..common.security.scram.scram_mechanism import BY_TYPE, MECHANISMS
 from ..zk import zk_data as zd
@@ -73,18 +76,32 @@ class CredentialProvider:
 
     @property
     def served(self) -> bool:
-        """Standalone or ZooKeeper mode (KRaft keeps the credentials in records: not served yet)."""
+        """Whether this broker alters credentials itself: standalone or in ZooKeeper mode. A KRaft broker forwards
+        AlterUserScramCredentials to the controller and learns the credentials from its metadata image
+        (:meth:`apply_scram_image`)."""
         return not self.in_cluster or self.broker.zk_client is not None
+
+    def apply_scram_image(self, credentials: dict) -> None:
+        """A KRaft broker's credentials as its metadata image has them (the controller's UserScramCredentialRecords:
+        (user, mechanism type) -> salt, stored key, server key, iterations), the users whose changed updated."""
+        found: dict[str, dict[str, str]] = {}
+        for (user, mechanism), v in credentials.items():
+            found.setdefault(user, {})[BY_TYPE[mechanism].mechanism_name] = credential_to_string(
+                ScramCredential(v.salt, v.stored_key, v.server_key, v.iterations))
+        for user in set(self.users) - set(found):
+            self._set(user, {})
+        for user, configs in found.items():
+            if configs != self.users.get(user):
+                self._set(user, configs)
 
     # -- AlterUserScramCredentials ----------------------------------------------------------------------------
 
     async def alter(self, upsertions: list, deletions: list) -> list[dict]:
         """Kafka's ``alterUserScramCredentials``: the results, one per user."""
-        if not self.served:
+        if not self.served:   # a KRaft broker forwards the request to the controller (kafka_apis): never here
             users = dict.fromkeys([u.name for u in upsertions] + [d.name for d in deletions])
-            return [{"user": u, "error_code": ErrorCode.UNSUPPORTED_VERSION,
-                     "error_message": "kafkalab: SCRAM credentials in KRaft mode (UserScramCredentialRecord) are "
-                                      "not served yet"} for u in users]
+            return [{"user": u, "error_code": ErrorCode.NOT_CONTROLLER,
+                     "error_message": "a KRaft broker's controller alters SCRAM credentials"} for u in users]
         results: list[dict] = []
         illegal: dict[str, str] = {}
         for d in deletions:
@@ -133,7 +150,8 @@ class CredentialProvider:
                 results.append({"user": user, "error_code": ErrorCode.UNKNOWN_SERVER_ERROR,
                                 "error_message": str(exc)})
                 continue
-            results.append({"user": user, "error_code": 0, "error_message": None})
+            # Kafka 3.9's ZkAdminManager sets no message on a success: the field's default, "" (not null)
+            results.append({"user": user, "error_code": 0, "error_message": ""})
         return results
 
     async def _fetch(self, user: str) -> dict[str, str]:
@@ -165,10 +183,8 @@ class CredentialProvider:
     # -- DescribeUserScramCredentials -------------------------------------------------------------------------
 
     def describe(self, users: list[str] | None) -> dict:
-        """Kafka's ``describeUserScramCredentials``: the response's fields."""
-        if not self.served:
-            return {"error_code": ErrorCode.UNSUPPORTED_VERSION, "error_message": "kafkalab: SCRAM credentials in "
-                    "KRaft mode (UserScramCredentialRecord) are not served yet", "results": []}
+        """Kafka's ``describeUserScramCredentials``: the response's fields (a KRaft broker: from its metadata image,
+        as Kafka 4's broker answers from its ``ScramImage``)."""
 
         def result(user: str) -> dict:
             configs = self.users.get(user, {})
