@@ -177,8 +177,11 @@ def ca(tmp_path_factory):
     return CertificateAuthority(directory=str(tmp_path_factory.mktemp("ca")))
 
 
-def test_a_mini_cluster_behind_sasl_ssl(ca, tmp_path):
-    with kafkalab.cluster(brokers=3, dir=str(tmp_path / "c"), **configs(ca)) as c:
+@pytest.mark.parametrize("mode", ["zookeeper", "kraft"])
+def test_a_mini_cluster_behind_sasl_ssl(ca, tmp_path, mode):
+    with kafkalab.cluster(brokers=3, mode=mode, dir=str(tmp_path / "c"), **configs(ca)) as c:
+        if mode == "kraft":   # the controllers keep their CONTROLLER listener alone
+            assert c.controllers["listeners"].isna().all()
         check(scenario(c, ca))
         assert LabKafka(c.bootstrap_servers, cluster=c).listeners == c.listeners   # connect(brokers=3)'s handle
         attached = Cluster.attach(c.dir)
@@ -195,17 +198,6 @@ def test_kafka_39_behind_the_same_listeners(ca, tmp_path):
         props = open(c.backend.properties_path(c.dir, 1)).read()
         assert f"listeners=PLAINTEXT://127.0.0.1:{c.brokers['port'][0]},CLIENTS://" in props
         check(scenario(c, ca))
-
-
-def test_a_mini_kraft_cluster_behind_sasl_ssl(ca, tmp_path):
-    with kafkalab.cluster(brokers=3, mode="kraft", dir=str(tmp_path / "c"), **configs(ca)) as c:
-        assert c.controllers["listeners"].isna().all()   # the controllers keep their CONTROLLER listener alone
-        check(scenario(c, ca))
-        attached = Cluster.attach(c.dir)
-        try:
-            assert attached.listeners == c.listeners
-        finally:
-            attached.close()
 
 
 @pytest.mark.cluster
