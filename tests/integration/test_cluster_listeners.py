@@ -203,7 +203,9 @@ def test_kafka_39_behind_the_same_listeners(ca, tmp_path):
 @pytest.mark.cluster
 def test_kafka_4_kraft_behind_the_same_listeners(ca, tmp_path):
     backend = KRaftBackend(str(fetch_kafka("4")))
-    with kafkalab.cluster(brokers=3, mode="kraft", dir=str(tmp_path / "c"), backend=backend, **configs(ca)) as c:
+    # combined broker+controller nodes: three JVMs, not six, on a CI machine's two cores
+    with kafkalab.cluster(brokers=3, mode="kraft", combined=True, dir=str(tmp_path / "c"), backend=backend,
+                          **configs(ca)) as c:
         props = open(c.backend.properties_path(c.dir, 1)).read()
         assert "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,CLIENTS:SASL_SSL" in props
         check(scenario(c, ca))
