@@ -37,6 +37,7 @@ from kafka.protocol.admin.topics import (CreatePartitionsRequest, CreatePartitio
                                          ElectLeadersRequest, ElectLeadersResponse)
 
 from ..broker.apis import ApiRegistry
+from ..broker.apis.alter_user_scram_credentials import every_user
 from ..broker.common.message.zk_messages import AlterPartitionRequest, AlterPartitionResponse
 from ..broker.common.errors import KafkaError
 from .controller_messages import (AllocateProducerIdsRequest, AllocateProducerIdsResponse, BrokerHeartbeatRequest,
@@ -126,11 +127,9 @@ async def handle_alter_configs(controller, request) -> dict:
 @controller_api(AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse, versions=(0, 0))
 async def handle_alter_user_scram_credentials(controller, request) -> dict:
     try:
-        results = await controller.alter_user_scram_credentials(request)
+        return {"throttle_time_ms": 0, "results": await controller.alter_user_scram_credentials(request)}
     except KafkaError as exc:   # NOT_CONTROLLER: the forwarding broker looks for the active one
-        users = dict.fromkeys([u.name for u in request.upsertions or ()] + [d.name for d in request.deletions or ()])
-        results = [{"user": u, "error_code": int(exc.code), "error_message": exc.message} for u in users]
-    return {"throttle_time_ms": 0, "results": results}
+        return every_user(request, exc.code, exc.message)
 
 
 @controller_api(AlterPartitionRequest, AlterPartitionResponse, versions=(1, 1))

@@ -40,7 +40,7 @@ from .feature_control_manager import FeatureControlManager
 from .leader_balancer import LeaderBalancer
 from ..metadata.api_message_and_version import ApiMessageAndVersion, read_committed
 from .producer_id_control_manager import ProducerIdControlManager
-from .scram_control_manager import ScramControlManager
+from .scram_control_manager import SCRAM_RECORDS, ScramControlManager
 from .replication_control_manager import ReplicationControlManager
 from .snapshot_generator import SnapshotGenerator
 
@@ -77,7 +77,7 @@ def replay_record(state, offset: int, record) -> None:
         state.replication.replay_remove_topic(d)
     elif name == "ProducerIdsRecord":
         state.producer_ids.replay(d)
-    elif name in ("UserScramCredentialRecord", "RemoveUserScramCredentialRecord"):
+    elif name in SCRAM_RECORDS:
         state.scram.replay(name, d)
     # NoOpRecord and the record types never written here change nothing
 

@@ -26,9 +26,11 @@ from dataclasses import dataclass
 from ..broker.common.errors import ErrorCode
 from ..broker.common.security.scram.scram_formatter import ScramFormatter
 from ..broker.common.security.scram.scram_mechanism import BY_TYPE
+from ..broker.server.credential_provider import scram_change_error
 from ..metadata.api_message_and_version import ApiMessageAndVersion
 
-MAX_ITERATIONS = 16384
+#: the record types this manager writes and replays
+SCRAM_RECORDS = ("UserScramCredentialRecord", "RemoveUserScramCredentialRecord")
 TWICE = "A user credential cannot be altered twice in the same request"
 
 
@@ -66,7 +68,7 @@ class ScramControlManager:
                 continue
             if deletions.pop(u.name, None) is not None or upsertions.pop(u.name, None) is not None:
                 errors[u.name] = (ErrorCode.DUPLICATE_RESOURCE, TWICE)
-            elif (error := _validate_upsertion(u)) is not None:
+            elif (error := scram_change_error(u.name, u.mechanism, u.iterations)) is not None:
                 errors[u.name] = error
             else:
                 upsertions[u.name] = u
@@ -88,7 +90,7 @@ class ScramControlManager:
         return records, results
 
     def _validate_deletion(self, d) -> tuple[ErrorCode, str] | None:
-        error = _validate_name_and_mechanism(d.name, d.mechanism)
+        error = scram_change_error(d.name, d.mechanism)
         if error is None and (d.name, d.mechanism) not in self.credentials:
             return ErrorCode.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist"
         return error
@@ -110,22 +112,3 @@ class ScramControlManager:
             "name": user, "mechanism": mechanism, "salt": v.salt, "stored_key": v.stored_key,
             "server_key": v.server_key, "iterations": v.iterations})
             for (user, mechanism), v in sorted(self.credentials.items())]
-
-
-def _validate_name_and_mechanism(name: str, mechanism: int) -> tuple[ErrorCode, str] | None:
-    if not name:
-        return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"
-    if mechanism not in BY_TYPE:
-        return ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"
-    return None
-
-
-def _validate_upsertion(u) -> tuple[ErrorCode, str] | None:
-    error = _validate_name_and_mechanism(u.name, u.mechanism)
-    if error is not None:
-        return error
-    if u.iterations < BY_TYPE[u.mechanism].min_iterations:
-        return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations"
-    if u.iterations > MAX_ITERATIONS:
-        return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations"
-    return None

@@ -43,6 +43,7 @@ from kafka.protocol.admin.configs import AlterConfigsResponse, IncrementalAlterC
 from kafka.protocol.admin.topics import CreatePartitionsResponse, CreateTopicsResponse, DeleteTopicsResponse
 from kafka.protocol.admin.users import AlterUserScramCredentialsResponse
 
+from ..broker.apis.alter_user_scram_credentials import every_user
 from ..broker.common.message.codec import build
 from ..broker.common.errors import ErrorCode
 from ..broker.network.request_channel import CloseConnection
@@ -90,9 +91,7 @@ def error_result(api_key: int, request, code: int, message: str) -> dict:
         return {"throttle_time_ms": 0, "results": [
             {"name": t.name, "error_code": code, "error_message": message} for t in request.topics]}
     if api_key == 51:
-        users = dict.fromkeys([u.name for u in request.upsertions or ()] + [d.name for d in request.deletions or ()])
-        return {"throttle_time_ms": 0, "results": [{"user": u, "error_code": code, "error_message": message}
-                                                   for u in users]}
+        return every_user(request, code, message)
     return {"throttle_time_ms": 0, "responses": [
         {"error_code": code, "error_message": message, "resource_type": r.resource_type,
          "resource_name": r.resource_name} for r in request.resources]}

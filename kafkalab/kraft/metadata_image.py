@@ -20,7 +20,7 @@ from ..metadata.api_message_and_version import read_committed, uuid_of
 from ..controller.producer_id_control_manager import ProducerIdControlManager
 from ..controller.quorum_controller import replay_record
 from ..controller.replication_control_manager import ReplicationControlManager
-from ..controller.scram_control_manager import ScramControlManager
+from ..controller.scram_control_manager import SCRAM_RECORDS, ScramControlManager
 from ..controller.snapshot_generator import SnapshotGenerator
 
 _PARTITION_RECORDS = ("PartitionRecord", "PartitionChangeRecord")
@@ -86,7 +86,7 @@ class MetadataImage:
                 delta.configs_changed = True
             elif record.name in _BROKER_RECORDS:
                 delta.brokers_changed = True
-            elif record.name in ("UserScramCredentialRecord", "RemoveUserScramCredentialRecord"):
+            elif record.name in SCRAM_RECORDS:
                 delta.scram_changed = True
         self.next_offset = high_watermark
         self.snapshots.after_replay(self, metadata_log, start, high_watermark)

@@ -17,10 +17,11 @@ from ..security.auth_helper import AclOperation, authorize_cluster
 from . import api
 
 
-def _every_user(request, code: ErrorCode) -> dict:
-    """Kafka's ``getErrorResponse``: every user of the request, the error without a message."""
+def every_user(request, code: int, message: str | None = None) -> dict:
+    """Kafka's ``getErrorResponse``: every user of the request once, with the one error (by default no message);
+    also the KRaft controller's and the forwarding broker's answer when the request fails as a whole."""
     users = dict.fromkeys([u.name for u in request.upsertions or ()] + [d.name for d in request.deletions or ()])
-    return {"throttle_time_ms": 0, "results": [{"user": u, "error_code": int(code), "error_message": None}
+    return {"throttle_time_ms": 0, "results": [{"user": u, "error_code": int(code), "error_message": message}
                                                for u in users]}
 
 
@@ -30,8 +31,8 @@ async def handle_alter_user_scram_credentials(ctx, request):
     if getattr(broker, "zk_client", None) is not None:   # ZooKeeper mode: the active controller alters them (3.9)
         controller = getattr(broker, "kafka_controller", None)
         if controller is None or not controller.is_active:
-            return _every_user(request, ErrorCode.NOT_CONTROLLER)
+            return every_user(request, ErrorCode.NOT_CONTROLLER)
     if not authorize_cluster(ctx, AclOperation.ALTER):
-        return _every_user(request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        return every_user(request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     results = await broker.credential_provider.alter(list(request.upsertions or ()), list(request.deletions or ()))
     return {"throttle_time_ms": 0, "results": results}

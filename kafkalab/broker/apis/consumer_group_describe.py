@@ -34,13 +34,20 @@ def _refused(group_id: str) -> dict:
 @api(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, versions=(0, 1))
 async def handle_consumer_group_describe(ctx, request):
     coordinator = ctx.broker.group_coordinator
+    return {"throttle_time_ms": 0,
+            "groups": describe_groups(ctx, request, coordinator.consumer_group_describe)}
+
+
+def describe_groups(ctx, request, describe) -> list[dict]:
+    """Each of the request's groups described by ``describe`` (ConsumerGroupDescribe's and ShareGroupDescribe's
+    coordinator call), or refused without DESCRIBE on it; KIP-430's authorized operations on each one found."""
     groups = []
     for g in request.group_ids or []:
         if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g):
             groups.append(_refused(g))
             continue
-        entry = coordinator.consumer_group_describe(g)
-        if request.include_authorized_operations and entry["error_code"] == ErrorCode.NONE:   # KIP-430
+        entry = describe(g)
+        if request.include_authorized_operations and entry["error_code"] == ErrorCode.NONE:
             entry["authorized_operations"] = authorized_operations_field(ctx, ResourceType.GROUP, g)
         groups.append(entry)
-    return {"throttle_time_ms": 0, "groups": groups}
+    return groups

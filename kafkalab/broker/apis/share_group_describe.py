@@ -12,32 +12,15 @@ answers GROUP_ID_NOT_FOUND ("not a share group"), as in Kafka; so does an unknow
 from kafka.protocol.api_message import ApiMessage
 
 from ..common.message import schemas
-from ..common.errors import ErrorCode
-from ..security.auth_helper import AclOperation, ResourceType, authorize, authorized_operations_field
 from . import api
+from .consumer_group_describe import describe_groups   # the same refusal and KIP-430 operations per group
 
 
 class ShareGroupDescribeRequest(ApiMessage, load_json=schemas): pass
 class ShareGroupDescribeResponse(ApiMessage, load_json=schemas): pass
 
 
-def _refused(group_id: str) -> dict:
-    """Kafka: DESCRIBE on the group, else GROUP_AUTHORIZATION_FAILED."""
-    return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "error_message": "Group authorization failed.",
-            "group_id": group_id, "group_state": "", "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "",
-            "members": [], "authorized_operations": -2147483648}
-
-
 @api(ShareGroupDescribeRequest, ShareGroupDescribeResponse, versions=(1, 1))
 async def handle_share_group_describe(ctx, request):
     coordinator = ctx.broker.group_coordinator
-    groups = []
-    for g in request.group_ids or []:
-        if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g):
-            groups.append(_refused(g))
-            continue
-        entry = coordinator.share_group_describe(g)
-        if request.include_authorized_operations and entry["error_code"] == ErrorCode.NONE:   # KIP-430
-            entry["authorized_operations"] = authorized_operations_field(ctx, ResourceType.GROUP, g)
-        groups.append(entry)
-    return {"throttle_time_ms": 0, "groups": groups}
+    return {"throttle_time_ms": 0, "groups": describe_groups(ctx, request, coordinator.share_group_describe)}

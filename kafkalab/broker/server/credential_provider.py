@@ -55,6 +55,20 @@ UNKNOWN_SCRAM_MECHANISM = "Unknown SCRAM mechanism"
 MAX_ITERATIONS = 16384
 
 
+def scram_change_error(name: str, mechanism: int, iterations: int | None = None) -> tuple[ErrorCode, str] | None:
+    """What is wrong with one deletion (``iterations`` None) or upsertion, Kafka's checks in both modes
+    (``ZkAdminManager`` and ``ScramControlManager``); None if nothing is."""
+    if not name:
+        return ErrorCode.UNACCEPTABLE_CREDENTIAL, USERNAME_MUST_NOT_BE_EMPTY
+    if mechanism not in BY_TYPE:
+        return ErrorCode.UNSUPPORTED_SASL_MECHANISM, UNKNOWN_SCRAM_MECHANISM
+    if iterations is not None and iterations < BY_TYPE[mechanism].min_iterations:
+        return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations"
+    if iterations is not None and iterations > MAX_ITERATIONS:
+        return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations"
+    return None
+
+
 def sanitize(user: str) -> str:
     """A user name as a znode name (Kafka's ``Sanitizer.sanitize``: URL-encoded, ``*`` and space as %2A, %20)."""
     return urllib.parse.quote(user, safe="._-")
@@ -103,24 +117,12 @@ class CredentialProvider:
             return [{"user": u, "error_code": ErrorCode.NOT_CONTROLLER,
                      "error_message": "a KRaft broker's controller alters SCRAM credentials"} for u in users]
         results: list[dict] = []
-        illegal: dict[str, str] = {}
-        for d in deletions:
-            if not d.name:
-                illegal[d.name] = USERNAME_MUST_NOT_BE_EMPTY
-            elif d.mechanism not in BY_TYPE:
-                illegal[d.name] = UNKNOWN_SCRAM_MECHANISM
-        for u in upsertions:
-            if not u.name:
-                illegal[u.name] = USERNAME_MUST_NOT_BE_EMPTY
-            elif u.mechanism not in BY_TYPE:
-                illegal[u.name] = UNKNOWN_SCRAM_MECHANISM
-            elif u.iterations < BY_TYPE[u.mechanism].min_iterations:
-                illegal[u.name] = "Too few iterations"
-            elif u.iterations > MAX_ITERATIONS:
-                illegal[u.name] = "Too many iterations"
-        for user, message in illegal.items():
-            code = ErrorCode.UNSUPPORTED_SASL_MECHANISM if message == UNKNOWN_SCRAM_MECHANISM \
-                else ErrorCode.UNACCEPTABLE_CREDENTIAL
+        illegal: dict[str, tuple[ErrorCode, str]] = {}
+        for x in [*deletions, *upsertions]:
+            error = scram_change_error(x.name, x.mechanism, getattr(x, "iterations", None))
+            if error is not None:
+                illegal[x.name] = error
+        for user, (code, message) in illegal.items():
             results.append({"user": user, "error_code": code, "error_message": message})
         pairs = [(x.name, x.mechanism) for x in [*upsertions, *deletions] if x.name not in illegal]
         duplicated = {name for name, _ in pairs if pairs.count((name, _)) > 1}

@@ -41,11 +41,17 @@ def test_another_living_process_keeps_its_port():
 
 
 def test_two_processes_picking_at_once_never_share_a_port():
+    # each picker lives until all have picked (its stdin closed): a reservation lasts as long as its owner lives
     code = ("import sys; from kafkalab.cluster import ports; ports.RESERVATIONS = sys.argv[1]; "
-            "print(*(ports.free_port() for _ in range(300)))")
-    workers = [subprocess.Popen([sys.executable, "-c", code, ports.RESERVATIONS], stdout=subprocess.PIPE, text=True,
-                                env=dict(os.environ, PYTHONPATH=os.getcwd())) for _ in range(3)]
-    picked = [out.split() for out, _ in (w.communicate(60) for w in workers)]
+            "print(*(ports.free_port() for _ in range(300)), flush=True); sys.stdin.read()")
+    workers = [subprocess.Popen([sys.executable, "-c", code, ports.RESERVATIONS], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=os.getcwd()))
+               for _ in range(3)]
+    try:
+        picked = [w.stdout.readline().split() for w in workers]
+    finally:
+        for w in workers:
+            w.communicate(timeout=60)
     assert all(len(p) == 300 for p in picked)
     assert len(set().union(*picked)) == 900
 
