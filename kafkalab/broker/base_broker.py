@@ -123,11 +123,11 @@ class BaseBroker:
             raise StartupError(str(exc)) from exc
         #: each SASL listener's mechanisms and JAAS entries, by listener name (bad sasl.* configs: ValueError here)
         self.sasl_configs = self.listener_configs.sasl_server_configs()
-        inter_broker = self.listener_configs.inter_broker_security_protocol
-        if metadata_mode is not MetadataMode.STANDALONE and inter_broker != "PLAINTEXT":
-            raise StartupError(f"the mini broker's connections to other brokers and controllers are PLAINTEXT only: "
-                               f"the inter-broker listener {self.listener_configs.inter_broker_listener_name} is "
-                               f"{inter_broker} (set inter.broker.listener.name to a PLAINTEXT listener)")
+        if metadata_mode is not MetadataMode.STANDALONE:   # how this broker connects to the others (made once)
+            try:
+                self.listener_configs.inter_broker_client_security()
+            except ValueError as exc:
+                raise StartupError(str(exc)) from exc
         primary = _primary_endpoint(self.listener_configs.listeners)
         self.host = primary.host or "127.0.0.1"
         self._metadata_mode = metadata_mode

@@ -256,7 +256,8 @@ class KafkaServer(BaseBroker):
                         if client is not None:
                             await client.close()
                         client = NetworkClient(node.host, node.port, client_id=f"broker-{self.broker_id}-shutdown",
-                                               timeout_s=timeout_s)
+                                               timeout_s=timeout_s,
+                                               security=cfg.listener_configs.inter_broker_client_security())
                     request = build(ControlledShutdownRequest, CONTROLLED_SHUTDOWN_VERSION,
                                     {"broker_id": self.broker_id, "broker_epoch": self.broker_epoch})
                     try:

@@ -15,16 +15,27 @@ request at a time, each request a kafka-python message class built with
 A failed connection or a timeout raises ``ConnectionError`` /
 ``asyncio.TimeoutError`` and closes the socket; the next ``send`` connects
 again (callers back off, as Kafka's do with ``reconnect.backoff.ms``).
+
+``security`` (a :class:`~kafkalab.broker.network.client_security.ClientSecurity`,
+the inter-broker listener's) secures the connection as that listener asks:
+TLS first for SSL and SASL_SSL, then for SASL_* a SaslHandshake and
+SaslAuthenticate before the first request, and a re-authentication on the
+same connection when the session is near its end (KIP-368). A refusal raises
+:class:`~kafkalab.broker.network.client_security.AuthenticationError` (a
+ConnectionError) with the broker's message.
 """
 from __future__ import annotations
 
 import asyncio
 import itertools
+import ssl
 import struct
 
 from kafka.protocol.api_header import ResponseClassRegistry
 
+from ..common.security.errors import AuthenticationException
 from ..utils.async_util import wait_for
+from .client_security import AuthenticationError, ClientSecurity
 
 _SIZE = struct.Struct(">i")
 API_VERSIONS_KEY = 18
@@ -32,8 +43,9 @@ API_VERSIONS_KEY = 18
 
 class NetworkClient:
     def __init__(self, host: str, port: int, client_id: str = "kafkalab-broker", timeout_s: float = 30.0,
-                 max_response_bytes: int = 200 * 1024 * 1024):
+                 max_response_bytes: int = 200 * 1024 * 1024, security: ClientSecurity | None = None):
         self.host = host
+        self.security = security
         self.port = port
         self.client_id = client_id
         self.timeout_s = timeout_s
@@ -42,15 +54,40 @@ class NetworkClient:
         self._writer: asyncio.StreamWriter | None = None
         self._lock = asyncio.Lock()          # one request in flight: responses come back in order anyway
         self._correlation = itertools.count(1)
+        self._authenticator = None   # the connection's SaslClientAuthenticator (SASL_* listeners)
 
     @property
     def connected(self) -> bool:
         return self._writer is not None and not self._writer.is_closing()
 
     async def connect(self) -> None:
-        if not self.connected:
-            self._reader, self._writer = await wait_for(
-                asyncio.open_connection(self.host, self.port, limit=2**20), self.timeout_s)
+        if self.connected:
+            if self._authenticator is not None and self._authenticator.needs_reauthentication():
+                await self._authenticate()   # KIP-368: on the same connection, before the session ends
+            return
+        security = self.security
+        ssl_context = security.ssl_context if security is not None else None
+        try:
+            self._reader, self._writer = await wait_for(asyncio.open_connection(
+                self.host, self.port, limit=2**20, ssl=ssl_context,
+                server_hostname=self.host if ssl_context is not None else None), self.timeout_s)
+        except ssl.SSLError as exc:   # Kafka: SslAuthenticationException "SSL handshake failed"
+            raise AuthenticationError(f"SSL handshake with {self.host}:{self.port} "
+                                      f"({security.listener_name}) failed: {exc}") from exc
+        self._authenticator = security.authenticator() if security is not None else None
+        if self._authenticator is not None:
+            try:
+                await self._authenticate()
+            except BaseException:
+                await self.close()
+                raise
+
+    async def _authenticate(self) -> None:
+        try:
+            await self._authenticator.authenticate(self._roundtrip)
+        except AuthenticationException as exc:
+            raise AuthenticationError(f"SASL/{self._authenticator.mechanism} authentication with "
+                                      f"{self.host}:{self.port} ({self.security.listener_name}) failed: {exc}") from exc
 
     async def send(self, request, timeout_s: float | None = None):
         """Send ``request`` (its ``API_VERSION`` set) and return the decoded response.
@@ -68,6 +105,9 @@ class NetworkClient:
 
     async def _exchange(self, request):
         await self.connect()
+        return await self._roundtrip(request)
+
+    async def _roundtrip(self, request):
         correlation_id = next(self._correlation) & 0x7FFFFFFF
         request.with_header(correlation_id=correlation_id, client_id=self.client_id)
         self._writer.write(request.encode(header=True, framed=True))
@@ -88,6 +128,7 @@ class NetworkClient:
 
     async def close(self) -> None:
         writer, self._reader, self._writer = self._writer, None, None
+        self._authenticator = None
         if writer is not None:
             writer.close()
             try:

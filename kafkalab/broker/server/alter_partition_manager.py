@@ -159,7 +159,8 @@ class AlterPartitionManager:
                 await self._client.close()
             timeout = broker.config["controller.socket.timeout.ms"] / 1000
             self._client = NetworkClient(*address, client_id=f"broker-{self.broker_id}-alter-partition",
-                                         timeout_s=timeout)
+                                         timeout_s=timeout,
+                                         security=broker.config.listener_configs.inter_broker_client_security())
             self._client_target = target
         return await self._client.send(build(AlterPartitionRequest, ALTER_PARTITION_VERSION, data))
 

@@ -20,7 +20,8 @@ from typing import Any
 from ..common.endpoint import (
     ConfigException, Endpoint, config_prefix, normalised, parse_endpoints, parse_protocol_map, security_protocol)
 from ..common.security.authenticator.sasl_server_config import SaslServerConfig, sasl_server_config
-from ..common.security.ssl_factory import create_server_context
+from ..common.security.ssl_factory import create_client_context, create_server_context
+from ..network.client_security import PLAINTEXT, ClientSecurity
 from ..common.security.ssl_principal_mapper import SslPrincipalMapper
 from ..log.log_config import ConfigDef, _d, _nonneg
 
@@ -77,6 +78,9 @@ SASL_CONFIGS: list[ConfigDef] = [
        "session lifetime that will not exceed the configured value is communicated to v2.2.0 or later clients when "
        "they authenticate (KIP-368); the broker disconnects a client that does not re-authenticate in time",
        _nonneg),
+    _d("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI", "SASL mechanism used for inter-broker "
+       "communication (the mini broker's own connections log in with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, with the "
+       "username and password of that mechanism's JAAS entry on the inter-broker listener)"),
     _d("connection.failed.authentication.delay.ms", "int", 100, "Connection close delay on failed authentication: "
        "the time (in milliseconds) by which connection close will be delayed on authentication failure (KIP-306)",
        _nonneg),
@@ -146,6 +150,7 @@ class ListenerConfigs:
             protocol = security_protocol(config["security.inter.broker.protocol"], "security.inter.broker.protocol")
             self.inter_broker_listener_name = self.inter_broker_security_protocol = protocol
         self._validate(all_advertised)
+        self._inter_broker_client: ClientSecurity | None = None
 
     def _listener_names(self) -> list[str]:
         return [normalised(e.split("://")[0].strip()) for e in self._config["listeners"].split(",") if "://" in e]
@@ -213,3 +218,38 @@ class ListenerConfigs:
         name, from its ``listener.name.<l>.`` configs first (ValueError naming the config for a mistake)."""
         return {e.listener_name: sasl_server_config(e.listener_name, self._config.get)
                 for e in self.listeners if e.security_protocol.startswith("SASL_")}
+
+    # -- this broker as a client of the others (Kafka's ChannelBuilders.clientChannelBuilder) ------------------
+
+    def inter_broker_client_security(self) -> ClientSecurity:
+        """How this broker connects to the other brokers' inter-broker listener (made once; ValueError naming the
+        config for a mistake): that listener's security protocol, its ``ssl.*`` configs in client mode, and for
+        SASL ``sasl.mechanism.inter.broker.protocol`` with its JAAS entry's ``username`` and ``password``."""
+        if self._inter_broker_client is None:
+            self._inter_broker_client = self.client_security(
+                self.inter_broker_listener_name, self._config["sasl.mechanism.inter.broker.protocol"],
+                "sasl.mechanism.inter.broker.protocol")
+        return self._inter_broker_client
+
+    def client_security(self, listener_name: str, mechanism: str, mechanism_config: str) -> ClientSecurity:
+        protocol = self.protocol_map[listener_name]
+        if protocol == "PLAINTEXT":
+            return PLAINTEXT if listener_name == "PLAINTEXT" else ClientSecurity(listener_name, protocol)
+        try:
+            context = create_client_context(self.ssl_configs(listener_name)) if protocol.endswith("SSL") else None
+        except ValueError as exc:
+            raise ValueError(f"listener {listener_name} (this broker's connections to the others): {exc}") from exc
+        if not protocol.startswith("SASL_"):
+            return ClientSecurity(listener_name, protocol, context)
+        sasl = sasl_server_config(listener_name, self._config.get)
+        if mechanism not in sasl.enabled_mechanisms:   # Kafka's KafkaConfig.validateValues
+            raise ConfigException(f"requirement failed: {mechanism_config} must be included in "
+                                  "sasl.enabled.mechanisms when SASL is used for inter-broker communication")
+        entry = sasl.jaas_entries.get(mechanism)
+        options = entry.options if entry is not None else {}
+        if not options.get("username") or "password" not in options:
+            raise ConfigException(
+                f"{config_prefix(listener_name)}{mechanism.lower()}.sasl.jaas.config: the broker connects to the "
+                f"other brokers' {listener_name} listener with SASL/{mechanism} ({mechanism_config}) and logs in "
+                f"with its JAAS entry's username and password: add username=\"...\" password=\"...\"")
+        return ClientSecurity(listener_name, protocol, context, mechanism, options["username"], options["password"])

@@ -114,7 +114,8 @@ class ReplicaFetcherThread:
         cfg = manager.config
         self.client = NetworkClient(host, port, client_id=f"broker-{self.broker_id}-fetcher-{fetcher_id}",
                                     timeout_s=max(cfg["replica.socket.timeout.ms"],
-                                                  cfg["replica.fetch.wait.max.ms"] + 5000) / 1000)
+                                                  cfg["replica.fetch.wait.max.ms"] + 5000) / 1000,
+                                    security=cfg.listener_configs.inter_broker_client_security())
         self.partitions: dict[tuple[str, int], PartitionFetchState] = {}
         self._wakeup = asyncio.Event()
         self.task: asyncio.Task | None = None

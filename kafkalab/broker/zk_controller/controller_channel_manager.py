@@ -24,6 +24,7 @@ from ..common.endpoint import SECURITY_PROTOCOL_IDS
 from ..common.message.codec import build
 from ..common.message.zk_messages import (LEADER_AND_ISR_VERSION, STOP_REPLICA_VERSION, UPDATE_METADATA_VERSION,
                                 LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest)
+from ..network.client_security import ClientSecurity
 from ..network.network_client import NetworkClient
 from ..zk.zk_data import BrokerInfo
 from .controller_context import ControllerContext
@@ -37,28 +38,32 @@ PLAINTEXT_SECURITY_PROTOCOL = 0
 
 
 class _BrokerChannel:
-    def __init__(self, controller_id: int, info: BrokerInfo, timeout_s: float, listener_name: str = "PLAINTEXT"):
+    def __init__(self, controller_id: int, info: BrokerInfo, timeout_s: float, listener_name: str = "PLAINTEXT",
+                 security: ClientSecurity | None = None):
         self.info = info
         host, port = info.endpoint_for(listener_name)   # the inter-broker listener (Kafka's controller: its own)
         self.client = NetworkClient(host, port, client_id=f"controller-{controller_id}-to-broker-{info.id}",
-                                    timeout_s=timeout_s)
+                                    timeout_s=timeout_s, security=security)
         self.queue: asyncio.Queue = asyncio.Queue()
         self.task: asyncio.Task | None = None
         self.removed = False
 
 
 class ControllerChannelManager:
-    def __init__(self, controller_id: int, socket_timeout_ms: int = 30_000, listener_name: str = "PLAINTEXT"):
+    def __init__(self, controller_id: int, socket_timeout_ms: int = 30_000, listener_name: str = "PLAINTEXT",
+                 security: ClientSecurity | None = None):
         self.controller_id = controller_id
-        #: the inter-broker listener the controller reaches the brokers on (``inter.broker.listener.name``)
+        #: the inter-broker listener the controller reaches the brokers on (``inter.broker.listener.name``), and
+        #: how its connections are secured (that listener's protocol: TLS, SASL)
         self.listener_name = listener_name
+        self.security = security
         self.timeout_s = socket_timeout_ms / 1000.0
         self.channels: dict[int, _BrokerChannel] = {}
 
     def add_broker(self, info: BrokerInfo) -> None:
         if info.id in self.channels:
             return
-        channel = _BrokerChannel(self.controller_id, info, self.timeout_s, self.listener_name)
+        channel = _BrokerChannel(self.controller_id, info, self.timeout_s, self.listener_name, self.security)
         channel.task = asyncio.get_running_loop().create_task(self._send_loop(channel))
         self.channels[info.id] = channel
 

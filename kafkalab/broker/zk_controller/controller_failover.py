@@ -137,7 +137,8 @@ class ControllerFailover:
         self._generation += 1
         self.channel_manager = ControllerChannelManager(
             self.broker_id, self.config["controller.socket.timeout.ms"],
-            self.config.listener_configs.inter_broker_listener_name)
+            self.config.listener_configs.inter_broker_listener_name,
+            self.config.listener_configs.inter_broker_client_security())
         self.batch = ControllerBrokerRequestBatch(self.broker_id, ctx, self.channel_manager,
                                                   self._on_leader_and_isr_response, self._on_stop_replica_response)
         # watches first, then the reads (a change in between shows up as an event)

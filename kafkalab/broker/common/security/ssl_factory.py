@@ -13,6 +13,13 @@
   for, none is accepted, a bad one fails the handshake), ``none``.
 * ``ssl.enabled.protocols``: OpenSSL takes a range, so the oldest to the newest one named are enabled.
 
+A broker is also a TLS *client*, of the other brokers' inter-broker listener (and of the controllers' listener):
+:func:`create_client_context` makes that context from the same listener's configs, as Kafka's channel builder in
+client mode: the trust store checks the other broker's certificate, the key store (if any) is presented when
+asked (mutual TLS: the other broker's principal is this broker's certificate's name), and with
+``ssl.endpoint.identification.algorithm=https`` (Kafka's default since 2.0) the certificate must be for the
+host connected to.
+
 Every mistake is a :class:`~kafkalab.broker.common.endpoint.ConfigException` with Kafka's message (its
 ``InvalidConfigurationException``), raised when the broker starts.
 """
@@ -142,7 +149,8 @@ def _load_pem_chain(ctx: ssl.SSLContext, chain: bytes, key: bytes, password: str
         _load_cert_chain(ctx, certfile, keyfile, password, "ssl.keystore.certificate.chain/ssl.keystore.key")
 
 
-def _load_truststore(ctx: ssl.SSLContext, c: dict[str, Any]) -> None:
+def _load_truststore(ctx: ssl.SSLContext, c: dict[str, Any],
+                     purpose: ssl.Purpose = ssl.Purpose.CLIENT_AUTH) -> None:
     """Kafka's ``createTruststore``, its checks and messages; no trust store: the system's CAs."""
     store_type = c["ssl.truststore.type"]
     path, password = _text(c["ssl.truststore.location"]), _text(c["ssl.truststore.password"])
@@ -171,7 +179,7 @@ def _load_truststore(ctx: ssl.SSLContext, c: dict[str, Any]) -> None:
             _, pems = _pkcs12(path, password, "truststore")
             ctx.load_verify_locations(cadata=b"".join(pems).decode())
         else:
-            ctx.load_default_certs(ssl.Purpose.CLIENT_AUTH)
+            ctx.load_default_certs(purpose)
     except (ssl.SSLError, OSError) as exc:
         raise ConfigException(f"Invalid PEM truststore configs: {exc}") from exc
 
@@ -199,4 +207,26 @@ def create_server_context(configs: dict[str, Any]) -> ssl.SSLContext:
     ctx.verify_mode = _CLIENT_AUTH[client_auth]
     if ctx.verify_mode != ssl.CERT_NONE:
         _load_truststore(ctx, configs)
+    return ctx
+
+
+def create_client_context(configs: dict[str, Any]) -> ssl.SSLContext:
+    """The client-side SSLContext a broker connects to another broker's (or a controller's) listener with, from
+    that listener's ``ssl.*`` configs (Kafka's ``SslFactory`` in ``Mode.CLIENT``): the trust store (none: the
+    system's CAs), the key store if one is configured, the host name checked unless
+    ``ssl.endpoint.identification.algorithm`` is empty."""
+    enabled = [p.strip() for p in str(configs["ssl.enabled.protocols"] or "").split(",") if p.strip()]
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    known = [_TLS_VERSIONS[p] for p in enabled if p in _TLS_VERSIONS]
+    if known:
+        ctx.minimum_version, ctx.maximum_version = min(known), max(known)
+    if any(configs.get(k) is not None for k in ("ssl.keystore.location", "ssl.keystore.key",
+                                                 "ssl.keystore.certificate.chain")):
+        _load_keystore(ctx, configs)
+    _load_truststore(ctx, configs, ssl.Purpose.SERVER_AUTH)
+    algorithm = (configs["ssl.endpoint.identification.algorithm"] or "").strip()
+    if algorithm.lower() not in ("", "https"):
+        raise ConfigException(f"Invalid value {algorithm} for configuration ssl.endpoint.identification.algorithm: "
+                              "only https (or empty: no host name check) is supported")
+    ctx.check_hostname = bool(algorithm)   # verify_mode stays CERT_REQUIRED: the chain is always checked
     return ctx

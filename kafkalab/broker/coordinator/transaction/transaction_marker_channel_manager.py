@@ -155,7 +155,8 @@ class TransactionMarkerChannelManager:
         if client is None or (client.host, client.port) != (node.host, node.port):
             client = self._clients[leader] = NetworkClient(
                 node.host, node.port, client_id=f"broker-{self.broker.broker_id}-txn-marker-sender",
-                timeout_s=MARKER_TIMEOUT_MS / 1000 + 5)
+                timeout_s=MARKER_TIMEOUT_MS / 1000 + 5,
+                security=self.broker.config.listener_configs.inter_broker_client_security())
         topics: dict[str, list[int]] = {}
         for topic, index in tps:
             topics.setdefault(topic, []).append(index)

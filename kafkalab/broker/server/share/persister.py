@@ -102,7 +102,8 @@ class SharePersister:
         client = self._clients.get(node.id)
         if client is None or (client.host, client.port) != (node.host, node.port):
             client = self._clients[node.id] = NetworkClient(
-                node.host, node.port, client_id=f"broker-{self.broker.broker_id}-share-persister", timeout_s=10)
+                node.host, node.port, client_id=f"broker-{self.broker.broker_id}-share-persister", timeout_s=10,
+                security=self.broker.config.listener_configs.inter_broker_client_security())
         return client
 
     async def close(self) -> None:
