@@ -33,6 +33,7 @@ import struct
 
 from kafka.protocol.api_header import ResponseClassRegistry
 
+from ..common.security.authenticator.sasl_client_authenticator import SaslClientAuthenticator
 from ..common.security.errors import AuthenticationException
 from ..utils.async_util import wait_for
 from .client_security import AuthenticationError, ClientSecurity
@@ -54,7 +55,8 @@ class NetworkClient:
         self._writer: asyncio.StreamWriter | None = None
         self._lock = asyncio.Lock()          # one request in flight: responses come back in order anyway
         self._correlation = itertools.count(1)
-        self._authenticator = None   # the connection's SaslClientAuthenticator (SASL_* listeners)
+        #: the connection's SASL authenticator (SASL_* listeners only)
+        self._authenticator: SaslClientAuthenticator | None = None
 
     @property
     def connected(self) -> bool:
@@ -72,8 +74,8 @@ class NetworkClient:
                 self.host, self.port, limit=2**20, ssl=ssl_context,
                 server_hostname=self.host if ssl_context is not None else None), self.timeout_s)
         except ssl.SSLError as exc:   # Kafka: SslAuthenticationException "SSL handshake failed"
-            raise AuthenticationError(f"SSL handshake with {self.host}:{self.port} "
-                                      f"({security.listener_name}) failed: {exc}") from exc
+            listener = security.listener_name if security is not None else "PLAINTEXT"
+            raise AuthenticationError(f"SSL handshake with {self.host}:{self.port} ({listener}) failed: {exc}") from exc
         self._authenticator = security.authenticator() if security is not None else None
         if self._authenticator is not None:
             try:
@@ -83,11 +85,13 @@ class NetworkClient:
                 raise
 
     async def _authenticate(self) -> None:
+        authenticator, security = self._authenticator, self.security
+        assert authenticator is not None and security is not None
         try:
-            await self._authenticator.authenticate(self._roundtrip)
+            await authenticator.authenticate(self._roundtrip)
         except AuthenticationException as exc:
-            raise AuthenticationError(f"SASL/{self._authenticator.mechanism} authentication with "
-                                      f"{self.host}:{self.port} ({self.security.listener_name}) failed: {exc}") from exc
+            raise AuthenticationError(f"SASL/{authenticator.mechanism} authentication with {self.host}:{self.port} "
+                                      f"({security.listener_name}) failed: {exc}") from exc
 
     async def send(self, request, timeout_s: float | None = None):
         """Send ``request`` (its ``API_VERSION`` set) and return the decoded response.
