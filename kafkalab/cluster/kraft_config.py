@@ -178,7 +178,7 @@ class KRaftBackend:
             advertised.append(brokers)
         if spec is not None:
             protocols = ",".join(["CONTROLLER:PLAINTEXT"] + [f"{n}:{p}" for n, p in spec.protocols.items()])
-            inter = spec.primary
+            inter = spec.inter_broker
         if "controller" in roles:
             listeners.append(f"CONTROLLER://{host}:{controller_port}")
         lines = [f"# written by kafkalab for node {node_id}: Kafka {'.'.join(map(str, self.version))}, KRaft mode",

@@ -1,19 +1,20 @@
 """The listeners of a lab cluster's brokers: the lab's own PLAINTEXT one, and those a lesson adds.
 
 Every broker of a lab cluster has a PLAINTEXT listener: the lab's tooling (``bootstrap_servers``,
-``describe()``, the dashboard, the lesson helpers) and the brokers among themselves use it. A lesson adds
-listeners with Kafka's own broker configs, passed as every other config is; each listener's port is 0,
-and each broker gets a port of its own for it (the same over restarts), which it also advertises::
+``describe()``, the dashboard, the lesson helpers) uses it. A lesson adds listeners with Kafka's own broker
+configs, passed as every other config is; each listener's port is 0, and each broker gets a port of its own
+for it (the same over restarts), which it also advertises::
 
     kafkalab.cluster(brokers=3, listeners="PLAINTEXT://:0,CLIENTS://:0", **{
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CLIENTS:SASL_SSL",
         "listener.name.clients.sasl.enabled.mechanisms": "PLAIN", ...})
     cluster.listeners      # {'PLAINTEXT': '127.0.0.1:40001,...', 'CLIENTS': '127.0.0.1:40007,...'}
 
-``inter.broker.listener.name`` (or ``security.inter.broker.protocol``, default PLAINTEXT) names the
-lab's listener, which must be a PLAINTEXT one: the mini broker's connections to other brokers are
-PLAINTEXT only, and the lab's tooling speaks PLAINTEXT. Listener names are Kafka's: case-insensitive,
-upper-cased (``ListenerName.normalised``).
+``inter.broker.listener.name`` (or ``security.inter.broker.protocol``, default PLAINTEXT) names the listener
+the brokers use among themselves (and, in ZooKeeper mode, the controller to reach them); it may be a secured
+one (``inter.broker.listener.name=INTERNAL`` with ``INTERNAL:SASL_SSL``, ``sasl.mechanism.inter.broker.protocol``
+and the JAAS entry's ``username`` / ``password``), and the lab's listener is then the first PLAINTEXT one, which a
+lab cluster must have. Listener names are Kafka's: case-insensitive, upper-cased (``ListenerName.normalised``).
 """
 from __future__ import annotations
 
@@ -32,10 +33,16 @@ class ListenerSpec:
     """The listener names every broker of the cluster has (the lab's first, then in the order given), and which is
     the lab's."""
     names: tuple[str, ...]
-    #: the inter-broker listener: PLAINTEXT, the cluster's ``bootstrap_servers`` and the brokers' ``port``
+    #: the lab's listener: PLAINTEXT, the cluster's ``bootstrap_servers`` and the brokers' ``port``
     primary: str
     #: listener name -> security protocol
     protocols: dict[str, str]
+    #: ``inter.broker.listener.name``: the listener the brokers use among themselves (the lab's unless set)
+    inter_broker: str = ""
+
+    def __post_init__(self):
+        if not self.inter_broker:
+            object.__setattr__(self, "inter_broker", self.primary)
 
     @property
     def extra(self) -> tuple[str, ...]:
@@ -48,11 +55,13 @@ class ListenerSpec:
 
     def to_state(self) -> dict:
         """As ``cluster.json`` keeps it (:func:`spec_from_state` reads it back)."""
-        return {"names": list(self.names), "primary": self.primary, "protocols": dict(self.protocols)}
+        return {"names": list(self.names), "primary": self.primary, "protocols": dict(self.protocols),
+                "inter_broker": self.inter_broker}
 
 
 def spec_from_state(state: dict | None) -> ListenerSpec | None:
-    return None if not state else ListenerSpec(tuple(state["names"]), state["primary"], dict(state["protocols"]))
+    return None if not state else ListenerSpec(tuple(state["names"]), state["primary"], dict(state["protocols"]),
+                                               state.get("inter_broker", ""))
 
 
 def protocol_map(configs: dict[str, str]) -> dict[str, str]:
@@ -101,13 +110,13 @@ def listener_spec(configs: dict[str, str], host: str) -> ListenerSpec | None:
     if inter not in names:
         raise ValueError(f"listeners: the inter-broker listener {inter} (inter.broker.listener.name, or "
                          f"security.inter.broker.protocol) is not among {', '.join(names) or 'none'}")
-    if protocols[inter] != "PLAINTEXT":
-        raise ValueError(f"listeners: the inter-broker listener {inter} is {protocols[inter]}; in a lab cluster it "
-                         f"must be a PLAINTEXT one (the brokers among themselves and the lab's tooling use it; the "
-                         f"mini broker's connections to other brokers are PLAINTEXT only): add PLAINTEXT://:0 and "
-                         f"give the students' clients the other listeners")
-    names.sort(key=lambda n: n != inter)   # the lab's first: what a mini broker's ready line and port name
-    return ListenerSpec(tuple(names), inter, {n: protocols[n] for n in names})
+    lab = inter if protocols[inter] == "PLAINTEXT" else next((n for n in names if protocols[n] == "PLAINTEXT"), None)
+    if lab is None:
+        raise ValueError(f"listeners: a lab cluster needs a PLAINTEXT listener for the lab's tooling "
+                         f"(bootstrap_servers, describe(), the dashboard); the inter-broker listener {inter} is "
+                         f"{protocols[inter]}: add PLAINTEXT://:0")
+    names.sort(key=lambda n: n != lab)   # the lab's first: what a mini broker's ready line and port name
+    return ListenerSpec(tuple(names), lab, {n: protocols[n] for n in names}, inter)
 
 
 def broker_listeners(spec: ListenerSpec | None, b) -> dict[str, str]:

@@ -96,7 +96,8 @@ class MiniKRaftBackend(KRaftBackend):
         if roles not in ("broker", "broker,controller"):
             raise ValueError(f"the mini KRaft cluster runs controllers, brokers and combined nodes, not "
                              f"process.roles={roles}")
-        host, port = _host_port(props["listeners"], "PLAINTEXT")
+        lab = props["listeners"].split(",")[0].partition("://")[0]   # the lab's listener: written first
+        host, port = _host_port(props["listeners"], lab)
         cmd = [sys.executable, "-m", "kafkalab.kraft", "--host", host, "--port", str(port), "--log-dir", log_dir,
                "--broker-id", node_id, "--log-level", self.log_level,
                "--config", f"controller.quorum.voters={props['controller.quorum.voters']}",
@@ -106,7 +107,7 @@ class MiniKRaftBackend(KRaftBackend):
             cmd += ["--config", f"process.roles={roles}",
                     "--config", f"controller.listener.names={props['controller.listener.names']}"]
         added = [item for item in props["listeners"].split(",")
-                 if item.partition("://")[0] not in ("PLAINTEXT", props["controller.listener.names"])]
+                 if item.partition("://")[0] not in (lab, props["controller.listener.names"])]
         if added:   # listeners a lesson added (kafkalab.cluster.listeners): the broker's, its CONTROLLER one apart
             brokers = ",".join(item for item in props["listeners"].split(",")
                                if item.partition("://")[0] != props["controller.listener.names"])
