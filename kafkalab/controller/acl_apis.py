@@ -19,6 +19,10 @@ from .controller_request_context import request_context
 
 CREATE_ACLS, DELETE_ACLS = 30, 31
 TOPIC_RESOURCE, BROKER_RESOURCE, GROUP_RESOURCE = 2, 4, 32
+#: ``new ApiError(error)``'s message: the error's default one (Kafka's Errors)
+AUTHORIZATION_MESSAGES = {ErrorCode.TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed.",
+                          ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
+                          ErrorCode.CLUSTER_AUTHORIZATION_FAILED: "Cluster authorization failed."}
 
 
 def _not_authorized(ctx) -> str:

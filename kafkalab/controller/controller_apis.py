@@ -54,7 +54,7 @@ from ..broker.common.message.zk_messages import AlterPartitionRequest, AlterPart
 from ..broker.common.errors import ErrorCode, KafkaError
 from ..broker.security.authorizer.acl import AclOperation
 from . import acl_apis
-from .acl_apis import alter_resource_error, authorized_topics, cluster_authorized
+from .acl_apis import AUTHORIZATION_MESSAGES, alter_resource_error, authorized_topics, cluster_authorized
 from .controller_messages import (AllocateProducerIdsRequest, AllocateProducerIdsResponse, BrokerHeartbeatRequest,
                                   BrokerHeartbeatResponse, BrokerRegistrationRequest, BrokerRegistrationResponse,
                                   EnvelopeRequest, EnvelopeResponse)
@@ -69,6 +69,7 @@ controller_api(CreateAclsRequest, CreateAclsResponse, versions=(1, 3))(acl_apis.
 controller_api(DeleteAclsRequest, DeleteAclsResponse, versions=(1, 3))(acl_apis.handle_delete_acls)
 CLUSTER_AUTHORIZATION_FAILED = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
 TOPIC_AUTHORIZATION_FAILED = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+TOPIC_REFUSED = AUTHORIZATION_MESSAGES[ErrorCode.TOPIC_AUTHORIZATION_FAILED]
 
 
 @controller_api(BrokerRegistrationRequest, BrokerRegistrationResponse, versions=(0, 4))
@@ -139,7 +140,7 @@ def _refuse_unauthorized_deletions(controller, request) -> list[dict]:
     describable = authorized_topics(controller, 20, AclOperation.DELETE, (AclOperation.DESCRIBE,), names)
     refused = []
     if getattr(request, "topic_names", None):
-        refused += [{"name": n, "error_code": TOPIC_AUTHORIZATION_FAILED, "error_message": None}
+        refused += [{"name": n, "error_code": TOPIC_AUTHORIZATION_FAILED, "error_message": TOPIC_REFUSED}
                     for n in request.topic_names if n not in deletable]
         request.topic_names = [n for n in request.topic_names if n in deletable]
     kept = []
@@ -149,7 +150,7 @@ def _refuse_unauthorized_deletions(controller, request) -> list[dict]:
             kept.append(t)
         else:
             refused.append({"name": name if name in describable else None, "topic_id": t.topic_id,
-                            "error_code": TOPIC_AUTHORIZATION_FAILED, "error_message": None})
+                            "error_code": TOPIC_AUTHORIZATION_FAILED, "error_message": TOPIC_REFUSED})
     if items:
         request.topics = kept
     return refused
@@ -193,7 +194,8 @@ async def _alter_configs(controller, api_key: int, alter, request) -> dict:
         request.resources = resources
     if refused:   # in the request's order
         answered = iter(results)
-        results = [{"error_code": refused[i], "error_message": None, "resource_type": r.resource_type,
+        results = [{"error_code": refused[i], "error_message": AUTHORIZATION_MESSAGES[ErrorCode(refused[i])],
+                    "resource_type": r.resource_type,
                     "resource_name": r.resource_name} if i in refused else next(answered)
                    for i, r in enumerate(resources)]
     return {"throttle_time_ms": 0, "responses": results}

@@ -14,7 +14,8 @@ import functools
 
 import pytest
 from confluent_kafka import KafkaException, Producer
-from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient, NewTopic,
+from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
+                                   AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions, NewTopic,
                                    ResourcePatternType, ResourceType)
 from kafka.protocol.admin.acl import DescribeAclsRequest, DescribeAclsResponse
 
@@ -91,6 +92,28 @@ def matrix(cluster, topics) -> dict:
     return {(user, t): produce(cluster, user, t) for user in ("alice", "bob") for t in topics}
 
 
+def outcome(future) -> str | tuple:
+    try:
+        future.result(WAIT_S)
+        return "ok"
+    except KafkaException as exc:
+        return exc.args[0].name(), exc.args[0].str()
+
+
+def alice_admin_requests(alice_admin) -> dict:
+    """Forwarded admin requests as alice: what the controller's ControllerApis checks answer."""
+    out = {}
+    out["create_topic"] = outcome(alice_admin.create_topics([NewTopic("alice-t", 1, 1)])["alice-t"])
+    if out["create_topic"] == "ok":
+        wait_until(lambda: "alice-t" in alice_admin.list_topics(timeout=10).topics, "alice-t in the metadata")
+    out["create_partitions"] = outcome(alice_admin.create_partitions([NewPartitions("alice-t", 2)])["alice-t"])
+    resource = ConfigResource("TOPIC", "alice-t", incremental_configs=[
+        ConfigEntry("retention.ms", "100000", incremental_operation=AlterConfigOpType.SET)])
+    out["alter_configs"] = outcome(alice_admin.incremental_alter_configs([resource])[resource])
+    out["delete_topic"] = outcome(alice_admin.delete_topics(["alice-t"])["alice-t"])
+    return out
+
+
 def scenario(cluster) -> dict:
     admin = AdminClient({"bootstrap.servers": address(cluster, 1)})   # everything asked of broker 1
     topics = {"orders": 2, "team-a": 3, "team-secret": 2}              # each led by another broker than 1
@@ -124,6 +147,15 @@ def scenario(cluster) -> dict:
         out["alice_creates"] = "ok"
     except KafkaException as exc:
         out["alice_creates"] = exc.args[0].name()
+    out["alice_admin"] = alice_admin_requests(alice_admin)
+    for f in admin.create_acls([AclBinding(ResourceType.TOPIC, "alice-", ResourcePatternType.PREFIXED, "User:alice",
+                                           "*", AclOperation.ALL, ALLOW)]).values():
+        f.result(WAIT_S)
+    wait_until(lambda: all(len(described(address(cluster, b))) == 4 for b in cluster.broker_ids), "alice-'s ACL")
+    out["alice_admin_allowed"] = alice_admin_requests(alice_admin)
+    for f in admin.delete_acls([AclBindingFilter(ResourceType.TOPIC, "alice-", ResourcePatternType.PREFIXED, None,
+                                                 None, AclOperation.ANY, AclPermissionType.ANY)]).values():
+        f.result(WAIT_S)
     # a broker restarted: it replays the ACLs from its metadata log
     cluster.restart(2)
     every_broker_describes(cluster, DESCRIBED)
@@ -166,6 +198,13 @@ EXPECTED = {
                      ("bob", "orders"): REFUSED, ("bob", "team-a"): REFUSED, ("bob", "team-secret"): REFUSED},
     "bad": [("INVALID_REQUEST", "The only valid name for the CLUSTER resource is kafka-cluster")],
     "alice_creates": "CLUSTER_AUTHORIZATION_FAILED",
+    # the messages as librdkafka shows them ("Broker: ...": none in the response, or not read)
+    "alice_admin": {"create_topic": (REFUSED, "Authorization failed."),
+                    "create_partitions": (REFUSED, "Broker: Topic authorization failed"),
+                    "alter_configs": (REFUSED, "Topic authorization failed."),
+                    "delete_topic": (REFUSED, "Broker: Topic authorization failed")},
+    "alice_admin_allowed": {"create_topic": "ok", "create_partitions": "ok", "alter_configs": "ok",
+                            "delete_topic": "ok"},
     "after_broker_restart": "ok",
     "deleted": [[("orders", "User:alice", "ALLOW")]],
     "after_delete": REFUSED,
