@@ -49,11 +49,14 @@ DESCRIBED = [(2, "orders", 3, "User:alice", 4, 3), (2, "team-", 4, "User:alice",
              (2, "team-secret", 3, "User:alice", 4, 2)]
 
 
-@pytest.fixture(params=["mini", "kafka"])
+@pytest.fixture(params=["mini", "mini-combined", "kafka"])
 def cluster(request, tmp_path):
-    """Three mini brokers and three mini controllers; as the oracle three combined Kafka 4.4 nodes."""
+    """Three mini brokers and three mini controllers, three combined mini nodes; as the oracle three combined Kafka
+    4.4 nodes."""
     extra = {}
-    if request.param == "kafka":   # combined broker+controller nodes: three JVMs, not six
+    if request.param == "mini-combined":
+        extra = {"combined": True}
+    elif request.param == "kafka":   # combined broker+controller nodes: three JVMs, not six
         extra = {"backend": KRaftBackend(str(fetch_kafka("4"))), "combined": True}
     with kafkalab.cluster(brokers=3, mode="kraft", dir=str(tmp_path / "c"), **extra, **CONFIGS) as c:
         yield c

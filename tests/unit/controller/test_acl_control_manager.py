@@ -275,3 +275,17 @@ def test_the_envelope_needs_cluster_action_for_the_forwarding_broker():
     controller.authorizer = AclAuthorizer(set(), class_name=STANDARD_AUTHORIZER)
     result = asyncio.run(handle_envelope_request(server, request))
     assert result == {"response_data": None, "error_code": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)}
+
+
+def test_loading_a_snapshot_replaces_the_acls():
+    from kafkalab.controller.quorum_controller import replay_record
+    from kafkalab.controller.snapshot_generator import load_snapshot
+    source = MetadataImage()
+    committed(source.acls, source.acls.create_acls([binding("kept")])[0])
+    snapshot = [decode_metadata_record(r.encode()) for r in snapshot_records(source)]
+    image = MetadataImage()
+    committed(image.acls, image.acls.create_acls([binding("gone")])[0])
+    version = image.acls.version
+    assert load_snapshot(image, NS(snapshot_id=NS(offset=10), records=snapshot), replay_record) == 10
+    assert image.acls.acls() == {binding("kept").pattern: frozenset({binding("kept").entry})}
+    assert image.acls.version > version          # a controller's authorizer reloads
