@@ -62,6 +62,7 @@ from .common.security.authenticator.credential_cache import CredentialCache
 from .common.security.authenticator.sasl_server_authenticator import (
     API_VERSIONS, FAILED, INITIAL_REQUEST, SASL_HANDSHAKE, IllegalStateError, SaslServerAuthenticator)
 from .common.security.authenticator.sasl_server_config import SaslServerConfig
+from .common.security.kafka_principal import ANONYMOUS
 from .common.security.errors import AuthenticationException, SaslException, UnsupportedSaslMechanismException
 from .network.kafka_channel import KafkaChannel
 from .network.request_channel import CloseConnection, InvalidRequest, RemoteTime, Request, current_remote_time
@@ -310,7 +311,6 @@ class KafkaApis:
 
 def _principal(channel):
     """The connection's principal (RequestContext.principal's): ``User:ANONYMOUS`` without a channel."""
-    from .common.security.kafka_principal import ANONYMOUS
     return channel.principal if channel is not None else ANONYMOUS
 
 

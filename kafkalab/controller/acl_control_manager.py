@@ -33,6 +33,7 @@ from ..broker.security.authorizer.acl import (
     AccessControlEntry, AclBinding, AclBindingFilter, AclOperation, AclPermissionType, PatternType, ResourcePattern,
     ResourceType)
 from ..metadata.api_message_and_version import ApiMessageAndVersion, uuid_of
+from ..metadata.metadata_records import kafka_uuid
 
 log = logging.getLogger(__name__)
 ACL_RECORDS = ("AccessControlEntryRecord", "RemoveAccessControlEntryRecord")
@@ -116,10 +117,12 @@ class AclControlManager:
         return records, results
 
     def _new_acl_id(self, used: set[uuid.UUID]) -> uuid.UUID:
-        """``newAclId``: a random uuid no ACL has."""
+        """``newAclId``: a random uuid no ACL has (as ``Uuid.randomUuid``, not the zero one, none whose text starts
+        with ``-``)."""
         while True:
             acl_id = uuid.uuid4()
-            if acl_id not in self.id_to_acl and acl_id not in used:
+            if (acl_id not in self.id_to_acl and acl_id not in used and acl_id.int != 0
+                    and not kafka_uuid(acl_id).startswith("-")):
                 return acl_id
 
     def delete_acls(self, filters: list[AclBindingFilter]) -> tuple[list[ApiMessageAndVersion],
