@@ -62,6 +62,7 @@ from .common.security.authenticator.credential_cache import CredentialCache
 from .common.security.authenticator.sasl_server_authenticator import (
     API_VERSIONS, FAILED, INITIAL_REQUEST, SASL_HANDSHAKE, IllegalStateError, SaslServerAuthenticator)
 from .common.security.authenticator.sasl_server_config import SaslServerConfig
+from .common.security.kafka_principal import ANONYMOUS
 from .common.security.errors import AuthenticationException, SaslException, UnsupportedSaslMechanismException
 from .network.kafka_channel import KafkaChannel
 from .network.request_channel import CloseConnection, InvalidRequest, RemoteTime, Request, current_remote_time
@@ -124,7 +125,7 @@ class KafkaApis:
             forwarding = self.broker.forwarding_manager
             if forwarding is not None and spec.key in forwarding.forwarded_apis:   # KRaft: the controller decides
                 return await forwarding.forward(request.frame, body, request.client_host, request.api_version,
-                                                request.correlation_id)
+                                                request.correlation_id, _principal(request.channel))
             ctx = RequestContext(self.broker, spec.key, request.api_version, request.correlation_id,
                                  body.header.client_id, request.client_host, request.connection_id, self.quotas,
                                  request.channel)
@@ -306,6 +307,11 @@ class KafkaApis:
             result = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": []}
         result["throttle_time_ms"] = throttle_ms
         return self.registry.encode(spec, request.api_version, request.correlation_id, result)
+
+
+def _principal(channel):
+    """The connection's principal (RequestContext.principal's): ``User:ANONYMOUS`` without a channel."""
+    return channel.principal if channel is not None else ANONYMOUS
 
 
 def _fetch_replica_id(body) -> int:

@@ -18,7 +18,8 @@ given): a controller the quorum's timeouts, ``broker.session.timeout.ms``, ``num
 ``default.replication.factor``, ``min.insync.replicas``, ``unclean.leader.election.enable``, the auto
 leader rebalance's configs and the metadata log's (segments, snapshots, retention); a broker every config
 the mini broker has (the controllers also the bounds of a group's configs, ``group.share.min.*`` and the like,
-with which they check them). The KRaft lab defaults the mini broker does not have
+with which they check them, and the authorizer's: ``authorizer.class.name``, ``super.users``,
+``allow.everyone.if.no.acl.found``). The KRaft lab defaults the mini broker does not have
 (``share.coordinator.state.topic.min.isr``) are left out, and a
 broker (not combined) is not given the controllers' own (``controller.quorum.election.*``,
 ``metadata.max.idle.interval.ms``, ``metadata.log.*``, ``metadata.max.retention.*``).
@@ -42,7 +43,8 @@ CONTROLLER_CONFIGS = ("controller.quorum.fetch.timeout.ms", "controller.quorum.e
                       "metadata.max.retention.bytes", "metadata.max.retention.ms", "min.insync.replicas",
                       "unclean.leader.election.enable", "auto.leader.rebalance.enable",
                       "leader.imbalance.check.interval.seconds", "leader.imbalance.per.broker.percentage",
-                      "kafkalab.metrics.enabled", "kafkalab.metrics.port", *BOUND_CONFIGS)
+                      "kafkalab.metrics.enabled", "kafkalab.metrics.port", "authorizer.class.name", "super.users",
+                      "allow.everyone.if.no.acl.found", *BOUND_CONFIGS)
 #: the ready lines of python -m kafkalab.controller and python -m kafkalab.kraft, with their metrics=URL
 _READY = re.compile(r"kafkalab (?:raft node|broker) (\d+) ready on \S+:\d+(?: metrics=(\S+))?")
 _CONTROLLER_ONLY = ("controller.quorum.election.timeout.ms", "controller.quorum.election.backoff.max.ms",

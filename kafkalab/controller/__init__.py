@@ -21,11 +21,15 @@ ZooKeeper-mode controller (:mod:`kafkalab.broker.zk_controller`) held. Modules, 
                                   IncrementalAlterConfigs)
 ``envelope_utils.py``             requests forwarded by brokers (Envelope), as Kafka's ``EnvelopeUtils``
 ``producer_id_control_manager.py`` ``ProducerIdControlManager``: producer id blocks
+``scram_control_manager.py``      ``ScramControlManager``: UserScramCredentialRecords
+``acl_control_manager.py``        ``AclControlManager``: AccessControlEntryRecords (CreateAcls, DeleteAcls)
+``acl_apis.py``                   Kafka's ``AclApis`` on the controller, and ``ControllerApis``' checks
+``controller_request_context.py`` ``ControllerRequestContext``: the principal and host the controller authorizes
 ``snapshot_generator.py``         ``SnapshotGenerator``: when to snapshot the replayed state;
                                   ``snapshot_records``, ``load_snapshot``: what (Kafka's ``SnapshotEmitter``)
                                   and loading one
-``controller_apis.py``            CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
-                                  IncrementalAlterConfigs, ElectLeaders, AlterPartition,
+``controller_apis.py``            CreateTopics, DeleteTopics, CreateAcls, DeleteAcls, CreatePartitions,
+                                  AlterConfigs, IncrementalAlterConfigs, ElectLeaders, AlterPartition,
                                   BrokerRegistration, BrokerHeartbeat, AllocateProducerIds, Envelope
                                   on the listener
 ``controller_messages.py``,       BrokerRegistration, BrokerHeartbeat, AllocateProducerIds and Envelope
@@ -37,6 +41,6 @@ ZooKeeper-mode controller (:mod:`kafkalab.broker.zk_controller`) held. Modules, 
 
 The records themselves (schemas, encoding, ``ApiMessageAndVersion``) are :mod:`kafkalab.metadata`'s; the brokers
 that fetch them as observers are :mod:`kafkalab.kraft`. Not implemented: UnregisterBroker, UpdateFeatures, the
-RegisterControllerRecord (KIP-919), ACLs, quotas, SCRAM and delegation tokens; writes are one at a time, each
+RegisterControllerRecord (KIP-919), quotas and delegation tokens; writes are one at a time, each
 waiting for its commit (docs/differences.md says what else is simplified).
 """

@@ -7,7 +7,9 @@ The same arguments as ``python -m kafkalab.raft``, and the controller's configs:
 (default 9000), ``num.partitions`` and ``default.replication.factor`` (CreateTopics' -1), ``min.insync.replicas`` and
 ``unclean.leader.election.enable`` (topic defaults the elections use), ``auto.leader.rebalance.enable``,
 ``leader.imbalance.check.interval.seconds`` and ``leader.imbalance.per.broker.percentage``, the bounds of a group's
-configs (``group.share.min.session.timeout.ms`` and its siblings), besides
+configs (``group.share.min.session.timeout.ms`` and its siblings), the authorizer's (``authorizer.class.name``:
+``org.apache.kafka.metadata.authorizer.StandardAuthorizer`` or none, ``super.users``,
+``allow.everyone.if.no.acl.found``), besides
 ``controller.quorum.*`` and ``metadata.max.idle.interval.ms``; ``kafkalab.metrics.enabled`` (default true) and
 ``kafkalab.metrics.port`` (default 0: a free port; -1: not served), as a mini broker's. It prints ``kafkalab raft
 node N ready on HOST:PORT metrics=URL`` once its listener is up (``metrics=``: where Kafka's raft-metrics and
@@ -19,20 +21,23 @@ from __future__ import annotations
 import sys
 
 from ..raft.__main__ import main as raft_main
-from .controller_node import GROUP_BOUND_CONFIGS, LEADERSHIP_CONFIGS, ControllerNode
+from .controller_node import AUTHORIZER_CONFIGS, GROUP_BOUND_CONFIGS, LEADERSHIP_CONFIGS, ControllerNode
 from .snapshot_generator import SNAPSHOT_CONFIGS
 
 CONTROLLER_CONFIGS = {"broker.session.timeout.ms": "session_timeout_ms", "num.partitions": "default_num_partitions",
                       "default.replication.factor": "default_replication_factor",
                       "metadata.log.segment.bytes": "log_segment_bytes", **SNAPSHOT_CONFIGS,
-                      **LEADERSHIP_CONFIGS, **GROUP_BOUND_CONFIGS,
+                      **LEADERSHIP_CONFIGS, **GROUP_BOUND_CONFIGS, **AUTHORIZER_CONFIGS,
                       "kafkalab.metrics.enabled": "metrics_enabled", "kafkalab.metrics.port": "metrics_port"}
+#: the configs whose values are text (the others are integers, or booleans as 1/0)
+STRING_CONFIGS = frozenset({"authorizer.class.name", "super.users"})
 #: as a broker's (kafkalab/broker/server/config.py): Kafka's metrics kept, served on a free port
 DEFAULTS = {"metrics_enabled": 1, "metrics_port": 0}
 
 
 def main(argv=None) -> int:
-    return raft_main(argv, node_class=ControllerNode, node_configs=CONTROLLER_CONFIGS, node_defaults=DEFAULTS)
+    return raft_main(argv, node_class=ControllerNode, node_configs=CONTROLLER_CONFIGS, node_defaults=DEFAULTS,
+                     string_configs=STRING_CONFIGS)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ import random
 from ..broker.common.metrics import MetricsRegistry
 from ..broker.common.metrics.prometheus import MetricsHttpServer, loop_reader
 from ..broker.coordinator.group.group_config import BOUND_CONFIGS
+from ..broker.security.authorizer.acl_authorizer import STANDARD_AUTHORIZER, AclAuthorizer, parse_super_users
+from ..broker.security.authorizer.acl_store import kraft_authorizer_error
 from ..broker.server.broker_features import SUPPORTED_FEATURES, FinalizedFeatures
 from ..raft.kafka_raft_client import RaftConfig
 from ..raft.raft_node import RaftNode
@@ -29,6 +31,23 @@ LEADERSHIP_CONFIGS = {"min.insync.replicas": "min_insync_replicas",
                       "leader.imbalance.per.broker.percentage": "leader_imbalance_per_broker_percentage"}
 
 
+#: the controller's StandardAuthorizer: config -> keyword argument (strings; the last a boolean)
+AUTHORIZER_CONFIGS = {"authorizer.class.name": "authorizer_class_name", "super.users": "super_users",
+                      "allow.everyone.if.no.acl.found": "allow_everyone_if_no_acl_found"}
+
+
+def controller_authorizer(authorizer_class_name: str = "", super_users: str = "",
+                          allow_everyone_if_no_acl_found: bool = False) -> AclAuthorizer | None:
+    """A KRaft controller's authorizer (None: none configured): Kafka's StandardAuthorizer, loaded with the ACL
+    records the controller replays. ValueError for any other class (Kafka 4 has no AclAuthorizer)."""
+    if not authorizer_class_name:
+        return None
+    if authorizer_class_name != STANDARD_AUTHORIZER:
+        raise ValueError(kraft_authorizer_error(authorizer_class_name))
+    return AclAuthorizer(parse_super_users(super_users), bool(int(allow_everyone_if_no_acl_found)),
+                         class_name=STANDARD_AUTHORIZER)
+
+
 #: the bounds of a GROUP resource's configs (group.share.min.session.timeout.ms, ...): config -> keyword argument
 GROUP_BOUND_CONFIGS = {name: name.replace(".", "_") for name in BOUND_CONFIGS}
 
@@ -43,6 +62,8 @@ class ControllerNode:
                              if arg in controller_configs}
         group_config_bounds = {name: controller_configs.pop(arg) for name, arg in GROUP_BOUND_CONFIGS.items()
                                if arg in controller_configs}
+        authorizer = controller_authorizer(**{arg: controller_configs.pop(arg) for arg in AUTHORIZER_CONFIGS.values()
+                                              if arg in controller_configs})
         self.config = config
         if log_segment_bytes:
             config.extra["metadata.log.segment.bytes"] = log_segment_bytes
@@ -51,7 +72,7 @@ class ControllerNode:
         self.controller = QuorumController(self.raft.client, config.cluster_id, session_timeout_ms, idle_interval_ms,
                                            default_num_partitions, default_replication_factor,
                                            snapshot_generator=SnapshotGenerator(**snapshot_settings),
-                                           group_config_bounds=group_config_bounds,
+                                           group_config_bounds=group_config_bounds, authorizer=authorizer,
                                            **controller_configs)
         register_controller_apis(self.raft.server, self.controller)
         self.raft.server.features = self._features

@@ -5,24 +5,37 @@ A KRaft broker forwards a client's admin request whole: ``RequestData`` is the c
 and body as they arrived (its api key, version, correlation id and client id included),
 ``ClientHostAddress`` the client's IP address, ``RequestPrincipal`` its principal. The controller
 
-1. parses the inner request header: too short to hold one, or an API key Kafka does not know, is
+0. with an authorizer, checks that the *forwarding broker's* principal may CLUSTER_ACTION on the cluster
+   (Kafka's ``ControllerApis.handleEnvelopeRequest``): otherwise the envelope's error is
+   CLUSTER_AUTHORIZATION_FAILED (the broker answers its client UNKNOWN_SERVER_ERROR). On PLAINTEXT
+   controller listeners that principal is ``User:ANONYMOUS``: an ACL-on cluster has it in ``super.users``,
+   as Kafka 4 needs for its brokers' registrations and heartbeats too;
+1. deserializes the principal (Kafka's ``DefaultKafkaPrincipalBuilder.deserialize``; null or not a
+   DefaultPrincipalData v0: PRINCIPAL_DESERIALIZATION_FAILURE, "Failed to deserialize client principal from
+   envelope");
+2. parses the inner request header: too short to hold one, or an API key Kafka does not know, is
    UNSUPPORTED_VERSION (Kafka: "Failed to parse request header from envelope");
-2. checks that the API may be forwarded (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
-   IncrementalAlterConfigs here) and is served: otherwise INVALID_REQUEST ("API ... is not enabled or is
-   not eligible for forwarding"); a client address that is not 4 or 16 bytes: INVALID_REQUEST;
-3. parses the inner request at its version: a version not served, or bytes that do not parse, are
+3. checks that the API may be forwarded (CreateTopics, DeleteTopics, CreateAcls, DeleteAcls, AlterConfigs,
+   CreatePartitions, ElectLeaders, IncrementalAlterConfigs, AlterUserScramCredentials here) and is served:
+   otherwise INVALID_REQUEST ("API ... is not enabled or is not eligible for forwarding"); a client address
+   that is not 4 or 16 bytes: INVALID_REQUEST;
+4. parses the inner request at its version: a version not served, or bytes that do not parse, are
    UNSUPPORTED_VERSION (Kafka: "Failed to parse forwarded request");
-4. handles it as if the client had sent it to the controller, and answers ``ResponseData`` = the inner
-   response, its response header (the client's correlation id) included, serialized at the client's
-   version. An inner answer holding NOT_CONTROLLER becomes an envelope with ErrorCode NOT_CONTROLLER and
-   no data, so that the broker looks for the active controller and sends the envelope again.
+5. handles it as if the client had sent it to the controller, as the client's principal from the client's
+   address (:mod:`kafkalab.controller.controller_request_context`: what the controller authorizes), and
+   answers ``ResponseData`` = the inner response, its response header (the client's correlation id)
+   included, serialized at the client's version. An inner answer holding NOT_CONTROLLER becomes an
+   envelope with ErrorCode NOT_CONTROLLER and no data, so that the broker looks for the active controller
+   and sends the envelope again.
 
 These errors are the envelope's ``ErrorCode``; the controller keeps serving (a bad envelope never closes
-the connection). The principal is not checked: the mini cluster has no authorizer (no ACLs).
+the connection). An inner request Kafka's request class would refuse to parse (an ACL filter naming UNKNOWN) is
+UNSUPPORTED_VERSION too: the broker closes its client's connection, as a Kafka broker does parsing it.
 """
 from __future__ import annotations
 
 import inspect
+import ipaddress
 import logging
 import struct
 
@@ -30,12 +43,16 @@ from kafka.protocol.api_key import ApiKey
 
 from ..broker.common.message.codec import build, null_violation
 from ..broker.common.errors import ErrorCode
+from ..broker.common.security.kafka_principal import deserialize_principal
+from ..broker.network.request_channel import InvalidRequest
+from .controller_request_context import Forwarded, forwarded
 
 log = logging.getLogger(__name__)
 _HEADER_PREFIX = struct.Struct(">hhi")
 #: the APIs a broker forwards and a controller accepts in an envelope (api key -> name)
-FORWARDABLE = {19: "CreateTopics", 20: "DeleteTopics", 33: "AlterConfigs", 37: "CreatePartitions",
-               43: "ElectLeaders", 44: "IncrementalAlterConfigs", 51: "AlterUserScramCredentials"}
+FORWARDABLE = {19: "CreateTopics", 20: "DeleteTopics", 30: "CreateAcls", 31: "DeleteAcls", 33: "AlterConfigs",
+               37: "CreatePartitions", 43: "ElectLeaders", 44: "IncrementalAlterConfigs",
+               51: "AlterUserScramCredentials"}
 
 
 def _envelope_error(code: ErrorCode, why: str) -> dict:
@@ -55,6 +72,11 @@ def has_error(result, code: int) -> bool:
 async def handle_envelope(apis: dict, request) -> dict:
     """``apis``: the controller listener's APIs (api key -> (request class, response class, lowest, highest,
     handler(client, request))). Returns the EnvelopeResponse's fields."""
+    try:
+        principal = deserialize_principal(bytes(request.request_principal))
+    except (ValueError, TypeError, UnicodeDecodeError):
+        return _envelope_error(ErrorCode.PRINCIPAL_DESERIALIZATION_FAILURE,
+                               "Failed to deserialize client principal from envelope")
     data = bytes(request.request_data or b"")
     if len(data) < _HEADER_PREFIX.size + 2:
         return _envelope_error(ErrorCode.UNSUPPORTED_VERSION, "Failed to parse request header from envelope")
@@ -81,9 +103,15 @@ async def handle_envelope(apis: dict, request) -> dict:
     if null_violation(request_cls, version, inner) is not None:
         return _envelope_error(ErrorCode.UNSUPPORTED_VERSION, "Failed to parse forwarded request: a null where "
                                                               "none is allowed")
-    result = handler(None, inner)
-    if inspect.isawaitable(result):
-        result = await result
+    token = forwarded.set(Forwarded(principal, str(ipaddress.ip_address(bytes(request.client_host_address)))))
+    try:
+        result = handler(None, inner)
+        if inspect.isawaitable(result):
+            result = await result
+    except InvalidRequest as exc:   # Kafka's request class would not have parsed it
+        return _envelope_error(ErrorCode.UNSUPPORTED_VERSION, f"Failed to parse forwarded request: {exc}")
+    finally:
+        forwarded.reset(token)
     if has_error(result, int(ErrorCode.NOT_CONTROLLER)):
         return {"response_data": None, "error_code": int(ErrorCode.NOT_CONTROLLER)}
     response = build(response_cls, version, result)

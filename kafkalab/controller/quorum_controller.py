@@ -40,6 +40,7 @@ from .feature_control_manager import FeatureControlManager
 from .leader_balancer import LeaderBalancer
 from ..metadata.api_message_and_version import ApiMessageAndVersion, read_committed
 from .producer_id_control_manager import ProducerIdControlManager
+from .acl_control_manager import ACL_RECORDS, AclControlManager
 from .scram_control_manager import SCRAM_RECORDS, ScramControlManager
 from .replication_control_manager import ReplicationControlManager
 from .snapshot_generator import SnapshotGenerator
@@ -50,8 +51,8 @@ TIMER_S = 0.05
 
 def replay_record(state, offset: int, record) -> None:
     """Apply one committed metadata record to ``state``'s control managers (its ``features``, ``cluster``,
-    ``replication``, ``producer_ids``, ``scram``): what every controller does, and what a broker's metadata image
-    does."""
+    ``replication``, ``producer_ids``, ``scram``, ``acls``): what every controller does, and what a broker's metadata
+    image does."""
     d, name = record.data, record.name
     if name == "FeatureLevelRecord":
         state.features.replay_feature_level(d)
@@ -79,6 +80,8 @@ def replay_record(state, offset: int, record) -> None:
         state.producer_ids.replay(d)
     elif name in SCRAM_RECORDS:
         state.scram.replay(name, d)
+    elif name in ACL_RECORDS:
+        state.acls.replay(name, d)
     # NoOpRecord and the record types never written here change nothing
 
 
@@ -90,7 +93,7 @@ class QuorumController:
                  leader_imbalance_check_interval_seconds: float = 300,
                  leader_imbalance_per_broker_percentage: int = 10,
                  snapshot_generator: SnapshotGenerator | None = None,
-                 group_config_bounds: dict[str, int] | None = None):
+                 group_config_bounds: dict[str, int] | None = None, authorizer=None):
         self.raft = raft_client
         self.features = FeatureControlManager()
         self.cluster = ClusterControlManager(cluster_id, self.features, session_timeout_ms)
@@ -101,6 +104,10 @@ class QuorumController:
                                               leader_imbalance_per_broker_percentage)
         self.producer_ids = ProducerIdControlManager()
         self.scram = ScramControlManager()
+        self.acls = AclControlManager()
+        #: the controller's StandardAuthorizer (``authorizer.class.name``), fed by the replayed ACLs; None: none
+        self.authorizer = authorizer
+        self._authorizer_acls_version = -1
         self.configuration = ConfigurationControlManager(self.replication, group_config_bounds)
         self.idle_interval_ms = idle_interval_ms
         self.write_timeout_s = write_timeout_ms / 1000
@@ -161,6 +168,7 @@ class QuorumController:
         for offset, record in records:
             self._replay(offset, record)
         self.applied_offset = hw
+        self._publish_acls()
         self._notify()
         self.snapshots.after_replay(self, self.raft.log, start, hw)
         return len(records)
@@ -173,6 +181,13 @@ class QuorumController:
             if end is not None:
                 self.applied_offset = end
                 self.replayed.append((end - 1, "snapshot"))
+                self._publish_acls()
+
+    def _publish_acls(self) -> None:
+        """The controller's authorizer gets the ACLs replayed (Kafka's ``AclPublisher`` on a controller)."""
+        if self.authorizer is not None and self._authorizer_acls_version != self.acls.version:
+            self.authorizer.load_acls(self.acls.acls())
+            self._authorizer_acls_version = self.acls.version
 
     def _replay(self, offset: int, record) -> None:
         replay_record(self, offset, record)
@@ -384,6 +399,16 @@ class QuorumController:
         """AlterUserScramCredentials: a UserScramCredentialRecord or RemoveUserScramCredentialRecord per user,
         committed (:mod:`~kafkalab.controller.scram_control_manager`)."""
         return await self.write(lambda: self.scram.alter_credentials(request))
+
+    async def create_acls(self, bindings) -> list:
+        """CreateAcls: an AccessControlEntryRecord per new ACL, committed (:mod:`~kafkalab.controller.
+        acl_control_manager`); per binding None or (error code, message)."""
+        return await self.write(lambda: self.acls.create_acls(bindings))
+
+    async def delete_acls(self, filters) -> list:
+        """DeleteAcls: a RemoveAccessControlEntryRecord per ACL the filters match, committed; per filter the
+        ACLs it matched or (error code, message)."""
+        return await self.write(lambda: self.acls.delete_acls(filters))
 
     async def allocate_producer_ids(self, request) -> range:
         """AllocateProducerIds: the next block of producer ids (a ProducerIdsRecord, committed)."""

@@ -11,7 +11,8 @@ no snapshot is sent around except to a replica that fell behind the leader's log
   ``MetadataImage.write``): the FeatureLevelRecords (``metadata.version`` first), a RegisterBrokerRecord
   per broker (its current fenced / controlled-shutdown state inside), per topic its TopicRecord and
   PartitionRecords, the topics' ConfigRecords, then those of BROKER and GROUP resources, the ProducerIdsRecord
-  (broker id -1, as Kafka's ``ProducerIdsImage`` writes it), a UserScramCredentialRecord per SCRAM credential;
+  (broker id -1, as Kafka's ``ProducerIdsImage`` writes it), an AccessControlEntryRecord per ACL (with its id), a
+  UserScramCredentialRecord per SCRAM credential;
 * **the id**: (the replayed offset, the epoch of the last record it covers), ``lastContainedLogTimestamp``
   that record's batch's timestamp;
 * after each snapshot the log is cleaned as retention allows (``metadata.max.retention.bytes`` / ``.ms``,
@@ -20,7 +21,7 @@ no snapshot is sent around except to a replica that fell behind the leader's log
 **Loading** (:func:`load_snapshot`): the state is emptied and the snapshot's records replayed, as Kafka
 replays a snapshot's records with the offset of its last contained record; then the log after it.
 
-Simplified: no RegisterControllerRecord, ACLs, quotas or delegation tokens (the mini controller
+Simplified: no RegisterControllerRecord, quotas or delegation tokens (the mini controller
 has none of them); a partition's directories are written as the controller would assign them now.
 """
 from __future__ import annotations
@@ -83,6 +84,9 @@ def snapshot_records(state) -> list[ApiMessageAndVersion]:
     if state.producer_ids.next_producer_id > 0:
         out.append(ApiMessageAndVersion("ProducerIdsRecord", 0, {
             "broker_id": -1, "broker_epoch": -1, "next_producer_id": state.producer_ids.next_producer_id}))
+    acls = getattr(state, "acls", None)     # AclsImage before ScramImage, as MetadataImage.write has them
+    if acls is not None:
+        out += acls.snapshot_records()
     scram = getattr(state, "scram", None)
     if scram is not None:
         out += scram.snapshot_records()
@@ -98,6 +102,8 @@ def load_snapshot(state, reader, replay_record) -> int:
     state.producer_ids.next_producer_id = 0
     if getattr(state, "scram", None) is not None:
         state.scram.credentials.clear()
+    if getattr(state, "acls", None) is not None:
+        state.acls.clear()
     if getattr(state, "configuration", None) is not None:
         state.configuration.config_data.clear()
     last_contained = reader.snapshot_id.offset - 1

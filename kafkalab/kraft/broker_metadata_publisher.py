@@ -9,6 +9,8 @@ the same facts from the records and does the same work itself, through the same 
   the registered, *unfenced* ones; a topic's configs come from its ConfigRecords;
 * StopReplica's work (``ReplicaManager.stop_replicas``) for a deleted topic (RemoveTopicRecord): its local
   replicas stop and their logs are deleted; the cache drops it (leader -2, as UpdateMetadata says it);
+* the ACLs (AccessControlEntryRecords) to the broker's StandardAuthorizer (Kafka's ``AclPublisher``), which
+  decides every request from then on and answers DescribeAcls;
 * LeaderAndIsr's work (``ReplicaManager.become_leader_or_follower``): for every changed partition
   this broker is a replica of, become its leader or follower (a ReplicaFetcherThread to the leader).
   Unlike a ZooKeeper-mode LeaderAndIsr, a change keeps the leader epoch when only the ISR changed
@@ -76,6 +78,8 @@ class BrokerMetadataPublisher:
         self._publish_group_configs(image)
         if delta.scram_changed:   # the SASL listeners authenticate against the new credentials at once
             broker.credential_provider.apply_scram_image(image.scram.credentials)
+        if delta.acls_changed and broker.authorizer is not None:   # Kafka's AclPublisher: the StandardAuthorizer
+            broker.authorizer.load_acls(image.acls.acls())
         # StopReplica's work for a deleted topic: the local replicas stop and their logs go
         gone = [(name, p, EPOCH_DURING_DELETE, True) for name, _, parts in delta.removed for p in parts
                 if (name, p) in rm.partitions]

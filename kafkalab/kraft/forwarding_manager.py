@@ -2,8 +2,8 @@
 Envelope (Kafka's ``kafka.server.ForwardingManager``, KIP-590).
 
 A KRaft broker cannot change the metadata itself: CreateTopics, DeleteTopics, CreatePartitions,
-AlterConfigs, IncrementalAlterConfigs, ElectLeaders and AlterUserScramCredentials are decided by the active
-controller. The broker reads and
+AlterConfigs, IncrementalAlterConfigs, ElectLeaders, AlterUserScramCredentials, CreateAcls and DeleteAcls are
+decided by the active controller. The broker reads and
 checks the request as for any other (a request that does not parse closes the connection), then wraps the
 request's bytes *whole* (its header with the client's correlation id and client id, its body) in an
 EnvelopeRequest, with the client's address and principal, and sends it through its
@@ -29,8 +29,9 @@ counts on it then fails (kafkajs's ``admin.createTopics`` gives up on UNKNOWN_TO
 mini broker holds a successful CreateTopics, CreatePartitions or DeleteTopics answer until its own metadata shows
 the change, for at most :data:`READ_YOUR_WRITES_S` (kafkalab's, not in Kafka); AlterConfigs answers are not held.
 
-The principal is Kafka's default principal of a PLAINTEXT client, ``User:ANONYMOUS``, serialized as Kafka's
-``DefaultKafkaPrincipalBuilder`` does (version 0 of its DefaultPrincipalData: type, name, token flag).
+The principal is the client's (``User:ANONYMOUS`` on PLAINTEXT, the SASL user, the certificate's mapped name),
+serialized as Kafka's ``DefaultKafkaPrincipalBuilder.serialize`` does (version 0 of its DefaultPrincipalData:
+type, name, token flag): the controller deserializes it and authorizes the forwarded request as that principal.
 """
 from __future__ import annotations
 
@@ -39,12 +40,16 @@ import ipaddress
 import logging
 import struct
 
+from kafka.protocol.admin.acl import CreateAclsResponse, DeleteAclsResponse
 from kafka.protocol.admin.configs import AlterConfigsResponse, IncrementalAlterConfigsResponse
 from kafka.protocol.admin.topics import CreatePartitionsResponse, CreateTopicsResponse, DeleteTopicsResponse
 from kafka.protocol.admin.users import AlterUserScramCredentialsResponse
 
 from ..broker.apis.alter_user_scram_credentials import every_user
+from ..broker.apis.create_acls import every_creation
+from ..broker.apis.delete_acls import every_filter
 from ..broker.common.message.codec import build
+from ..broker.common.security.kafka_principal import ANONYMOUS, KafkaPrincipal, serialize_principal
 from ..broker.common.errors import ErrorCode
 from ..broker.network.request_channel import CloseConnection
 from ..controller.controller_messages import EnvelopeRequest
@@ -55,12 +60,13 @@ log = logging.getLogger(__name__)
 #: how long the broker keeps looking for an active controller (Kafka's forwarding channel: retryTimeoutMs 60000)
 FORWARDING_TIMEOUT_MS = 60_000
 #: DefaultPrincipalData v0 (flexible): version int16, compact strings "User" and "ANONYMOUS", false, no tags
-ANONYMOUS_PRINCIPAL = b"\x00\x00" + b"\x05User" + b"\x0aANONYMOUS" + b"\x00" + b"\x00"
+ANONYMOUS_PRINCIPAL = serialize_principal(ANONYMOUS)
 _SIZE = struct.Struct(">i")
 #: how long a forwarded topic change's answer waits for the broker's own metadata to show it
 READ_YOUR_WRITES_S = 2.0
-RESPONSES = {19: CreateTopicsResponse, 20: DeleteTopicsResponse, 33: AlterConfigsResponse, 37: CreatePartitionsResponse,
-             44: IncrementalAlterConfigsResponse, 51: AlterUserScramCredentialsResponse}
+RESPONSES = {19: CreateTopicsResponse, 20: DeleteTopicsResponse, 30: CreateAclsResponse, 31: DeleteAclsResponse,
+             33: AlterConfigsResponse, 37: CreatePartitionsResponse, 44: IncrementalAlterConfigsResponse,
+             51: AlterUserScramCredentialsResponse}
 
 
 def client_address(host: str) -> bytes:
@@ -92,6 +98,10 @@ def error_result(api_key: int, request, code: int, message: str) -> dict:
             {"name": t.name, "error_code": code, "error_message": message} for t in request.topics]}
     if api_key == 51:
         return every_user(request, code, message)
+    if api_key == 30:
+        return every_creation(request.creations or [], code, message)
+    if api_key == 31:
+        return every_filter(request.filters or [], code, message)
     return {"throttle_time_ms": 0, "responses": [
         {"error_code": code, "error_message": message, "resource_type": r.resource_type,
          "resource_name": r.resource_name} for r in request.resources]}
@@ -113,16 +123,19 @@ class ForwardingManager:
         self.config_admin = ConfigAdminManager(broker.broker_id)
         self.forwarded = 0          # envelopes answered (for tests and notebooks)
 
-    async def forward(self, frame: bytes, request, client_host: str, api_version: int, correlation_id: int) -> bytes:
-        """Forward the client's request (``frame``: its header and body); the framed answer for the client."""
+    async def forward(self, frame: bytes, request, client_host: str, api_version: int, correlation_id: int,
+                      principal: KafkaPrincipal | None = None) -> bytes:
+        """Forward the client's request (``frame``: its header and body) on behalf of ``principal`` (None:
+        ``User:ANONYMOUS``); the framed answer for the client."""
         api_key = struct.unpack_from(">h", frame)[0]
+        serialized = serialize_principal(principal or ANONYMOUS)
         if api_key in (33, 44):
             answered = self.config_admin.preprocess(request.resources, incremental=api_key == 44)
             if answered:
                 return await self._forward_config_rest(api_key, request, answered, client_host, api_version,
-                                                       correlation_id)
+                                                       correlation_id, serialized)
         try:
-            data = await self._round_trip(api_key, bytes(frame), request, client_host, api_version)
+            data = await self._round_trip(api_key, bytes(frame), request, client_host, api_version, serialized)
         except _Answered as answer:
             return self._error(api_key, request, api_version, correlation_id, answer.code, answer.message)
         if api_key in (19, 20, 37) and not getattr(request, "validate_only", False):
@@ -154,9 +167,10 @@ class ForwardingManager:
         while ok and not shown() and loop.time() < deadline:
             await asyncio.sleep(0.01)
 
-    async def _round_trip(self, api_key: int, data: bytes, request, client_host: str, api_version: int) -> bytes:
+    async def _round_trip(self, api_key: int, data: bytes, request, client_host: str, api_version: int,
+                          principal: bytes = ANONYMOUS_PRINCIPAL) -> bytes:
         """One envelope to the active controller: the inner response's bytes (its header, its body)."""
-        envelope = build(EnvelopeRequest, 0, {"request_data": data, "request_principal": ANONYMOUS_PRINCIPAL,
+        envelope = build(EnvelopeRequest, 0, {"request_data": data, "request_principal": principal,
                                               "client_host_address": client_address(client_host)})
         name = FORWARDABLE[api_key]
         try:
@@ -176,7 +190,8 @@ class ForwardingManager:
                  self.broker.controller_channel.active_controller)
         return bytes(response.response_data)
 
-    async def _forward_config_rest(self, api_key, request, answered, client_host, api_version, correlation_id):
+    async def _forward_config_rest(self, api_key, request, answered, client_host, api_version, correlation_id,
+                                   principal: bytes = ANONYMOUS_PRINCIPAL):
         """AlterConfigs / IncrementalAlterConfigs with resources the broker answered itself: the others forwarded
         (the request re-serialized without them, under the client's header), the answers reassembled in order."""
         resources = list(request.resources)
@@ -188,7 +203,7 @@ class ForwardingManager:
             request.with_header(correlation_id=correlation_id, client_id=request.header.client_id)
             try:
                 data = await self._round_trip(api_key, bytes(request.encode(header=True)), request, client_host,
-                                              api_version)
+                                              api_version, principal)
                 forwarded = list(RESPONSES[api_key].decode(data, version=api_version, header=True).responses)
             except _Answered as answer:
                 error = answer

@@ -38,7 +38,7 @@ import asyncio
 import logging
 import random
 
-from ..controller.controller_node import GROUP_BOUND_CONFIGS, LEADERSHIP_CONFIGS, ControllerNode
+from ..controller.controller_node import AUTHORIZER_CONFIGS, GROUP_BOUND_CONFIGS, LEADERSHIP_CONFIGS, ControllerNode
 from ..controller.snapshot_generator import SNAPSHOT_CONFIGS
 from ..raft.kafka_raft_client import RaftConfig
 from ..raft.raft_config import parse_voters
@@ -89,7 +89,7 @@ class KafkaRaftServer:
             default_replication_factor=config["default.replication.factor"],
             log_segment_bytes=config["metadata.log.segment.bytes"],
             **{arg: config[name] for name, arg in {**SNAPSHOT_CONFIGS, **LEADERSHIP_CONFIGS,
-                                                    **GROUP_BOUND_CONFIGS}.items()})
+                                                    **GROUP_BOUND_CONFIGS, **AUTHORIZER_CONFIGS}.items()})
         self.broker = BrokerServer(config, raft_client=self.controller.client)
         if self.broker.metrics is not None:   # one registry, served at the broker's metrics_url (as Kafka's one JMX)
             self.controller.enable_metrics(self.broker.metrics)

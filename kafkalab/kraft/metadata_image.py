@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..controller.acl_control_manager import ACL_RECORDS, AclControlManager
 from ..controller.cluster_control_manager import ClusterControlManager
 from ..controller.configuration_control_manager import ConfigurationControlManager
 from ..controller.feature_control_manager import FeatureControlManager
@@ -38,10 +39,11 @@ class MetadataDelta:
     removed: list = field(default_factory=list)       # (name, topic id, [partition]) of each RemoveTopicRecord
     configs_changed: bool = False                     # a ConfigRecord of another resource (BROKER, GROUP)
     scram_changed: bool = False                       # a (Remove)UserScramCredentialRecord
+    acls_changed: bool = False                        # a (Remove)AccessControlEntryRecord
 
     def __bool__(self) -> bool:
         return bool(self.partitions or self.topics or self.brokers_changed or self.removed or self.configs_changed
-                    or self.scram_changed)
+                    or self.scram_changed or self.acls_changed)
 
 
 class MetadataImage:
@@ -51,6 +53,7 @@ class MetadataImage:
         self.replication = ReplicationControlManager(self.cluster)
         self.producer_ids = ProducerIdControlManager()
         self.scram = ScramControlManager()
+        self.acls = AclControlManager()       # Kafka's AclsImage: the ACLs by id
         self.configuration = ConfigurationControlManager(self.replication)
         self.next_offset = 0          # every committed record below it is applied
         #: loads a snapshot the broker fetched (FetchSnapshot), and writes the broker's own (Kafka's defaults)
@@ -88,6 +91,8 @@ class MetadataImage:
                 delta.brokers_changed = True
             elif record.name in SCRAM_RECORDS:
                 delta.scram_changed = True
+            elif record.name in ACL_RECORDS:
+                delta.acls_changed = True
         self.next_offset = high_watermark
         self.snapshots.after_replay(self, metadata_log, start, high_watermark)
         return delta
@@ -108,7 +113,8 @@ class MetadataImage:
     def everything(self) -> MetadataDelta:
         """A delta naming every partition and topic (the first publish after the broker starts)."""
         return MetadataDelta({(t.id, p) for t in self.replication.topics.values() for p in t.partitions},
-                             set(self.replication.topics), True, scram_changed=True)
+                             set(self.replication.topics), True, scram_changed=True,
+                             acls_changed=True)
 
     @staticmethod
     def _topic_id(text: str):

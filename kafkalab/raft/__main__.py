@@ -61,10 +61,11 @@ async def run(node: RaftNode, parent_pid: int | None) -> None:
             watcher.cancel()
 
 
-def main(argv=None, node_class=RaftNode, node_configs: dict | None = None, node_defaults: dict | None = None) -> int:
+def main(argv=None, node_class=RaftNode, node_configs: dict | None = None, node_defaults: dict | None = None,
+         string_configs: frozenset = frozenset()) -> int:
     """The command line; ``python -m kafkalab.controller`` calls it with its ``ControllerNode`` and the
     controller's own configs (``node_configs``: config name -> the node's keyword argument; ``node_defaults``:
-    keyword argument -> its value when not given)."""
+    keyword argument -> its value when not given; ``string_configs``: those given as text, not integers)."""
     import random
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -74,6 +75,9 @@ def main(argv=None, node_class=RaftNode, node_configs: dict | None = None, node_
         raft_settings, node_settings, idle_ms = {}, dict(node_defaults or {}), 500
         for item in args.config:
             name, sep, value = (part.strip() for part in item.partition("="))
+            if sep and name in string_configs and name in node_configs:
+                node_settings[node_configs[name]] = value
+                continue
             value = {"true": "1", "false": "0"}.get(value.lower(), value)    # boolean configs as 1/0
             if not sep or not value.lstrip("-").isdigit():
                 raise ValueError(f"malformed --config {item!r} (name=integer, or true/false)")

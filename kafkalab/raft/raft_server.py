@@ -16,6 +16,7 @@ forbids one.
 """
 from __future__ import annotations
 
+import contextvars
 import inspect
 import logging
 from typing import Callable
@@ -30,6 +31,8 @@ from . import fetch_snapshot, raft_apis  # noqa: F401 (each registers its APIs i
 from .raft_messages import RAFT_APIS
 
 log = logging.getLogger(__name__)
+#: the request being handled on this listener (its handlers run in the task that set it)
+current_request: contextvars.ContextVar[Request | None] = contextvars.ContextVar("current_request", default=None)
 MAX_REQUEST_BYTES = 100 * 1024 * 1024
 API_VERSIONS_MAX = 4
 
@@ -78,6 +81,10 @@ class RaftServer:
         await self.socket_server.stop()
 
     async def handle(self, request: Request) -> bytearray:
+        current_request.set(request)   # who asks (the client's host), for a KRaft controller's authorizer
+        return await self._handle(request)
+
+    async def _handle(self, request: Request) -> bytearray:
         """Lookup, decode, handler, encode: the steps of the broker's ``KafkaApis.handle`` that a controller
         listener takes (no quotas, faults or forwarding here)."""
         spec = self.apis.lookup(request)

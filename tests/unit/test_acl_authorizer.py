@@ -305,7 +305,12 @@ def test_which_authorizer_each_broker_mode_serves(tmp_path):
     assert broker_authorizer(BrokerConfig({"authorizer.class.name": standard}), "STANDALONE", str(tmp_path))
     with pytest.raises(ValueError, match="KRaft metadata log"):
         broker_authorizer(BrokerConfig({"authorizer.class.name": standard}), "ZOOKEEPER", str(tmp_path))
-    with pytest.raises(ValueError, match="KRaft mode has no authorizer yet"):
-        broker_authorizer(BrokerConfig({"authorizer.class.name": standard}), "KRAFT", str(tmp_path))
+    # KRaft: StandardAuthorizer, loaded from the metadata log (no file); Kafka 4 has no AclAuthorizer class at all
+    kraft = broker_authorizer(BrokerConfig({"authorizer.class.name": standard}), "KRAFT", str(tmp_path))
+    assert kraft.class_name == standard and not isinstance(kraft.store, FileAclStore)
+    with pytest.raises(ValueError, match="could not be found .*uses org.apache.kafka.metadata.authorizer."
+                                         "StandardAuthorizer"):
+        broker_authorizer(BrokerConfig({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"}),
+                          "KRAFT", str(tmp_path))
     with pytest.raises(ValueError, match="authorizer.class.name"):
         BrokerConfig({"authorizer.class.name": "com.example.MyAuthorizer"})

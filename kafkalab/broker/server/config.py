@@ -205,8 +205,9 @@ _BROKER_ONLY: list[ConfigDef] = [
        "written to replication-offset-checkpoint", _positive),
     # -- authorization (Kafka's AclAuthorizer / StandardAuthorizer configs) ----------------------------------------
     _d("authorizer.class.name", "string", "", "The authorizer: kafka.security.authorizer.AclAuthorizer "
-       "(ZooKeeper mode, standalone) or org.apache.kafka.metadata.authorizer.StandardAuthorizer (KRaft, "
-       "standalone); empty: none, every request is allowed", valid_values=("",) + AUTHORIZER_CLASS_NAMES),
+       "(ZooKeeper mode, standalone; not in Kafka 4, a KRaft node refuses it) or "
+       "org.apache.kafka.metadata.authorizer.StandardAuthorizer (KRaft, standalone); empty: none, every request is "
+       "allowed", valid_values=("",) + AUTHORIZER_CLASS_NAMES),
     _d("super.users", "string", "", "Principals allowed everything, no ACL read (User:admin;User:ops)"),
     _d("allow.everyone.if.no.acl.found", "bool", False,
        "With an authorizer: allow an action on a resource no ACL matches (false: denied)"),

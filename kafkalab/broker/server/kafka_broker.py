@@ -81,7 +81,7 @@ class ForwardingManagerLike(Protocol):
     forwarded_apis: frozenset[int]
 
     async def forward(self, frame: bytes, request: Any, client_host: str, api_version: int,
-                      correlation_id: int) -> bytes: ...
+                      correlation_id: int, principal: Any = None) -> bytes: ...
 
 
 class ProducerIdGenerator(Protocol):

@@ -22,6 +22,7 @@ from kafkalab.broker.common.errors import ErrorCode, KafkaError
 from kafkalab.controller.cluster_control_manager import BrokerRegistration
 from kafkalab.controller.controller_messages import EnvelopeRequest
 from kafkalab.controller.envelope_utils import handle_envelope
+from kafkalab.kraft.forwarding_manager import ANONYMOUS_PRINCIPAL
 from kafkalab.controller.quorum_controller import replay_record
 from kafkalab.controller.striped_replica_placer import StripedReplicaPlacer, UsableBroker
 from kafkalab.kraft.metadata_image import MetadataImage
@@ -254,7 +255,8 @@ def inner(request_cls, version, data, correlation_id=7) -> bytes:
 
 
 def envelope(data: bytes, address: bytes = b"\x7f\x00\x00\x01"):
-    return build(EnvelopeRequest, 0, {"request_data": data, "request_principal": None, "client_host_address": address})
+    return build(EnvelopeRequest, 0, {"request_data": data, "request_principal": ANONYMOUS_PRINCIPAL,
+                                      "client_host_address": address})
 
 
 CREATE_PARTITIONS = {"topics": [{"name": "t", "count": 3, "assignments": None}], "timeout_ms": 100,

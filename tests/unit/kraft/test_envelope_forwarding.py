@@ -22,7 +22,7 @@ from kafkalab.broker.network.socket_server import CloseConnection
 from kafkalab.controller.controller_messages import EnvelopeRequest, EnvelopeResponse
 from kafkalab.controller.controller_node import ControllerNode
 from kafkalab.kraft.broker_to_controller_channel import BrokerToControllerChannelManager
-from kafkalab.kraft.forwarding_manager import ForwardingManager
+from kafkalab.kraft.forwarding_manager import ANONYMOUS_PRINCIPAL, ForwardingManager
 from kafkalab.raft.kafka_raft_client import RaftConfig
 
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
@@ -40,7 +40,8 @@ def envelope(correlation_id: int, value: str):
         "resource_type": 4, "resource_name": "", "configs": [
             {"name": "log.cleaner.threads", "config_operation": 0, "value": value}]}], "validate_only": False})
     inner.with_header(correlation_id=correlation_id, client_id="admin")
-    return build(EnvelopeRequest, 0, {"request_data": bytes(inner.encode(header=True)), "request_principal": None,
+    return build(EnvelopeRequest, 0, {"request_data": bytes(inner.encode(header=True)),
+                                      "request_principal": ANONYMOUS_PRINCIPAL,
                                       "client_host_address": b"\x7f\x00\x00\x01"})
 
 
@@ -86,7 +87,8 @@ def test_envelopes_reach_the_active_controller_and_bad_ones_get_errors(tmp_path)
             to_active = NetworkClient(*voters[active], timeout_s=5)
             clients.append(to_active)
             bad = build(EnvelopeRequest, 0, {"request_data": b"\x00\x2c\x00\x01\x00\x00\x00\x05\xff\xff\xff",
-                                             "request_principal": None, "client_host_address": b"\x7f\x00\x00\x01"})
+                                             "request_principal": ANONYMOUS_PRINCIPAL,
+                                             "client_host_address": b"\x7f\x00\x00\x01"})
             answer = await to_active.send(bad)
             assert (answer.error_code, answer.response_data) == (UNSUPPORTED_VERSION, None)
             answer = await to_active.send(envelope(78, "4"))
@@ -195,3 +197,19 @@ def test_config_resources_the_broker_answers_are_left_out_and_the_answers_reasse
     assert [(r.resource_name, r.error_code, r.error_message) for r in response.responses] == [
         ("2", 42, "Unexpected broker id, expected 1, but received 2"), ("t", 3, "no"),
         ("u", 42, "Null value not supported for : a")]
+
+
+def test_the_clients_principal_is_forwarded_in_the_envelope():
+    from kafkalab.broker.common.security.kafka_principal import KafkaPrincipal, deserialize_principal
+    inner = build(CreatePartitionsResponse, 3, {"throttle_time_ms": 0, "results": [
+        {"name": "t", "error_code": 0, "error_message": None}]})
+    inner.with_header(correlation_id=9)
+    data = bytes(inner.encode(header=True))
+    channel = Channel(lambda req: build(EnvelopeResponse, 0, {"response_data": data, "error_code": 0}))
+    manager = ForwardingManager(SimpleNamespace(broker_id=1, controller_channel=channel))
+    frame, request = client_request(CreatePartitionsRequest, 3, GROW)
+    alice = KafkaPrincipal("User", "alice")
+    asyncio.run(manager.forward(frame, request, "10.1.2.3", 3, 9, alice))
+    asyncio.run(manager.forward(frame, request, "10.1.2.3", 3, 9))      # none given: User:ANONYMOUS
+    assert [deserialize_principal(bytes(e.request_principal)) for e in channel.sent] == [
+        alice, KafkaPrincipal("User", "ANONYMOUS")]

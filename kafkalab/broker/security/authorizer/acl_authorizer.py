@@ -28,8 +28,11 @@ The last :data:`DECISIONS_KEPT` decisions that were logged at INFO or DEBUG are 
 (:attr:`AclAuthorizer.decisions`), for a notebook's table (not in Kafka).
 
 **The ACLs** are kept by an :class:`AclStore` (the standalone broker's file, or ZooKeeper:
-:mod:`kafkalab.broker.security.authorizer.zk_acl_store`); CreateAcls, DescribeAcls and DeleteAcls reach them
-through :meth:`create_acls`, :meth:`acls` and :meth:`delete_acls`.
+:mod:`kafkalab.broker.security.authorizer.acl_store`); CreateAcls, DescribeAcls and DeleteAcls reach them
+through :meth:`create_acls`, :meth:`acls` and :meth:`delete_acls`. In KRaft mode (StandardAuthorizer) the ACLs
+are records of the metadata log: the active controller writes them
+(:mod:`kafkalab.controller.acl_control_manager`) and each node's authorizer is loaded with what it replayed
+(:meth:`load_acls`); only DescribeAcls reads them here.
 """
 from __future__ import annotations
 
@@ -131,6 +134,12 @@ class AclAuthorizer:
                 self._acls[pattern] = entries
             else:
                 self._acls.pop(pattern, None)
+
+    def load_acls(self, acls: Acls) -> None:
+        """Every ACL at once, as the metadata log has them (a KRaft node's StandardAuthorizer, fed by its
+        ``AclPublisher``: :mod:`kafkalab.controller.acl_control_manager`)."""
+        with self._lock:
+            self._acls = dict(acls)
 
     def use_store(self, store: AclStore) -> None:
         """Keep the ACLs in ``store`` from now on, and load what it holds (a ZooKeeper-mode broker, connected)."""

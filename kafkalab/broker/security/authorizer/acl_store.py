@@ -88,16 +88,23 @@ def decode_change(parent: str, data: bytes) -> ResourcePattern:
 def broker_authorizer(config, metadata_mode: str, log_dir: str) -> AclAuthorizer | None:
     """A broker's authorizer as ``authorizer.class.name`` asks (None: none), its ACLs in ``acls.json`` of the log
     directory when standalone (``metadata_mode``: STANDALONE, ZOOKEEPER or KRAFT; a ZooKeeper-mode broker gives
-    it its :class:`ZkAclStore` once connected). ValueError for what this mode cannot serve."""
+    it its :class:`ZkAclStore` once connected, a KRaft broker's metadata publisher loads it with the ACL records
+    it replayed). ValueError for what this mode cannot serve."""
     name = config["authorizer.class.name"]
-    if name and metadata_mode == "KRAFT":
-        raise ValueError("authorizer.class.name: the mini broker's KRaft mode has no authorizer yet "
-                         "(no AccessControlEntryRecords); see docs/differences.md")
+    if name == ACL_AUTHORIZER and metadata_mode == "KRAFT":
+        raise ValueError(kraft_authorizer_error(name))
     if name == STANDARD_AUTHORIZER and metadata_mode == "ZOOKEEPER":
         raise ValueError(f"authorizer.class.name={name} keeps its ACLs in the KRaft metadata log; a "
                          f"ZooKeeper-mode broker uses {ACL_AUTHORIZER}")
     store = MemoryAclStore() if metadata_mode != "STANDALONE" else FileAclStore(log_dir)
     return AclAuthorizer.from_config(config, store)
+
+
+def kraft_authorizer_error(name: str) -> str:
+    """Why a KRaft node refuses ``authorizer.class.name``: Kafka 4.x has no AclAuthorizer (removed with ZooKeeper,
+    KIP-896), so its startup fails on a class that does not exist."""
+    return (f"Invalid value {name} for configuration authorizer.class.name: Class {name} could not be found "
+            f"(Kafka 4.x removed AclAuthorizer with ZooKeeper mode; a KRaft node uses {STANDARD_AUTHORIZER})")
 
 
 class FileAclStore:
