@@ -51,6 +51,15 @@ if ! KRAFT_HOME_FOR_TESTS="$(kafkalab fetch-kafka 4 | tail -n 1)"; then
     exit 1
 fi
 echo "    $KRAFT_HOME_FOR_TESTS"
+# kafkajs (tests/js/package.json) for tests/integration/test_sasl_ssl_client_matrix.py: where npm is there and the
+# registry answers; else its tests skip, saying so
+if command -v npm >/dev/null 2>&1; then
+    echo "==> kafkajs for the Node.js client tests: npm ci in tests/js"
+    (cd tests/js && npm ci --no-audit --no-fund --loglevel=error) ||
+        echo "warning: npm ci in tests/js failed; the kafkajs tests will skip" >&2
+else
+    echo "==> no npm here: the kafkajs tests will skip"
+fi
 echo "==> Kafka Connect 3.9 for tests/integration/test_kafka_connect.py: kafkalab fetch-connect"
 if ! CONNECT_HOME_FOR_TESTS="$(kafkalab fetch-connect | tail -n 1)"; then
     echo "error: could not fetch Kafka Connect (see above); the Connect tests need it" >&2

@@ -124,6 +124,21 @@ def test_a_nonce_that_is_not_the_servers_is_refused():
         server.evaluate_response(CLIENT_FINAL)
 
 
+def test_a_nonce_that_only_ends_with_the_servers_is_refused():
+    """librdkafka before 2.6.1 puts its own nonce in front of the combined one in client-final (its proof computed
+    over that very message, so valid): Kafka 4's ScramSaslServer compares the nonces with equals and refuses it, as
+    RFC 5802 5.1 asks (Kafka 3.9 compared with endsWith and let it through)."""
+    server = rfc_server()
+    server_first = ServerFirstMessage.parse(server.evaluate_response(CLIENT_FIRST))
+    f = ScramFormatter(SCRAM_SHA_256)
+    final = ClientFinalMessage(b"n,,", "rOprNGfwEbeRWgbNEkqO" + server_first.nonce)
+    message = auth_message("n=user,r=rOprNGfwEbeRWgbNEkqO", server_first.to_message(), final.without_proof())
+    final.proof = f.client_proof(f.salted_password("pencil", server_first.salt, server_first.iterations), message)
+    with pytest.raises(SaslException, match=r"^Invalid client nonce in the final client message\.$"):
+        server.evaluate_response(final.to_bytes())
+    assert server.state == FAILED
+
+
 def test_an_unknown_user_is_invalid_user_credentials():
     server = rfc_server({})
     with pytest.raises(SaslException, match="^Authentication failed: Invalid user credentials$"):

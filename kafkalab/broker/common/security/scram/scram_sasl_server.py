@@ -7,8 +7,10 @@ States: RECEIVE_CLIENT_FIRST_MESSAGE -> RECEIVE_CLIENT_FINAL_MESSAGE -> COMPLETE
    other than the user is refused (``Authentication failed: Client requested an authorization id that is different
    from username``, the one message the client is told). The answer, server-first, carries the client's nonce
    followed by a fresh one of the server's, the salt and the iterations.
-2. client-final: its nonce must be the combined nonce (``Invalid client nonce in the final client message.``: a
-   message replayed from another exchange fails here), then the proof is checked against the stored key
+2. client-final: its nonce must be the combined nonce, exactly (``Invalid client nonce in the final client
+   message.``: a message replayed from another exchange fails here, and so does librdkafka before 2.6.1's, which
+   puts its own nonce in front of the combined one: Kafka 4 compares with ``equals``, Kafka 3.9 with ``endsWith``
+   and let those through), then the proof is checked against the stored key
    (``Invalid client credentials``). The answer, server-final, is the server's signature, which proves to the
    client that the broker knows the credential too.
 
@@ -86,7 +88,7 @@ class ScramSaslServer:
     def _client_final_message(self, response: bytes) -> bytes:
         final = ClientFinalMessage.parse(response)
         assert self._client_first is not None and self._server_first is not None and self._credential is not None
-        if not final.nonce.endswith(self._server_first.nonce):
+        if final.nonce != self._server_first.nonce:   # RFC 5802 5.1: the same nonce (Kafka 4; 3.9: endsWith)
             raise SaslException("Invalid client nonce in the final client message.")
         message = auth_message(self._client_first.bare(), self._server_first.to_message(), final.without_proof())
         f = self.formatter
