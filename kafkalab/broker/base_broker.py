@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import errno
 import hashlib
 import logging
@@ -123,6 +124,9 @@ class BaseBroker:
             raise StartupError(str(exc)) from exc
         #: each SASL listener's mechanisms and JAAS entries, by listener name (bad sasl.* configs: ValueError here)
         self.sasl_configs = self.listener_configs.sasl_server_configs()
+        if metadata_mode is MetadataMode.ZOOKEEPER:   # Kafka 3.9's SCRAM nonce check (4.x: an exact match)
+            self.sasl_configs = {name: dataclasses.replace(c, scram_nonce_ends_with=True)
+                                 for name, c in self.sasl_configs.items()}
         if metadata_mode is not MetadataMode.STANDALONE:   # how this broker connects to the others (made once)
             try:
                 self.listener_configs.inter_broker_client_security()

@@ -31,9 +31,9 @@ def rfc_credential(iterations: int = 4096) -> ScramCredential:
     return ScramFormatter(SCRAM_SHA_256).generate_credential("pencil", iterations, salt=SALT)
 
 
-def rfc_server(credentials=None) -> ScramSaslServer:
+def rfc_server(credentials=None, nonce_ends_with=False) -> ScramSaslServer:
     store = {"user": rfc_credential()} if credentials is None else credentials
-    return ScramSaslServer(SCRAM_SHA_256, store.get, server_nonce=lambda: SERVER_NONCE)
+    return ScramSaslServer(SCRAM_SHA_256, store.get, server_nonce=lambda: SERVER_NONCE, nonce_ends_with=nonce_ends_with)
 
 
 def test_rfc7677_exchange_byte_for_byte():
@@ -124,19 +124,34 @@ def test_a_nonce_that_is_not_the_servers_is_refused():
         server.evaluate_response(CLIENT_FINAL)
 
 
-def test_a_nonce_that_only_ends_with_the_servers_is_refused():
-    """librdkafka before 2.6.1 puts its own nonce in front of the combined one in client-final (its proof computed
-    over that very message, so valid): Kafka 4's ScramSaslServer compares the nonces with equals and refuses it, as
-    RFC 5802 5.1 asks (Kafka 3.9 compared with endsWith and let it through)."""
-    server = rfc_server()
+def _final_with_the_client_nonce_in_front(server):
     server_first = ServerFirstMessage.parse(server.evaluate_response(CLIENT_FIRST))
     f = ScramFormatter(SCRAM_SHA_256)
     final = ClientFinalMessage(b"n,,", "rOprNGfwEbeRWgbNEkqO" + server_first.nonce)
     message = auth_message("n=user,r=rOprNGfwEbeRWgbNEkqO", server_first.to_message(), final.without_proof())
     final.proof = f.client_proof(f.salted_password("pencil", server_first.salt, server_first.iterations), message)
+    return final.to_bytes()
+
+
+def test_a_nonce_that_only_ends_with_the_servers_is_refused():
+    """librdkafka before 2.6.1 puts its own nonce in front of the combined one in client-final (its proof computed
+    over that very message, so valid): Kafka 4's ScramSaslServer compares the nonces with equals and refuses it, as
+    RFC 5802 5.1 asks (Kafka 3.9 compared with endsWith and let it through)."""
+    server = rfc_server()
     with pytest.raises(SaslException, match=r"^Invalid client nonce in the final client message\.$"):
-        server.evaluate_response(final.to_bytes())
+        server.evaluate_response(_final_with_the_client_nonce_in_front(server))
     assert server.state == FAILED
+
+
+def test_kafka_39s_check_lets_that_nonce_through():
+    """A ZooKeeper-mode broker is Kafka 3.9's: ``endsWith`` (ScramSaslServer.java on branch 3.9)."""
+    server = rfc_server(nonce_ends_with=True)
+    assert server.evaluate_response(_final_with_the_client_nonce_in_front(server)).startswith(b"v=")
+    assert server.is_complete()
+    other = rfc_server(nonce_ends_with=True)   # a nonce that does not end with the combined one: still refused
+    other.evaluate_response(CLIENT_FIRST)
+    with pytest.raises(SaslException, match="Invalid client nonce"):
+        other.evaluate_response(b"c=biws,r=somethingelse,p=" + b"A" * 44)
 
 
 def test_an_unknown_user_is_invalid_user_credentials():

@@ -174,7 +174,8 @@ class SaslServerAuthenticator:
         if mechanism == PLAIN_MECHANISM:
             return PlainSaslServer(self.config.plain_users())
         scram = SCRAM_MECHANISMS[mechanism]
-        return ScramSaslServer(scram, lambda user: self.credentials.get(mechanism, user))
+        return ScramSaslServer(scram, lambda user: self.credentials.get(mechanism, user),
+                               nonce_ends_with=self.config.scram_nonce_ends_with)
 
     # -- the tokens ---------------------------------------------------------------------------------------
 

@@ -53,6 +53,9 @@ class SaslServerConfig:
     #: mechanism -> connections.max.reauth.ms (0: sessions do not expire)
     connections_max_reauth_ms: dict[str, int] = field(default_factory=dict)
     failed_authentication_delay_ms: int = 100
+    #: SCRAM's client-final nonce checked as Kafka 3.9 does (``endsWith`` the combined nonce: a ZooKeeper-mode
+    #: broker), not as Kafka 4 (``equals``)
+    scram_nonce_ends_with: bool = False
 
     def plain_users(self) -> dict[str, str]:
         """The options of the PLAIN entry (``user_<name>`` -> password among them)."""

@@ -37,8 +37,11 @@ CredentialLookup = Callable[[str], "ScramCredential | None"]
 
 class ScramSaslServer:
     def __init__(self, mechanism: ScramMechanism, credentials: CredentialLookup,
-                 server_nonce: Callable[[], str] = secure_random_string):
+                 server_nonce: Callable[[], str] = secure_random_string, nonce_ends_with: bool = False):
         self.mechanism = mechanism
+        #: Kafka 3.9's check of the client-final nonce (``endsWith`` the combined one) instead of Kafka 4's
+        #: (``equals``): a ZooKeeper-mode broker is Kafka 3.9's
+        self.nonce_ends_with = nonce_ends_with
         self.mechanism_name = mechanism.mechanism_name
         self.formatter = ScramFormatter(mechanism)
         self._credentials = credentials
@@ -88,7 +91,8 @@ class ScramSaslServer:
     def _client_final_message(self, response: bytes) -> bytes:
         final = ClientFinalMessage.parse(response)
         assert self._client_first is not None and self._server_first is not None and self._credential is not None
-        if final.nonce != self._server_first.nonce:   # RFC 5802 5.1: the same nonce (Kafka 4; 3.9: endsWith)
+        combined = self._server_first.nonce
+        if not (final.nonce.endswith(combined) if self.nonce_ends_with else final.nonce == combined):
             raise SaslException("Invalid client nonce in the final client message.")
         message = auth_message(self._client_first.bare(), self._server_first.to_message(), final.without_proof())
         f = self.formatter
