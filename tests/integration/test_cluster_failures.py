@@ -99,6 +99,40 @@ def consume_all(cluster, topic: str, partitions: int) -> dict[int, list[tuple[in
 def test_acks_all_loses_nothing_when_the_leader_is_killed_five_times(cluster):
     """3 partitions, RF 3, min.insync.replicas=2, an idempotent acks=all producer; SIGKILL the
     leader of partition 0 five times while records flow, restarting it each time."""
+    five_leader_kills(cluster, {"bootstrap.servers": cluster.bootstrap_servers})
+
+
+INTERNAL_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" '
+                 'password="broker-secret" user_broker="broker-secret" user_alice="alice-secret";')
+
+
+@pytest.fixture(scope="module")
+def secured_cluster(tmp_path_factory):
+    """Three brokers whose inter-broker listener INTERNAL is SASL_SSL (PLAIN, User:broker), the producer's too."""
+    from kafkalab.security import CertificateAuthority
+    ca = CertificateAuthority(directory=str(tmp_path_factory.mktemp("ca")))
+    configs = {**LAB, "listeners": "PLAINTEXT://:0,INTERNAL://:0",
+               "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL",
+               "inter.broker.listener.name": "INTERNAL", "sasl.mechanism.inter.broker.protocol": "PLAIN",
+               "listener.name.internal.sasl.enabled.mechanisms": "PLAIN",
+               "listener.name.internal.plain.sasl.jaas.config": INTERNAL_JAAS,
+               **ca.broker_configs(listener="INTERNAL")}
+    with kafkalab.cluster(brokers=3, dir=str(tmp_path_factory.mktemp("secured")), **configs) as c:
+        yield c, {**ca.client_configs(), "bootstrap.servers": c.listeners["INTERNAL"], "security.protocol": "SASL_SSL",
+                  "sasl.mechanism": "PLAIN", "sasl.username": "alice", "sasl.password": "alice-secret"}
+    ca.close()
+
+
+def test_acks_all_loses_nothing_when_the_leader_is_killed_five_times_behind_sasl_ssl(secured_cluster):
+    """The same on a cluster whose brokers replicate over SASL_SSL, the producer on SASL_SSL too (issue #30)."""
+    cluster, client = secured_cluster
+    five_leader_kills(cluster, client)
+    restore_brokers(cluster, timeout=WAIT_S)
+
+
+def five_leader_kills(cluster, client: dict) -> None:
+    """SIGKILL partition 0's leader five times under an idempotent acks=all producer (``client``: its connection
+    configs); then every acknowledged record is there, once and in order."""
     topic = create_topic(cluster, "kill-leader", partitions=3, rf=3, **{"min.insync.replicas": 2})
     acked: list[tuple[int, int, bytes]] = []   # (partition, offset, value)
     failed: list[str] = []
@@ -109,7 +143,7 @@ def test_acks_all_loses_nothing_when_the_leader_is_killed_five_times(cluster):
         else:
             failed.append(f"{msg.value()!r}: {err}")
 
-    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "enable.idempotence": True,
+    producer = Producer({**client, "enable.idempotence": True,
                          "acks": "all", "linger.ms": 5, "delivery.timeout.ms": 120000,
                          "retry.backoff.ms": 100, "topic.metadata.refresh.interval.ms": 2000})
     stop = threading.Event()
