@@ -146,7 +146,7 @@ class ListenerConfigs:
             if not uses_security:
                 for name in self.controller_listener_names:
                     self.protocol_map.setdefault(name, "PLAINTEXT")
-        if config["process.roles"]:   # Kafka's KafkaConfig.validateValues (KRaft): every controller listener mapped
+        if (config["process.roles"] or "").strip() == "broker":   # Kafka's KafkaConfig.validateValues, broker-only
             for name in self.controller_listener_names:
                 if name not in self.protocol_map:
                     raise ConfigException(
@@ -296,15 +296,18 @@ class ListenerConfigs:
                         enabled_check: bool = True) -> ClientSecurity:
         """``enabled_check``: refuse, as Kafka's ``KafkaConfig.validateValues`` does for the inter-broker listener,
         a mechanism that listener does not enable (Kafka checks nothing of the kind for the controller's)."""
-        protocol = self.protocol_map[listener_name]
+        # (a combined mini node's controller listener is not among its listeners: unmapped, it is PLAINTEXT)
+        protocol = self.protocol_map.get(listener_name, "PLAINTEXT")
         if protocol == "PLAINTEXT":
             return PLAINTEXT if listener_name == "PLAINTEXT" else ClientSecurity(listener_name, protocol)
-        peers = "controllers'" if mechanism_config == "sasl.mechanism.controller.protocol" else "other brokers'"
+        to_controllers = mechanism_config == "sasl.mechanism.controller.protocol"
+        peers = "controllers'" if to_controllers else "other brokers'"
         try:
             context = create_client_context(self.ssl_configs(listener_name)) if protocol.endswith("SSL") else None
         except ValueError as exc:
-            raise ValueError(f"listener {listener_name} (this node's connections to the {peers} listener): "
-                             f"{exc}") from exc
+            whose = ("this node's connections to the controllers" if to_controllers
+                     else "this broker's connections to the others")
+            raise ValueError(f"listener {listener_name} ({whose}): {exc}") from exc
         if not protocol.startswith("SASL_"):
             return ClientSecurity(listener_name, protocol, context)
         if enabled_check:
@@ -325,7 +328,8 @@ class ListenerConfigs:
             raise ConfigException(f"Invalid value for configuration {jaas_name}: {exc}") from None
         if not options.get("username") or "password" not in options:
             raise ConfigException(
-                f"{jaas_name}: the node connects to the {peers} {listener_name} listener with SASL/{mechanism} "
+                f"{jaas_name}: the {'node' if to_controllers else 'broker'} connects to the {peers} {listener_name} "
+                f"listener with SASL/{mechanism} "
                 f"({mechanism_config}) and logs in with its JAAS entry's username and password: add "
                 f"username=\"...\" password=\"...\"")
         return ClientSecurity(listener_name, protocol, context, mechanism, options["username"], options["password"])
