@@ -74,7 +74,7 @@ def handle_sasl_handshake(server: "RaftServer", request) -> dict:
     current = current_request.get()
     channel = current.channel if current is not None else None
     authenticator = channel.authenticator if channel is not None else None
-    if authenticator is None or channel.authenticated:
+    if current is None or channel is None or authenticator is None or channel.authenticated:
         return {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "mechanisms": []}
     return authenticator.handshake(request.mechanism, current.api_version)
 
@@ -85,7 +85,7 @@ def handle_sasl_authenticate(server: "RaftServer", request) -> dict:
     current = current_request.get()
     channel = current.channel if current is not None else None
     authenticator = channel.authenticator if channel is not None else None
-    if authenticator is None or channel.authenticated:
+    if current is None or channel is None or authenticator is None or channel.authenticated:
         return {"error_code": ErrorCode.ILLEGAL_SASL_STATE,
                 "error_message": "SaslAuthenticate request received after successful authentication",
                 "auth_bytes": b"", "session_lifetime_ms": 0}
@@ -141,7 +141,7 @@ class RaftServer(SaslGate):
     async def stop(self) -> None:
         await self.socket_server.stop()
 
-    async def handle(self, request: Request) -> bytearray:
+    async def handle(self, request: Request) -> bytes | bytearray:
         current_request.set(request)   # who asks (the client's host), for a KRaft controller's authorizer
         channel = request.channel
         authenticating = None

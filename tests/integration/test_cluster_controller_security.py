@@ -116,7 +116,7 @@ def scenario(cluster) -> dict:
     cluster.restart(old)
     wait_until(lambda: whole_isr(cluster, strict, 3), "every ISR whole after the controller's restart", WAIT_S)
     produce(cluster.bootstrap_servers, strict, 10, start=30)
-    broker = next(b for b in (leader_of(cluster, strict, 0), 1, 2, 3) if b != old)
+    broker = next(b for b in (leader_of(cluster, strict, 0), 1, 2, 3) if b not in (old, new))   # counts kept
     cluster.kill(broker)
     cluster.restart(broker)   # registers anew over CONTROLLER
     wait_until(lambda: whole_isr(cluster, strict, 3), "the restarted broker back in every ISR", WAIT_S)
