@@ -172,3 +172,30 @@ def test_a_sasl_controller_listener_answers_only_the_authentication_apis_before_
 
     asyncio.run(scenario())
 
+
+
+def test_an_ssl_controller_listener_answers_over_tls_and_refuses_plaintext(tmp_path):
+    ca = CertificateAuthority(directory=str(tmp_path / "ca"))
+    given = {"listener.security.protocol.map": "CONTROLLER:SSL", **ca.broker_configs(listener="CONTROLLER")}
+
+    async def scenario():
+        port = free_port()
+        node = ControllerNode(RaftConfig(1, {1: ("127.0.0.1", port)}), str(tmp_path / "c"), rng=random.Random(1),
+                              security_configs=given)
+        assert node.config.security.security_protocol == "SSL"   # its own connections to the others: TLS
+        await node.start()
+        try:
+            request = {"client_software_name": "t", "client_software_version": "1"}
+            client = NetworkClient("127.0.0.1", port, timeout_s=5, security=node.config.security)
+            assert (await client.send(build(ApiVersionsRequest, 3, request))).error_code == 0
+            await client.close()
+            plain = NetworkClient("127.0.0.1", port, timeout_s=2)
+            with pytest.raises((OSError, asyncio.TimeoutError, asyncio.IncompleteReadError)):
+                await plain.send(build(ApiVersionsRequest, 3, request))
+            await plain.close()
+            counts = node.server.socket_server.metrics.counts
+            assert counts["successful-authentication-total"] == 1
+        finally:
+            await node.stop()
+
+    asyncio.run(scenario())
