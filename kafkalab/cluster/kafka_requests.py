@@ -24,15 +24,20 @@ _SIZE = struct.Struct(">i")
 _correlation = itertools.count(1)
 
 
-def kafka_request(host: str, port: int, request_cls, version: int, data: dict, timeout_s: float = 1.0):
+def kafka_request(host: str, port: int, request_cls, version: int, data: dict, timeout_s: float = 1.0,
+                  security=None):
     """Send one request to one broker and return its decoded response (kafka-python's protocol classes).
 
     Raises ``socket.timeout`` when the broker accepted the connection but did not answer in time, and
-    ``OSError`` (refused, unknown host, closed) when it could not be reached."""
+    ``OSError`` (refused, unknown host, closed) when it could not be reached. ``security``: a secured listener's
+    :class:`~kafkalab.broker.network.client_security.ClientSecurity` (a lab KRaft cluster's CONTROLLER:SASL_SSL):
+    the request goes over the mini broker's NetworkClient (TLS, SASL), in a thread of its own."""
     from kafka.protocol.api_header import ResponseClassRegistry
 
     from ..broker.common.message.codec import build
     request = build(request_cls, version, data)
+    if security is not None and security.security_protocol != "PLAINTEXT":
+        return _secured_request(host, port, request, timeout_s, security)
     request.with_header(correlation_id=next(_correlation) & 0x7FFFFFFF, client_id="kafkalab-external")
     with socket.create_connection((host, port), timeout=timeout_s) as sock:
         sock.settimeout(timeout_s)
@@ -77,3 +82,24 @@ def describe_broker_configs(host: str, port: int, broker_id: int, names=None, ti
          "configuration_keys": None if names is None else list(names)}]},
         timeout_s)
     return response.results[0]
+
+
+def _secured_request(host: str, port: int, request, timeout_s: float, security):
+    """One request over a secured connection (its own event loop, in a thread: a notebook's loop may be running)."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ..broker.network.network_client import NetworkClient
+
+    async def exchange():
+        client = NetworkClient(host, port, client_id="kafkalab-external", timeout_s=timeout_s, security=security)
+        try:
+            return await client.send(request)
+        finally:
+            await client.close()
+
+    with ThreadPoolExecutor(1) as pool:
+        try:
+            return pool.submit(asyncio.run, exchange()).result()
+        except asyncio.TimeoutError as exc:   # (not an OSError before Python 3.11)
+            raise socket.timeout(f"{host}:{port} did not answer in {timeout_s} s") from exc

@@ -48,7 +48,7 @@ from .jmx_agent import javaagent_for
 from .kafka_requests import metadata_answer, metadata_request
 from .kraft_config import (CONTROLLER_ID_BASE, LISTENER_CONFIGS, KRaftBackend, effective_configs, new_cluster_id,
                            voters_string)
-from .listeners import listener_spec, spec_from_state
+from .listeners import controller_client_security, listener_spec, spec_from_state
 from .kraft_inspection import KRaftInspection
 from .lifecycle import BrokerLifecycle
 from .mini_kraft import MiniKRaftBackend
@@ -107,7 +107,11 @@ class KRaftCluster(KRaftInspection, BrokerLifecycle, FaultControls):
         self.listener_spec = listener_spec(self.configs, host)
         if self.listener_spec is not None and "CONTROLLER" in self.listener_spec.names:
             raise ValueError("listeners: CONTROLLER is the controllers' listener (controller.listener.names) in a "
-                             "lab KRaft cluster; name the brokers' listeners otherwise")
+                             "lab KRaft cluster, placed by the lab; name the brokers' listeners otherwise (secure "
+                             "CONTROLLER with CONTROLLER:SASL_SSL in listener.security.protocol.map, "
+                             "sasl.mechanism.controller.protocol and listener.name.controller.* configs)")
+        #: the lab's way to the CONTROLLER listener when a lesson secured it (None: PLAINTEXT)
+        self._controller_security = controller_client_security(self.configs, self.listener_spec)
         for name in LISTENER_CONFIGS:
             self.configs.pop(name, None)
         self._leader_hint: int | None = None
@@ -365,8 +369,9 @@ class KRaftCluster(KRaftInspection, BrokerLifecycle, FaultControls):
             addresses += [(b.host, b.port) for b in self._res.brokers.values() if self._state(b) == "running"]
         node_of = {address: i for i, address in voters.items()}
         for host, port in addresses:
+            security = getattr(self, "_controller_security", None) if (host, port) in node_of else None
             try:
-                answer = quorum_answer(describe_quorum(host, port, timeout_s))
+                answer = quorum_answer(describe_quorum(host, port, timeout_s, security=security))
             except (QuorumError, OSError, ValueError, EOFError) as exc:
                 if failures is not None and (host, port) in node_of:
                     failures[node_of[(host, port)]] = why_not_leader(exc)
@@ -487,6 +492,7 @@ class KRaftCluster(KRaftInspection, BrokerLifecycle, FaultControls):
         self.timeout_s, self.start_time_s, self.combined = timeout_s, None, bool(state.get("combined"))
         self.configs, self.cluster_id, self._leader_hint = dict(state.get("configs", {})), state["cluster_id"], None
         self.listener_spec = spec_from_state(state.get("listeners"))
+        self._controller_security = controller_client_security(self.configs, self.listener_spec)
         nodes = state.get("nodes", [])
         self.host = nodes[0]["host"] if nodes else "127.0.0.1"
         for e in nodes:

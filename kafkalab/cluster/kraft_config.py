@@ -177,7 +177,7 @@ class KRaftBackend:
             listeners.append(brokers)
             advertised.append(brokers)
         if spec is not None:
-            protocols = ",".join(["CONTROLLER:PLAINTEXT"] + [f"{n}:{p}" for n, p in spec.protocols.items()])
+            protocols = ",".join([f"CONTROLLER:{spec.controller}"] + [f"{n}:{p}" for n, p in spec.protocols.items()])
             inter = spec.inter_broker
         if "controller" in roles:
             listeners.append(f"CONTROLLER://{host}:{controller_port}")

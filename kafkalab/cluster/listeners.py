@@ -14,7 +14,10 @@ for it (the same over restarts), which it also advertises::
 the brokers use among themselves (and, in ZooKeeper mode, the controller to reach them); it may be a secured
 one (``inter.broker.listener.name=INTERNAL`` with ``INTERNAL:SASL_SSL``, ``sasl.mechanism.inter.broker.protocol``
 and the JAAS entry's ``username`` / ``password``), and the lab's listener is then the first PLAINTEXT one, which a
-lab cluster must have. Listener names are Kafka's: case-insensitive, upper-cased (``ListenerName.normalised``).
+lab cluster must have. In KRaft mode the controllers' ``CONTROLLER`` listener is the lab's to place (not in
+``listeners``), and a lesson secures it with Kafka's configs: ``CONTROLLER:SASL_SSL`` in
+``listener.security.protocol.map``, ``sasl.mechanism.controller.protocol`` and ``listener.name.controller.*``.
+Listener names are Kafka's: case-insensitive, upper-cased (``ListenerName.normalised``).
 """
 from __future__ import annotations
 
@@ -39,6 +42,9 @@ class ListenerSpec:
     protocols: dict[str, str]
     #: ``inter.broker.listener.name``: the listener the brokers use among themselves (the lab's unless set)
     inter_broker: str = ""
+    #: the security protocol of the KRaft controllers' CONTROLLER listener (``CONTROLLER:SASL_SSL`` in
+    #: ``listener.security.protocol.map``; PLAINTEXT unless mapped); ZooKeeper mode has none
+    controller: str = "PLAINTEXT"
 
     def __post_init__(self):
         if not self.inter_broker:
@@ -56,12 +62,12 @@ class ListenerSpec:
     def to_state(self) -> dict:
         """As ``cluster.json`` keeps it (:func:`spec_from_state` reads it back)."""
         return {"names": list(self.names), "primary": self.primary, "protocols": dict(self.protocols),
-                "inter_broker": self.inter_broker}
+                "inter_broker": self.inter_broker, "controller": self.controller}
 
 
 def spec_from_state(state: dict | None) -> ListenerSpec | None:
     return None if not state else ListenerSpec(tuple(state["names"]), state["primary"], dict(state["protocols"]),
-                                               state.get("inter_broker", ""))
+                                               state.get("inter_broker", ""), state.get("controller", "PLAINTEXT"))
 
 
 def protocol_map(configs: dict[str, str]) -> dict[str, str]:
@@ -116,7 +122,8 @@ def listener_spec(configs: dict[str, str], host: str) -> ListenerSpec | None:
                          f"(bootstrap_servers, describe(), the dashboard); the inter-broker listener {inter} is "
                          f"{protocols[inter]}: add PLAINTEXT://:0")
     names.sort(key=lambda n: n != lab)   # the lab's first: what a mini broker's ready line and port name
-    return ListenerSpec(tuple(names), lab, {n: protocols[n] for n in names}, inter)
+    return ListenerSpec(tuple(names), lab, {n: protocols[n] for n in names}, inter,
+                        protocols.get("CONTROLLER", "PLAINTEXT"))
 
 
 def broker_listeners(spec: ListenerSpec | None, b) -> dict[str, str]:
@@ -131,3 +138,20 @@ def cluster_listeners(spec: ListenerSpec | None, brokers: list) -> dict[str, str
     names = spec.names if spec is not None else ("PLAINTEXT",)
     each = [broker_listeners(spec, b) for b in brokers]
     return {name: ",".join(listeners[name] for listeners in each) for name in names}
+
+
+def controller_client_security(configs: dict[str, str], spec: ListenerSpec | None):
+    """How the lab's tooling reaches the controllers' CONTROLLER listener (DescribeQuorum: ``quorum()``, the
+    wait for a leader) when a lesson secured it (``CONTROLLER:SASL_SSL``): the ClientSecurity a mini node would
+    make of the cluster's configs (``sasl.mechanism.controller.protocol``, ``listener.name.controller.*``), or None
+    for a PLAINTEXT one. A ValueError (Kafka's message or the mini's) says what the configs lack."""
+    if spec is None or spec.controller == "PLAINTEXT":
+        return None
+    from ..broker.server.config import BrokerConfig
+    from ..broker.server.listener_config import is_security_config
+    given = {k: v for k, v in configs.items() if is_security_config(k)
+             and k not in ("listener.security.protocol.map", "controller.listener.names")}
+    config = BrokerConfig({"process.roles": "controller", "controller.listener.names": "CONTROLLER",
+                           "listeners": "CONTROLLER://127.0.0.1:0",
+                           "listener.security.protocol.map": f"CONTROLLER:{spec.controller}", **given})
+    return config.listener_configs.controller_client_security()

@@ -31,6 +31,7 @@ import re
 import sys
 
 from ..broker.server.config import BOUND_CONFIGS, BROKER_CONFIGS
+from ..broker.server.listener_config import is_security_config
 from ..kraft.storage_tool import read_properties
 from .kraft_config import KRaftBackend
 
@@ -53,6 +54,15 @@ _CONTROLLER_ONLY = ("controller.quorum.election.timeout.ms", "controller.quorum.
                     "metadata.max.retention.bytes", "metadata.max.retention.ms")
 _PER_NODE = ("process.roles", "node.id", "controller.quorum.voters", "listeners", "advertised.listeners",
              "controller.listener.names", "listener.security.protocol.map", "inter.broker.listener.name", "log.dirs")
+
+
+def _secured_controller(props: dict) -> bool:
+    """Whether the node's properties give the controller listener a protocol other than PLAINTEXT (a lesson's
+    ``CONTROLLER:SASL_SSL``): then the nodes are told it, with its configs (else they keep their defaults)."""
+    controller = props.get("controller.listener.names", "CONTROLLER").split(",")[0]
+    protocols = dict(item.split(":", 1) for item in props.get("listener.security.protocol.map", "").split(",")
+                     if ":" in item)
+    return protocols.get(controller, "PLAINTEXT") != "PLAINTEXT"
 
 
 def _host_port(listeners: str, name: str) -> tuple[str, int]:
@@ -94,6 +104,11 @@ class MiniKRaftBackend(KRaftBackend):
             for name in CONTROLLER_CONFIGS:
                 if name in configs:
                     cmd += ["--config", f"{name}={configs[name]}"]
+            if _secured_controller(props):   # its CONTROLLER listener and its connections to the other controllers
+                cmd += ["--config", f"listener.security.protocol.map={props['listener.security.protocol.map']}",
+                        "--config", f"controller.listener.names={props['controller.listener.names']}"]
+                cmd += [arg for name, value in configs.items() if is_security_config(name)
+                        for arg in ("--config", f"{name}={value}")]
             return cmd
         if roles not in ("broker", "broker,controller"):
             raise ValueError(f"the mini KRaft cluster runs controllers, brokers and combined nodes, not "
@@ -117,6 +132,10 @@ class MiniKRaftBackend(KRaftBackend):
                     "--config", f"advertised.listeners={props['advertised.listeners']}",
                     "--config", f"listener.security.protocol.map={props['listener.security.protocol.map']}",
                     "--config", f"inter.broker.listener.name={props['inter.broker.listener.name']}"]
+        if roles == "broker" and _secured_controller(props):   # how the broker reaches the controllers' listener
+            cmd += ["--config", f"controller.listener.names={props['controller.listener.names']}"]
+            if not added:
+                cmd += ["--config", f"listener.security.protocol.map={props['listener.security.protocol.map']}"]
         for name, value in configs.items():
             if (name in BROKER_CONFIGS or name.startswith("listener.name.")) and \
                     (roles != "broker" or name not in _CONTROLLER_ONLY):

@@ -76,13 +76,14 @@ def why_not_leader(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def describe_quorum(host: str, port: int, timeout_s: float = 1.0, version: int = 2):
+def describe_quorum(host: str, port: int, timeout_s: float = 1.0, version: int = 2, security=None):
     """A DescribeQuorum response for ``__cluster_metadata``-0 from ``host:port`` (kafka-python's object).
-    Raises as :func:`~kafkalab.cluster.kafka_requests.kafka_request`."""
+    Raises as :func:`~kafkalab.cluster.kafka_requests.kafka_request` (``security``: a secured CONTROLLER
+    listener's ClientSecurity)."""
     from kafka.protocol.admin import DescribeQuorumRequest
     return kafka_request(host, port, DescribeQuorumRequest, version,
                          {"topics": [{"topic_name": METADATA_TOPIC, "partitions": [{"partition_index": 0}]}]},
-                         timeout_s)
+                         timeout_s, security)
 
 
 def _replica(r) -> dict:

@@ -11,7 +11,11 @@ configs (``group.share.min.session.timeout.ms`` and its siblings), the authorize
 ``org.apache.kafka.metadata.authorizer.StandardAuthorizer`` or none, ``super.users``,
 ``allow.everyone.if.no.acl.found``), besides
 ``controller.quorum.*`` and ``metadata.max.idle.interval.ms``; ``kafkalab.metrics.enabled`` (default true) and
-``kafkalab.metrics.port`` (default 0: a free port; -1: not served), as a mini broker's. It prints ``kafkalab raft
+``kafkalab.metrics.port`` (default 0: a free port; -1: not served), as a mini broker's; and, as text, what
+secures the controller listener and the controller's connections to the others, by Kafka's names
+(``listener.security.protocol.map`` with ``CONTROLLER:SASL_SSL``, ``controller.listener.names``,
+``sasl.mechanism.controller.protocol``, ``listener.name.controller.ssl.*``,
+``listener.name.controller.plain.sasl.jaas.config``, ...). It prints ``kafkalab raft
 node N ready on HOST:PORT metrics=URL`` once its listener is up (``metrics=``: where Kafka's raft-metrics and
 KafkaController metrics are served as Prometheus text; not there when not served); SIGTERM stops it cleanly (an
 active controller resigns first).
@@ -21,6 +25,7 @@ from __future__ import annotations
 import sys
 
 from ..raft.__main__ import main as raft_main
+from ..broker.server.listener_config import is_security_config
 from .controller_node import AUTHORIZER_CONFIGS, GROUP_BOUND_CONFIGS, LEADERSHIP_CONFIGS, ControllerNode
 from .snapshot_generator import SNAPSHOT_CONFIGS
 
@@ -36,8 +41,21 @@ DEFAULTS = {"metrics_enabled": 1, "metrics_port": 0}
 
 
 def main(argv=None) -> int:
-    return raft_main(argv, node_class=ControllerNode, node_configs=CONTROLLER_CONFIGS, node_defaults=DEFAULTS,
-                     string_configs=STRING_CONFIGS)
+    """The security configs (:func:`~kafkalab.broker.server.listener_config.is_security_config`) are taken out as text
+    for the controller listener and its connections; the rest go to ``python -m kafkalab.raft``'s command line."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    rest, security = [], {}
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--config" and i + 1 < len(argv) and is_security_config(argv[i + 1].partition("=")[0].strip()):
+            name, _, value = argv[i + 1].partition("=")
+            security[name.strip()] = value.strip()
+            i += 2
+            continue
+        rest.append(argv[i])
+        i += 1
+    return raft_main(rest, node_class=ControllerNode, node_configs=CONTROLLER_CONFIGS,
+                     node_defaults={**DEFAULTS, "security_configs": security}, string_configs=STRING_CONFIGS)
 
 
 if __name__ == "__main__":

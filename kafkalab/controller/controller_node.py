@@ -15,6 +15,9 @@ from ..broker.common.metrics.prometheus import MetricsHttpServer, loop_reader
 from ..broker.coordinator.group.group_config import BOUND_CONFIGS
 from ..broker.security.authorizer.acl_authorizer import STANDARD_AUTHORIZER, AclAuthorizer, parse_super_users
 from ..broker.security.authorizer.acl_store import kraft_authorizer_error
+from ..broker.network.client_security import ClientSecurity
+from ..broker.server.config import BrokerConfig
+from ..broker.server.listener_config import ServerListenerSecurity
 from ..broker.server.broker_features import SUPPORTED_FEATURES, FinalizedFeatures
 from ..raft.kafka_raft_client import RaftConfig
 from ..raft.raft_node import RaftNode
@@ -48,6 +51,20 @@ def controller_authorizer(authorizer_class_name: str = "", super_users: str = ""
                          class_name=STANDARD_AUTHORIZER)
 
 
+def controller_listener_security(configs: dict[str, str], host: str, port: int
+                                 ) -> tuple[ServerListenerSecurity, ClientSecurity]:
+    """A controller's listener (the first of ``controller.listener.names``, default CONTROLLER) as it serves it,
+    and how the controller connects to the others' (Kafka's ``RaftManager``), from the security configs
+    (:func:`~kafkalab.broker.server.listener_config.is_security_config`), read and checked as a broker's
+    (ValueError with the config's name)."""
+    names = configs.get("controller.listener.names") or "CONTROLLER"
+    listener = names.split(",")[0].strip().upper()
+    config = BrokerConfig({"process.roles": "controller", "controller.listener.names": names,
+                           "listeners": f"{listener}://{host}:{port}", **configs})
+    listeners = config.listener_configs
+    return listeners.controller_server_security(), listeners.controller_client_security()
+
+
 #: the bounds of a GROUP resource's configs (group.share.min.session.timeout.ms, ...): config -> keyword argument
 GROUP_BOUND_CONFIGS = {name: name.replace(".", "_") for name in BOUND_CONFIGS}
 
@@ -57,7 +74,13 @@ class ControllerNode:
                  rng: random.Random | None = None, listen: tuple[str, int] | None = None,
                  session_timeout_ms: int = 9000, default_num_partitions: int = 1,
                  default_replication_factor: int = 1, log_segment_bytes: int | None = None, metrics=None,
-                 metrics_enabled: bool = False, metrics_port: int = -1, **controller_configs):
+                 metrics_enabled: bool = False, metrics_port: int = -1,
+                 listener_security: ServerListenerSecurity | None = None, security_configs: dict | None = None,
+                 **controller_configs):
+        """``listener_security``: the controller listener's (a combined node's, from its configs);
+        ``security_configs``: the configs to make it of (:func:`controller_listener_security`; ``python -m
+        kafkalab.controller``), which also give ``config.security``, how this controller connects to the others'.
+        Neither: a PLAINTEXT CONTROLLER listener."""
         snapshot_settings = {arg: controller_configs.pop(arg) for arg in SNAPSHOT_CONFIGS.values()
                              if arg in controller_configs}
         group_config_bounds = {name: controller_configs.pop(arg) for name, arg in GROUP_BOUND_CONFIGS.items()
@@ -65,10 +88,20 @@ class ControllerNode:
         authorizer = controller_authorizer(**{arg: controller_configs.pop(arg) for arg in AUTHORIZER_CONFIGS.values()
                                               if arg in controller_configs})
         self.config = config
+        if listener_security is None:
+            host, port = listen or config.voters.get(config.node_id, ("127.0.0.1", 0))
+            listener_security, client_security = controller_listener_security(security_configs or {}, host, port)
+            config.security = config.security or client_security
+        if listener_security.sasl_config is not None:
+            scram = [m for m in listener_security.sasl_config.enabled_mechanisms if m.startswith("SCRAM-")]
+            if scram:
+                raise ValueError(f"listener {listener_security.listener_name}: the mini controller authenticates "
+                                 f"PLAIN only (its users: the JAAS entry's user_<name>), not {', '.join(scram)}")
         if log_segment_bytes:
             config.extra["metadata.log.segment.bytes"] = log_segment_bytes
         # the QuorumController writes the NoOps, not the bare Raft node
-        self.raft = RaftNode(config, metadata_log_dir, idle_interval_ms=0, rng=rng, listen=listen)
+        self.raft = RaftNode(config, metadata_log_dir, idle_interval_ms=0, rng=rng, listen=listen,
+                             security=listener_security)
         self.controller = QuorumController(self.raft.client, config.cluster_id, session_timeout_ms, idle_interval_ms,
                                            default_num_partitions, default_replication_factor,
                                            snapshot_generator=SnapshotGenerator(**snapshot_settings),
@@ -99,6 +132,8 @@ class ControllerNode:
     def enable_metrics(self, registry: MetricsRegistry) -> None:
         """Keep Kafka's raft-metrics and KafkaController metrics in ``registry`` (a combined node: its broker's)."""
         self.metrics = registry
+        socket_server = self.raft.server.socket_server   # socket-server-metrics,listener=CONTROLLER
+        socket_server.metrics.register(registry, socket_server.connection_count)
         self.raft.client.enable_metrics(registry)
         self.controller.enable_metrics(registry)
 

@@ -75,6 +75,7 @@ class BrokerServer(BaseBroker):
         if not combined and config["broker.id"] in parse_voters(config["controller.quorum.voters"]):
             raise ValueError(f"node id {config['broker.id']} is a controller's (controller.quorum.voters): a broker "
                              "needs an id of its own")
+        config.listener_configs.controller_client_security()   # the controllers' listener: ValueError if it cannot
 
     def __init__(self, config, raft_client: KafkaRaftClient | None = None):
         """``raft_client``: a combined node's voter, shared with its controller (Kafka's ``SharedServer``): the
@@ -88,8 +89,13 @@ class BrokerServer(BaseBroker):
         self._owns_raft_client = raft_client is None
         self.image = MetadataImage()
         self.publisher = BrokerMetadataPublisher(self)
+        try:   # how this broker connects to the controllers' listener (controller.listener.names)
+            self.controller_security = self.listener_configs.controller_client_security()
+        except ValueError as exc:
+            raise StartupError(str(exc)) from exc
         self.controller_channel = BrokerToControllerChannelManager(
-            self.broker_id, self.voters, self._quorum_leader, config["controller.quorum.request.timeout.ms"])
+            self.broker_id, self.voters, self._quorum_leader, config["controller.quorum.request.timeout.ms"],
+            security=self.controller_security)
         self.lifecycle: BrokerLifecycleManager | None = None
         self._publishing = False
         self._publish_lock = asyncio.Lock()   # a publish runs whole: stopping waits for the one under way
@@ -139,7 +145,7 @@ class BrokerServer(BaseBroker):
         raft_config = RaftConfig(self.broker_id, self.voters,
                                  fetch_timeout_ms=cfg["controller.quorum.fetch.timeout.ms"],
                                  request_timeout_ms=cfg["controller.quorum.request.timeout.ms"],
-                                 cluster_id=self.cluster_id)
+                                 cluster_id=self.cluster_id, security=self.controller_security)
         self.raft_client = KafkaRaftClient(raft_config, self.metadata_log_dir, random.Random())
         await self.raft_client.start()
         self._metadata_task = asyncio.get_running_loop().create_task(self._metadata_loop())

@@ -12,6 +12,7 @@ import asyncio
 import logging
 import time
 
+from ..broker.network.client_security import ClientSecurity
 from ..broker.network.network_client import NetworkClient
 
 log = logging.getLogger(__name__)
@@ -28,11 +29,14 @@ def _error_of(response) -> int:
 
 class BrokerToControllerChannelManager:
     def __init__(self, broker_id: int, voters: dict[int, tuple[str, int]], leader_hint=None,
-                 request_timeout_ms: int = 2000):
+                 request_timeout_ms: int = 2000, security: ClientSecurity | None = None):
+        """``security``: how to connect to the controllers' listener (``controller.listener.names``' first, with
+        ``sasl.mechanism.controller.protocol``); None: PLAINTEXT."""
         self.broker_id = broker_id
         self.voters = voters
         self.leader_hint = leader_hint or (lambda: -1)    # the Raft leader as this broker's observer knows it
         self.request_timeout_s = request_timeout_ms / 1000
+        self.security = security
         self._clients: dict[tuple[int, str], NetworkClient] = {}
         self.active_controller: int | None = None
 
@@ -41,7 +45,7 @@ class BrokerToControllerChannelManager:
         if key not in self._clients:
             host, port = self.voters[node_id]
             self._clients[key] = NetworkClient(host, port, client_id=f"broker-{self.broker_id}-{purpose}",
-                                               timeout_s=self.request_timeout_s)
+                                               timeout_s=self.request_timeout_s, security=self.security)
         return self._clients[key]
 
     def _order(self) -> list[int]:

@@ -30,7 +30,10 @@ its session times out.
 ``python -m kafkalab.kraft`` runs.
 
 Simplified: the broker's and the controller's configs are one :class:`~kafkalab.broker.server.config.BrokerConfig`
-(Kafka's ``KafkaConfig`` is one too); the controller listener speaks PLAINTEXT only.
+(Kafka's ``KafkaConfig`` is one too). The controller listener is served with the security protocol
+``listener.security.protocol.map`` gives it and its ``listener.name.<controller>.`` configs, as a broker's listener;
+both roles connect to the controllers' listener with ``sasl.mechanism.controller.protocol`` and that listener's
+JAAS entry (:meth:`~kafkalab.broker.server.listener_config.ListenerConfigs.controller_client_security`).
 """
 from __future__ import annotations
 
@@ -70,6 +73,7 @@ class KafkaRaftServer:
             raise ValueError("process.roles=broker,controller needs controller.listener.names (e.g. CONTROLLER)")
         if "PLAINTEXT" in config["controller.listener.names"].split(","):
             raise ValueError("controller.listener.names must not name the broker's PLAINTEXT listener")
+        config.listener_configs.controller_server_security()   # its controller listener: ValueError if it cannot
 
     def __init__(self, config):
         self.check_config(config)
@@ -80,7 +84,8 @@ class KafkaRaftServer:
             self.node_id, voters, election_timeout_ms=config["controller.quorum.election.timeout.ms"],
             fetch_timeout_ms=config["controller.quorum.fetch.timeout.ms"],
             election_backoff_max_ms=config["controller.quorum.election.backoff.max.ms"],
-            request_timeout_ms=config["controller.quorum.request.timeout.ms"], cluster_id=config["cluster.id"])
+            request_timeout_ms=config["controller.quorum.request.timeout.ms"], cluster_id=config["cluster.id"],
+            security=config.listener_configs.controller_client_security())
         metadata_log_dir = config["metadata.log.dir"] or config["log.dirs"]
         self.controller = ControllerNode(
             raft_config, metadata_log_dir, idle_interval_ms=config["metadata.max.idle.interval.ms"],
@@ -88,6 +93,7 @@ class KafkaRaftServer:
             default_num_partitions=config["num.partitions"],
             default_replication_factor=config["default.replication.factor"],
             log_segment_bytes=config["metadata.log.segment.bytes"],
+            listener_security=config.listener_configs.controller_server_security(),
             **{arg: config[name] for name, arg in {**SNAPSHOT_CONFIGS, **LEADERSHIP_CONFIGS,
                                                     **GROUP_BOUND_CONFIGS, **AUTHORIZER_CONFIGS}.items()})
         self.broker = BrokerServer(config, raft_client=self.controller.client)

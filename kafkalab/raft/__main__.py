@@ -97,7 +97,11 @@ def main(argv=None, node_class=RaftNode, node_configs: dict | None = None, node_
         host, _, port = args.listen.rpartition(":")
         listen = (host, int(port))
     config = RaftConfig(args.node_id, voters, cluster_id=args.cluster_id, **raft_settings)
-    node = node_class(config, args.metadata_log_dir, idle_ms, random.Random(args.seed), listen, **node_settings)
+    try:   # a controller's security configs are checked here (ValueError with the config's name)
+        node = node_class(config, args.metadata_log_dir, idle_ms, random.Random(args.seed), listen, **node_settings)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     asyncio.run(run(node, args.parent_pid))
     return 0
 

@@ -43,6 +43,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..broker.common.message.codec import build
+from ..broker.network.client_security import ClientSecurity
 from ..broker.network.network_client import NetworkClient
 from ..broker.utils.async_util import cancel_and_wait
 from .epoch_state import CandidateState, FollowerState, ResignedState, UnattachedState, VotedState
@@ -77,6 +78,9 @@ class RaftConfig:
     fetch_max_wait_ms: int = 500                       # KafkaRaftClient's fetch max wait
     cluster_id: str | None = None
     extra: dict = field(default_factory=dict)
+    #: how this replica connects to the other controllers' listener (Kafka's ``RaftManager`` channel builder:
+    #: ``controller.listener.names``' first, ``sasl.mechanism.controller.protocol``); None: PLAINTEXT
+    security: ClientSecurity | None = None
 
 
 class KafkaRaftClient:
@@ -140,7 +144,8 @@ class KafkaRaftClient:
         if key not in self._clients:
             host, port = self.config.voters[node_id]
             self._clients[key] = NetworkClient(host, port, client_id=f"raft-client-{self.node_id}-{purpose}",
-                                               timeout_s=self.config.request_timeout_ms / 1000)
+                                               timeout_s=self.config.request_timeout_ms / 1000,
+                                               security=self.config.security)
         return self._clients[key]
 
     def notify(self) -> None:

@@ -17,6 +17,7 @@ import asyncio
 import logging
 import random
 
+from ..broker.server.listener_config import ServerListenerSecurity
 from .kafka_raft_client import KafkaRaftClient, NotLeaderError, RaftConfig
 from .leader_state import LeaderState
 from .raft_server import RaftServer
@@ -27,11 +28,14 @@ log = logging.getLogger(__name__)
 
 class RaftNode:
     def __init__(self, config: RaftConfig, metadata_log_dir: str, idle_interval_ms: int = 500,
-                 rng: random.Random | None = None, listen: tuple[str, int] | None = None):
+                 rng: random.Random | None = None, listen: tuple[str, int] | None = None,
+                 security: ServerListenerSecurity | None = None):
+        """``security``: the controller listener's (None: PLAINTEXT); the connections this replica makes to the
+        others are ``config.security``."""
         self.config = config
         self.client = KafkaRaftClient(config, metadata_log_dir, rng)
         host, port = listen or config.voters.get(config.node_id, ("127.0.0.1", 0))
-        self.server = RaftServer(self.client, host, port)
+        self.server = RaftServer(self.client, host, port, security)
         self.idle_interval_ms = idle_interval_ms
         self._idle_task: asyncio.Task | None = None
 

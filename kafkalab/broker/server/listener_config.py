@@ -15,11 +15,14 @@
 from __future__ import annotations
 
 import ssl
+from dataclasses import dataclass
 from typing import Any
 
 from ..common.endpoint import (
     ConfigException, Endpoint, config_prefix, normalised, parse_endpoints, parse_protocol_map, security_protocol)
-from ..common.security.authenticator.sasl_server_config import SaslServerConfig, sasl_server_config
+from ..common.security.authenticator.sasl_server_config import (
+    SERVED_MECHANISMS as CLIENT_MECHANISMS, SaslServerConfig, mechanism_prefix, sasl_server_config)
+from ..common.security.jaas_config import server_login_module
 from ..common.security.ssl_factory import create_client_context, create_server_context
 from ..network.client_security import PLAINTEXT, ClientSecurity
 from ..common.security.ssl_principal_mapper import SslPrincipalMapper
@@ -81,6 +84,10 @@ SASL_CONFIGS: list[ConfigDef] = [
     _d("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI", "SASL mechanism used for inter-broker "
        "communication (the mini broker's own connections log in with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, with the "
        "username and password of that mechanism's JAAS entry on the inter-broker listener)"),
+    _d("sasl.mechanism.controller.protocol", "string", "GSSAPI", "SASL mechanism used for communication with "
+       "controllers. Default is GSSAPI (the mini nodes' connections to the controllers log in with PLAIN, "
+       "SCRAM-SHA-256 or SCRAM-SHA-512, with the username and password of that mechanism's JAAS entry on the "
+       "controller listener)"),
     _d("connection.failed.authentication.delay.ms", "int", 100, "Connection close delay on failed authentication: "
        "the time (in milliseconds) by which connection close will be delayed on authentication failure (KIP-306)",
        _nonneg),
@@ -91,6 +98,16 @@ SASL_CONFIGS: list[ConfigDef] = [
 #: channel builders read with those prefixes
 LISTENER_CONFIG_NAMES = SSL_CONFIG_NAMES | {"sasl.enabled.mechanisms", "sasl.jaas.config", "connections.max.reauth.ms"}
 MECHANISM_CONFIG_NAMES = frozenset({"sasl.jaas.config", "connections.max.reauth.ms"})
+
+
+def is_security_config(name: str) -> bool:
+    """Whether ``name`` is one of the configs that secure a controller's listener and its connections to the
+    others (``listener.security.protocol.map``, ``controller.listener.names``, ``sasl.mechanism.controller.protocol``,
+    the ``ssl.*`` / ``sasl.*`` ones and their ``listener.name.<listener>.`` forms): what a mini
+    controller is given as text (:func:`kafkalab.controller.controller_node.controller_listener_security`)."""
+    return (name in ("listener.security.protocol.map", "controller.listener.names",
+                     "connections.max.reauth.ms", "connection.failed.authentication.delay.ms")
+            or name.startswith(("ssl.", "sasl.", "listener.name.")))
 
 
 def listener_override_def(name: str, known: dict[str, ConfigDef]) -> ConfigDef | None:
@@ -129,6 +146,14 @@ class ListenerConfigs:
             if not uses_security:
                 for name in self.controller_listener_names:
                     self.protocol_map.setdefault(name, "PLAINTEXT")
+        if (config["process.roles"] or "").strip() == "broker":   # Kafka's KafkaConfig.validateValues, broker-only
+            for name in self.controller_listener_names:
+                if name not in self.protocol_map:
+                    raise ConfigException(
+                        f"Controller listener with name {name} defined in controller.listener.names not found in "
+                        "listener.security.protocol.map  (an explicit security mapping for each controller listener "
+                        "is required if listener.security.protocol.map is non-empty, or if there are security "
+                        "protocols other than PLAINTEXT in use)")
         self.listeners: list[Endpoint] = parse_endpoints(config["listeners"], self.protocol_map)
         advertised = config["advertised.listeners"]
         all_advertised = (parse_endpoints(advertised, self.protocol_map, require_distinct_ports=False)
@@ -151,6 +176,7 @@ class ListenerConfigs:
             self.inter_broker_listener_name = self.inter_broker_security_protocol = protocol
         self._validate(all_advertised)
         self._inter_broker_client: ClientSecurity | None = None
+        self._controller_client: ClientSecurity | None = None
 
     def _listener_names(self) -> list[str]:
         return [normalised(e.split("://")[0].strip()) for e in self._config["listeners"].split(",") if "://" in e]
@@ -231,25 +257,91 @@ class ListenerConfigs:
                 "sasl.mechanism.inter.broker.protocol")
         return self._inter_broker_client
 
-    def client_security(self, listener_name: str, mechanism: str, mechanism_config: str) -> ClientSecurity:
-        protocol = self.protocol_map[listener_name]
+    def controller_client_security(self) -> ClientSecurity:
+        """How this node connects to the controllers' listener (the first of ``controller.listener.names``, as
+        Kafka's ``RaftManager`` and ``NodeToControllerChannelManager``): its security protocol, its ``ssl.*`` configs
+        in client mode and, for SASL, ``sasl.mechanism.controller.protocol`` with the user name and password of that
+        mechanism's JAAS entry on that listener (made once; ValueError naming the config for a mistake)."""
+        if self._controller_client is None:
+            name = self.controller_listener_name
+            if name is None:
+                self._controller_client = PLAINTEXT
+            else:
+                self._controller_client = self.client_security(
+                    name, self._config["sasl.mechanism.controller.protocol"], "sasl.mechanism.controller.protocol",
+                    enabled_check=False)
+        return self._controller_client
+
+    @property
+    def controller_listener_name(self) -> str | None:
+        """The first of ``controller.listener.names`` (the one a KRaft node's clients connect to), or None."""
+        return self.controller_listener_names[0] if self.controller_listener_names else None
+
+    def controller_server_security(self) -> ServerListenerSecurity:
+        """What a KRaft controller's listener (the first of ``controller.listener.names``) needs to serve: its
+        security protocol, its SSLContext (``ssl.*`` configs, ``listener.name.<controller>.`` first), its
+        ``ssl.principal.mapping.rules`` and, for SASL, its mechanisms and JAAS entries (ValueError naming the
+        listener or the config for a mistake)."""
+        name = self.controller_listener_name or "CONTROLLER"
+        protocol = self.protocol_map.get(name, "PLAINTEXT")
+        try:
+            mapper = SslPrincipalMapper(self.listener_value(name, "ssl.principal.mapping.rules"))
+            context = create_server_context(self.ssl_configs(name)) if protocol in ("SSL", "SASL_SSL") else None
+        except ValueError as exc:
+            raise ValueError(f"listener {name}: {exc}") from exc
+        sasl = sasl_server_config(name, self._config.get) if protocol.startswith("SASL_") else None
+        return ServerListenerSecurity(name, protocol, context, mapper, sasl)
+
+    def client_security(self, listener_name: str, mechanism: str, mechanism_config: str,
+                        enabled_check: bool = True) -> ClientSecurity:
+        """``enabled_check``: refuse, as Kafka's ``KafkaConfig.validateValues`` does for the inter-broker listener,
+        a mechanism that listener does not enable (Kafka checks nothing of the kind for the controller's)."""
+        # (a combined mini node's controller listener is not among its listeners: unmapped, it is PLAINTEXT)
+        protocol = self.protocol_map.get(listener_name, "PLAINTEXT")
         if protocol == "PLAINTEXT":
             return PLAINTEXT if listener_name == "PLAINTEXT" else ClientSecurity(listener_name, protocol)
+        to_controllers = mechanism_config == "sasl.mechanism.controller.protocol"
+        peers = "controllers'" if to_controllers else "other brokers'"
         try:
             context = create_client_context(self.ssl_configs(listener_name)) if protocol.endswith("SSL") else None
         except ValueError as exc:
-            raise ValueError(f"listener {listener_name} (this broker's connections to the others): {exc}") from exc
+            whose = ("this node's connections to the controllers" if to_controllers
+                     else "this broker's connections to the others")
+            raise ValueError(f"listener {listener_name} ({whose}): {exc}") from exc
         if not protocol.startswith("SASL_"):
             return ClientSecurity(listener_name, protocol, context)
-        sasl = sasl_server_config(listener_name, self._config.get)
-        if mechanism not in sasl.enabled_mechanisms:   # Kafka's KafkaConfig.validateValues
-            raise ConfigException(f"requirement failed: {mechanism_config} must be included in "
-                                  "sasl.enabled.mechanisms when SASL is used for inter-broker communication")
-        entry = sasl.jaas_entries.get(mechanism)
-        options = entry.options if entry is not None else {}
+        if enabled_check:
+            sasl = sasl_server_config(listener_name, self._config.get)
+            if mechanism not in sasl.enabled_mechanisms:   # Kafka's KafkaConfig.validateValues
+                raise ConfigException(f"requirement failed: {mechanism_config} must be included in "
+                                      "sasl.enabled.mechanisms when SASL is used for inter-broker communication")
+        if mechanism not in CLIENT_MECHANISMS:
+            raise ConfigException(
+                f"{mechanism_config}={mechanism}: the mini broker logs in to the {peers} {listener_name} listener "
+                f"with {', '.join(CLIENT_MECHANISMS)} only (Kafka's default GSSAPI needs Kerberos): set "
+                f"{mechanism_config}")
+        jaas_name = mechanism_prefix(listener_name, mechanism) + "sasl.jaas.config"
+        text = self._config.get(jaas_name)
+        try:
+            options = server_login_module(str(text)).options if text else {}
+        except ValueError as exc:
+            raise ConfigException(f"Invalid value for configuration {jaas_name}: {exc}") from None
         if not options.get("username") or "password" not in options:
             raise ConfigException(
-                f"{config_prefix(listener_name)}{mechanism.lower()}.sasl.jaas.config: the broker connects to the "
-                f"other brokers' {listener_name} listener with SASL/{mechanism} ({mechanism_config}) and logs in "
-                f"with its JAAS entry's username and password: add username=\"...\" password=\"...\"")
+                f"{jaas_name}: the {'node' if to_controllers else 'broker'} connects to the {peers} {listener_name} "
+                f"listener with SASL/{mechanism} "
+                f"({mechanism_config}) and logs in with its JAAS entry's username and password: add "
+                f"username=\"...\" password=\"...\"")
         return ClientSecurity(listener_name, protocol, context, mechanism, options["username"], options["password"])
+
+
+@dataclass(frozen=True)
+class ServerListenerSecurity:
+    """One listener as its server side needs it (a KRaft controller's listener:
+    :class:`~kafkalab.raft.raft_server.RaftServer`)."""
+    listener_name: str
+    security_protocol: str
+    ssl_context: ssl.SSLContext | None
+    principal_mapper: SslPrincipalMapper
+    #: a SASL listener's mechanisms and JAAS entries (None: no SASL)
+    sasl_config: SaslServerConfig | None = None
