@@ -200,6 +200,23 @@ def test_without_super_user_the_acl_apis_need_cluster_alter(locked_down):
     assert refused.value.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
 
 
+def test_describing_scram_users_needs_describe_on_the_cluster(locked_down):
+    """Kafka's KafkaApis (3.9 and 4.x): DESCRIBE on the cluster, else getErrorResponse's answer - the error at the
+    top and once per user asked for, no message, and (as Kafka's) no user name in those results."""
+    from kafka.protocol.admin.users import DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse
+
+    from kafkalab.broker.common.message.codec import build
+    from tests.helpers import kafka_wire as wire
+    request = build(DescribeUserScramCredentialsRequest, 0, {"users": [{"name": "alice"}, {"name": "bob"}]})
+    answer = wire.call(locked_down.bootstrap_servers, request, DescribeUserScramCredentialsResponse, 0)
+    assert (answer.error_code, answer.error_message) == (KafkaError.CLUSTER_AUTHORIZATION_FAILED, None)
+    assert [(r.user, r.error_code, r.error_message) for r in answer.results] == [
+        ("", KafkaError.CLUSTER_AUTHORIZATION_FAILED, None)] * 2
+    every = wire.call(locked_down.bootstrap_servers, build(DescribeUserScramCredentialsRequest, 0, {"users": None}),
+                      DescribeUserScramCredentialsResponse, 0)
+    assert (every.error_code, every.results) == (KafkaError.CLUSTER_AUTHORIZATION_FAILED, [])
+
+
 def test_kafka_pythons_admin_client_too(tmp_path, broker):
     """kafka-python's KafkaAdminClient makes, lists and deletes ACLs; unlike librdkafka it reports DescribeAcls'
     own error, so a broker without an authorizer is seen to answer SECURITY_DISABLED."""
