@@ -132,7 +132,8 @@ def goal(future_topic: str) -> dict:
 def least_privilege_problems(ops) -> list[str]:
     problems = []
     for b in ops.describe_acls(ANY).result(TIMEOUT):
-        acl = f"{b.permission_type.name} {b.principal} {b.operation.name} {b.restype.name}:{b.resource_pattern_type.name}:{b.name}"
+        acl = (f"{b.permission_type.name} {b.principal} {b.operation.name} "
+               f"{b.restype.name}:{b.resource_pattern_type.name}:{b.name}")
         if b.operation == AclOperation.ALL and b.permission_type == AclPermissionType.ALLOW:
             problems.append(f"{acl}: ALL allows far more than the step needs (ALTER, DELETE, ...)")
         if b.principal in ("User:*", "*"):
