@@ -13,11 +13,9 @@ lost.
 """
 from __future__ import annotations
 
-import time
-import uuid
+import functools
 
 import pytest
-from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import kafkalab
@@ -26,11 +24,17 @@ from kafkalab.cluster.distribution import fetch_kafka
 from kafkalab.cluster.kraft_config import KRaftBackend
 from kafkalab.cluster.listeners import listener_spec
 from kafkalab.security import CertificateAuthority
+from tests.helpers import secured_cluster
 from tests.helpers.cluster_helpers import leader_of, wait_until
+from tests.helpers.secured_cluster import whole_isr
 
 WAIT_S = 60
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" '
         'password="broker-secret" user_broker="broker-secret";')
+
+produce = functools.partial(secured_cluster.produce, timeout_s=WAIT_S, idempotent=True)
+consume_all = functools.partial(secured_cluster.consume_all, timeout_s=WAIT_S)
+authentications = functools.partial(secured_cluster.authentications, listener="INTERNAL")
 
 
 def configs(ca: CertificateAuthority) -> dict:
@@ -48,46 +52,12 @@ def ca(tmp_path_factory):
     return CertificateAuthority(directory=str(tmp_path_factory.mktemp("ca")))
 
 
-def authentications(cluster) -> dict[int, tuple[int, int]]:
-    """Each broker's (successful, failed) authentications on INTERNAL, summed over its network processors."""
-    frame = cluster.metrics("kafka_server_socket_server_metrics_")
-    out: dict[int, list[int]] = {}
-    for row in frame.to_dict("records"):
-        if row["labels"].get("listener") != "INTERNAL":
-            continue
-        counts = out.setdefault(int(row["broker"]), [0, 0])
-        if row["metric"] == "kafka_server_socket_server_metrics_successful_authentication_total":
-            counts[0] += int(row["value"])
-        elif row["metric"] == "kafka_server_socket_server_metrics_failed_authentication_total":
-            counts[1] += int(row["value"])
-    return {b: (ok, failed) for b, (ok, failed) in sorted(out.items())}
 
 
-def whole_isr(cluster, topic: str, partitions: int) -> bool:
-    table = cluster.describe(topic)
-    return len(table) == partitions and all(len(isr) == 3 for isr in table["isr"])
 
 
-def produce(bootstrap: str, topic: str, n: int, start: int = 0) -> None:
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0, "enable.idempotence": True})
-    for i in range(start, start + n):
-        p.produce(topic, key=f"k{i}", value=f"v{i}")
-    assert p.flush(WAIT_S) == 0
 
 
-def consume_all(bootstrap: str, topic: str, n: int) -> list[str]:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex[:6]}",
-                  "auto.offset.reset": "earliest"})
-    c.subscribe([topic])
-    got, deadline = [], time.time() + WAIT_S
-    try:
-        while len(got) < n and time.time() < deadline:
-            m = c.poll(0.5)
-            if m is not None and m.error() is None:
-                got.append(m.value().decode())
-    finally:
-        c.close()
-    return got
 
 
 def scenario(cluster) -> dict:

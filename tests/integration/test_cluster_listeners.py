@@ -11,11 +11,10 @@ admin API's refusals of bad credentials, which differ between the modes (KRaft: 
 """
 from __future__ import annotations
 
-import time
-import uuid
+import functools
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Producer
 from confluent_kafka.admin import (AdminClient, NewTopic, ScramCredentialInfo, ScramMechanism,
                                   UserScramCredentialDeletion, UserScramCredentialUpsertion)
 from kafka.protocol.admin.users import AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse
@@ -30,6 +29,7 @@ from kafkalab.security import CertificateAuthority
 from kafkalab.broker.common.errors import ErrorCode
 from kafkalab.broker.common.message.codec import build
 from tests.helpers import kafka_wire as wire
+from tests.helpers import secured_cluster
 from tests.helpers.cluster_helpers import leader_of, wait_until
 
 WAIT_S = 60
@@ -38,6 +38,10 @@ PLAIN_JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required u
 #: what the broker tells a client with a wrong password, by mechanism (Kafka's messages)
 REFUSED = {"SCRAM-SHA-512": "invalid credentials with SASL mechanism SCRAM-SHA-512",
            "PLAIN": "Invalid username or password"}
+
+
+produce = functools.partial(secured_cluster.produce, timeout_s=WAIT_S)
+consume_all = functools.partial(secured_cluster.consume_all, timeout_s=WAIT_S)
 
 
 def configs(ca: CertificateAuthority, mechanism: str = "SCRAM-SHA-512") -> dict:
@@ -55,25 +59,8 @@ def student(cluster, ca, mechanism: str, password="alice-secret", **extra) -> di
             "sasl.mechanism": mechanism, "sasl.username": "alice", "sasl.password": password, **extra}
 
 
-def produce(conf: dict, topic: str, n: int, start: int = 0) -> None:
-    p = Producer({**conf, "acks": "all", "linger.ms": 0})
-    for i in range(start, start + n):
-        p.produce(topic, key=f"k{i}", value=f"v{i}")
-    assert p.flush(WAIT_S) == 0
 
 
-def consume_all(conf: dict, topic: str, n: int) -> list[str]:
-    c = Consumer({**conf, "group.id": f"g-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest"})
-    c.subscribe([topic])
-    got, deadline = [], time.time() + WAIT_S
-    try:
-        while len(got) < n and time.time() < deadline:
-            m = c.poll(0.5)
-            if m is not None and m.error() is None:
-                got.append(m.value().decode())
-    finally:
-        c.close()
-    return got
 
 
 def refusals(bootstrap: str) -> dict[str, tuple[str, str]]:

@@ -163,7 +163,7 @@ def test_librdkafka_reauthenticates_within_the_session_lifetime(caplog):
     ends, so a producer keeps producing past several lifetimes on the connection it has."""
     with kafkalab.mini(**CONFIGS, **{"connections.max.reauth.ms": 2000}) as b:
         errors: list = []
-        with caplog.at_level(logging.DEBUG, logger="kafkalab.broker.kafka_apis"):
+        with caplog.at_level(logging.DEBUG, logger="kafkalab.broker.sasl_gate"):   # SaslGate logs the exchange
             producer = Producer(sasl(b, "PLAIN", "alice", "alice-secret", error_cb=errors.append))
             deadline = time.monotonic() + 6
             sent = 0
