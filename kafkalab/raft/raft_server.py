@@ -68,13 +68,21 @@ def handle_api_versions(server: "RaftServer", request) -> dict:
 SASL_APIS = ApiRegistry()
 
 
+def _exchange_in_progress():
+    """(the request being handled, its connection's authenticator), the authenticator None unless the connection
+    is still authenticating."""
+    current = current_request.get()
+    channel = current.channel if current is not None else None
+    if channel is None or channel.authenticator is None or channel.authenticated:
+        return current, None
+    return current, channel.authenticator
+
+
 @SASL_APIS.api(SaslHandshakeRequest, SaslHandshakeResponse, versions=(0, 1))
 def handle_sasl_handshake(server: "RaftServer", request) -> dict:
     """As a broker's (:mod:`kafkalab.broker.apis.sasl_handshake`): the connection's authenticator answers."""
-    current = current_request.get()
-    channel = current.channel if current is not None else None
-    authenticator = channel.authenticator if channel is not None else None
-    if current is None or channel is None or authenticator is None or channel.authenticated:
+    current, authenticator = _exchange_in_progress()
+    if authenticator is None:
         return {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "mechanisms": []}
     return authenticator.handshake(request.mechanism, current.api_version)
 
@@ -82,10 +90,8 @@ def handle_sasl_handshake(server: "RaftServer", request) -> dict:
 @SASL_APIS.api(SaslAuthenticateRequest, SaslAuthenticateResponse, versions=(0, 2))
 def handle_sasl_authenticate(server: "RaftServer", request) -> dict:
     """As a broker's (:mod:`kafkalab.broker.apis.sasl_authenticate`)."""
-    current = current_request.get()
-    channel = current.channel if current is not None else None
-    authenticator = channel.authenticator if channel is not None else None
-    if current is None or channel is None or authenticator is None or channel.authenticated:
+    current, authenticator = _exchange_in_progress()
+    if authenticator is None:
         return {"error_code": ErrorCode.ILLEGAL_SASL_STATE,
                 "error_message": "SaslAuthenticate request received after successful authentication",
                 "auth_bytes": b"", "session_lifetime_ms": 0}
