@@ -1,4 +1,4 @@
-"""A lab KRaft cluster whose CONTROLLER listener is SASL_SSL, as is its brokers' INTERNAL one (issue #30), on mini
+"""A lab KRaft cluster whose CONTROLLER listener is SASL_SSL, as is its brokers' INTERNAL one, on mini
 nodes and on Kafka 4.4.
 
 Three brokers (separate controllers, or three combined nodes) with the lab's PLAINTEXT listener (the lab's tooling,

@@ -124,7 +124,7 @@ def secured_cluster(tmp_path_factory):
 
 
 def test_acks_all_loses_nothing_when_the_leader_is_killed_five_times_behind_sasl_ssl(secured_cluster):
-    """The same on a cluster whose brokers replicate over SASL_SSL, the producer on SASL_SSL too (issue #30)."""
+    """The same on a cluster whose brokers replicate over SASL_SSL, the producer on SASL_SSL too."""
     cluster, client = secured_cluster
     five_leader_kills(cluster, client)
     restore_brokers(cluster, timeout=WAIT_S)

@@ -1,4 +1,4 @@
-"""A lab cluster whose brokers talk to one another over SASL_SSL (issue #30), on mini brokers and on Kafka's.
+"""A lab cluster whose brokers talk to one another over SASL_SSL, on mini brokers and on Kafka's.
 
 Three brokers, each with the lab's PLAINTEXT listener (the lab's tooling and the test's clients) and an INTERNAL
 listener that is SASL_SSL and the inter-broker listener (``inter.broker.listener.name=INTERNAL``, SASL/PLAIN with

@@ -1,4 +1,4 @@
-"""A lab cluster behind SASL_SSL for the students' clients (issue #30): ``kafkalab.cluster(listeners=...)``.
+"""A lab cluster behind SASL_SSL for the students' clients: ``kafkalab.cluster(listeners=...)``.
 
 Three brokers, each with the lab's PLAINTEXT listener (the lab's tooling, the brokers among themselves) and a
 CLIENTS listener that is SASL_SSL, given with Kafka's own configs; each broker gets a port of its own for each

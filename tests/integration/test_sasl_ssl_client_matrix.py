@@ -1,4 +1,4 @@
-"""Third-party clients over SASL_SSL (issue #30): each client produces N keyed records and consumes them back with
+"""Third-party clients over SASL_SSL: each client produces N keyed records and consumes them back with
 PLAIN (a user of the JAAS config) and SCRAM-SHA-512 (a user made over the admin API), against a standalone mini
 broker, a mini ZooKeeper-mode cluster, a mini KRaft cluster and, as their oracles, Kafka 3.9 in ZooKeeper mode and
 Kafka 4.4 in KRaft mode (combined nodes). Also malformed frames on the SASL_SSL listener, before and in the middle

@@ -1,4 +1,4 @@
-"""The KRaft controller listener secured (issue #30): what a controller, a broker and the lab make of
+"""The KRaft controller listener secured: what a controller, a broker and the lab make of
 ``CONTROLLER:SASL_SSL`` and its configs, what they refuse at start, and a mini controller's SASL_PLAINTEXT
 listener letting only ApiVersions, SaslHandshake and SaslAuthenticate through before authentication."""
 from __future__ import annotations
