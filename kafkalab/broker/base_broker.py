@@ -68,6 +68,7 @@ from .server.credential_provider import CredentialProvider
 from .server.faults import ControlSocket, FaultInjector
 from .server.kafka_broker import ForwardingManagerLike, MetadataMode, ProducerIdGenerator, ZkControllerLike
 from .server.metadata_cache import BrokerEndpoint, MetadataCache, TopicMetadata
+from .server.fetch_session import FetchManager, FetchSessionCache
 from .server.replica_manager import ReplicaManager
 from .server.share.persister import SharePersister
 from .server.share.share_partition_manager import SharePartitionManager
@@ -158,6 +159,8 @@ class BaseBroker:
                 log_manager.release_lock()
             raise StartupError(f"Failed to create or validate data directory log.dirs={self.log_dir}: {exc}") from exc
         self.replica_manager = ReplicaManager(self.broker_id, self)
+        self.fetch_manager = FetchManager(FetchSessionCache(config["max.incremental.fetch.session.cache.slots"],
+                                                            metrics=self.metrics))
         self.admin_manager: AdminManager = self._new_admin_manager()
         self.topic_configs: dict[str, LogConfig] = {}
         self.cluster_id = config["cluster.id"] or self._derive_cluster_id()

@@ -153,7 +153,10 @@ class KafkaApis(SaslGate):
                 await self._sasl_step_done(request, authenticating)
             if metered:
                 throttle_ms = self._throttle(request, spec.name, ctx.client_id, body, len(encoded), handler_s)
-                if throttle_ms and "throttle_time_ms" in result:
+                if ctx.fetch_commit is not None:   # a consumer's Fetch: its session learns what was sent
+                    encoded = self.registry.encode(spec, request.api_version, request.correlation_id,
+                                                   ctx.fetch_commit(throttle_ms))
+                elif throttle_ms and "throttle_time_ms" in result:
                     encoded = self._throttled_response(spec, request, result, throttle_ms)
             return encoded
         finally:

@@ -147,6 +147,9 @@ class RequestContext:
     quotas: Any = None
     #: the connection's KafkaChannel (listener, security protocol, principal); None for a request made in a test
     channel: Any = None
+    #: set by a consumer's Fetch under a quota: ``fetch_commit(throttle_ms)`` gives the response to send once
+    #: KafkaApis knows whether it is throttled, and only then tells the fetch session what was sent
+    fetch_commit: Any = None
 
     @property
     def principal(self) -> KafkaPrincipal:

@@ -2,9 +2,10 @@
 
 v4   isolation level, last stable offset, aborted transactions (message format v2)
 v5   + log_start_offset
-v7   fetch sessions (KIP-227): the broker answers session_id 0, "no session"
-     (as Kafka does when its session cache is full), so clients keep sending
-     full fetch requests; an incremental one gets FETCH_SESSION_ID_NOT_FOUND
+v7   fetch sessions (KIP-227, :mod:`kafkalab.broker.server.fetch_session`):
+     a full fetch (epoch 0) gets a session id when the cache has room, an
+     incremental one names only what changed (and ``forgotten_topics_data``)
+     and is answered only what changed
 v9   + current leader epoch (KIP-320): an older one gets FENCED_LEADER_EPOCH,
      a newer one UNKNOWN_LEADER_EPOCH
 v11  + rack id / preferred read replica (KIP-392), answered with -1
@@ -53,11 +54,10 @@ from ..common.errors import ErrorCode
 from ..security.auth_helper import AclOperation, ResourceType, authorize_cluster, authorizer_of, filter_by_authorized
 from ..server.client_quota_manager import CONSUMER_BYTE_RATE
 from ..server.delayed_fetch import FetchParams, FetchPartitionData
+from ..server.fetch_session import FINAL_EPOCH, INVALID_SESSION_ID
 from ..server.metadata_cache import NULL_UUID
 from . import api
 
-#: FetchMetadata.INITIAL_EPOCH / FINAL_EPOCH: the two epochs of a full (sessionless) fetch
-INITIAL_EPOCH, FINAL_EPOCH = 0, -1
 READ_COMMITTED = 1  # isolation_level
 
 
@@ -80,11 +80,11 @@ def _fetch_params(ctx, request) -> FetchParams:
                        request.isolation_level == READ_COMMITTED)
 
 
-def _partition_data(name, pdata) -> FetchPartitionData:
+def _partition_data(name, topic_id, pdata) -> FetchPartitionData:
     last_fetched_epoch = getattr(pdata, "last_fetched_epoch", -1)   # v12+
     return FetchPartitionData(name, pdata.partition, pdata.fetch_offset, pdata.current_leader_epoch,
                               -1 if last_fetched_epoch is None else last_fetched_epoch,
-                              getattr(pdata, "log_start_offset", -1), pdata.partition_max_bytes)
+                              getattr(pdata, "log_start_offset", -1), pdata.partition_max_bytes, topic_id)
 
 
 def _partition_response(ctx, name, index, result) -> dict:
@@ -116,49 +116,95 @@ def _in_metadata(ctx, topic_name, partition) -> bool:
     return meta is not None and 0 <= partition < meta.num_partitions
 
 
-def _denied_topics(ctx, params, topics) -> set:
+def _denied_topics(ctx, params, partitions: list[FetchPartitionData]) -> set:
     """Kafka 3.9's checks (``handleFetchRequest``): a follower needs CLUSTER_ACTION on the cluster (else every
     partition is TOPIC_AUTHORIZATION_FAILED), a consumer READ on each topic."""
     if authorizer_of(ctx) is None:
         return set()
-    names = {name for name, _, _ in topics if name is not None}
+    names = list(dict.fromkeys(p.topic for p in partitions if p.topic is not None))
     if params.is_from_follower:
-        return set() if authorize_cluster(ctx, AclOperation.CLUSTER_ACTION) else names
-    return names - filter_by_authorized(ctx, AclOperation.READ, ResourceType.TOPIC,
-                                        [name for name, _, _ in topics if name is not None])
+        return set() if authorize_cluster(ctx, AclOperation.CLUSTER_ACTION) else set(names)
+    return set(names) - filter_by_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, names)
+
+
+def _requested(ctx, request) -> tuple[list[FetchPartitionData], list]:
+    """The partitions the request names (by name, by id from v13) and those it forgets (v7+), as session keys."""
+    cache = ctx.broker.metadata_cache
+    by_id = ctx.api_version >= 13
+    fetch_data: list[FetchPartitionData] = []
+    for t in request.topics:
+        if by_id:
+            meta = cache.by_id(t.topic_id)
+            name, topic_id = (meta.name if meta else None), t.topic_id
+        else:
+            meta = cache.get(t.topic)
+            name, topic_id = t.topic, (meta.topic_id if meta else NULL_UUID)
+        fetch_data.extend(_partition_data(name, topic_id, p) for p in t.partitions)
+    forgotten = [((t.topic_id if by_id else t.topic), index)
+                 for t in (getattr(request, "forgotten_topics_data", None) or ()) for index in t.partitions]
+    return fetch_data, forgotten
+
+
+def _topic_name(ctx):
+    def name(topic_id):
+        meta = ctx.broker.metadata_cache.by_id(topic_id)
+        return meta.name if meta is not None else None
+    return name
+
+
+def _answer(error_code: int, session_id: int, sent: list, throttle_ms: int = 0) -> dict:
+    """The response: the partitions answered, grouped by topic as they come (Kafka's ``FetchResponse.of``)."""
+    responses: list[dict] = []
+    for request, answer in sent:
+        if not responses or responses[-1]["_key"] != (request.topic, request.topic_id):
+            responses.append({"_key": (request.topic, request.topic_id), "topic": request.topic,
+                              "topic_id": request.topic_id, "partitions": []})
+        responses[-1]["partitions"].append(answer)
+    for r in responses:
+        del r["_key"]
+    return {"throttle_time_ms": throttle_ms, "error_code": error_code, "session_id": session_id,
+            "responses": responses}
 
 
 @api(FetchRequest, FetchResponse, versions=(4, 17))
 async def handle_fetch(ctx, request):
-    if ctx.api_version >= 7 and request.session_epoch not in (INITIAL_EPOCH, FINAL_EPOCH):
-        # an incremental fetch names a session; this broker never hands one out
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
-                "session_id": 0, "responses": []}
-    # decode: the topics by name (by id from v13), each partition's fetch position
-    cache = ctx.broker.metadata_cache
-    topics = []
-    for t in request.topics:
-        if ctx.api_version >= 13:
-            meta = cache.by_id(t.topic_id)
-            topics.append((meta.name if meta else None, t.topic_id, t.partitions))
-        else:
-            meta = cache.get(t.topic)
-            topics.append((t.topic, meta.topic_id if meta else NULL_UUID, t.partitions))
+    fetch_data, forgotten = _requested(ctx, request)
     params = _fetch_params(ctx, request)
-    denied = _denied_topics(ctx, params, topics)
-    fetch_infos = [_partition_data(name, p) for name, _, partitions in topics if name not in denied
-                   for p in partitions]
+    session_id, epoch = (request.session_id, request.session_epoch) if ctx.api_version >= 7 else (0, FINAL_EPOCH)
+    broker = ctx.broker
+    context = broker.fetch_manager.new_context(ctx.api_version, session_id, epoch, params.replica_id,
+                                               fetch_data, forgotten, _topic_name(ctx))
+    if context.error:
+        return _answer(context.error, INVALID_SESSION_ID, [])
+    wanted = context.partitions()   # a session's: all of its partitions, named in this request or not
+    denied = _denied_topics(ctx, params, wanted)
+    fetch_infos = [p for p in wanted if p.topic is None or p.topic not in denied]
     # read, and wait for min_bytes in the fetch purgatory
-    read = await ctx.broker.replica_manager.fetch_messages(params, fetch_infos)
-    stats = ctx.broker.replica_manager.broker_topic_stats
+    read = await broker.replica_manager.fetch_messages(params, fetch_infos, context.unchanged)
+    stats = broker.replica_manager.broker_topic_stats
     if stats is not None and not params.is_from_follower:   # Kafka's updateBytesOut: a consumer's bytes
         for info, result in zip(fetch_infos, read):
-            if info.topic is not None and result.records:
+            if info.topic is not None and result is not None and result.records:
                 stats.bytes_out(info.topic, len(result.records))
     results = iter(read)
-    # build the response
-    responses = [{"topic": name, "topic_id": topic_id, "partitions": [
-        _error(p.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED) if name in denied else
-        _partition_response(ctx, name, p.partition, next(results)) for p in partitions]}
-        for name, topic_id, partitions in topics]
-    return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
+    answers: list = []
+    signatures: list = []
+    for p in wanted:
+        if p.topic is not None and p.topic in denied:
+            answers.append((p, _error(p.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)))
+            signatures.append(None)
+            continue
+        result = next(results)   # None: the session's partition is unchanged, not read
+        answers.append((p, None if result is None else _partition_response(ctx, p.topic, p.partition, result)))
+        signatures.append(None if result is None else result.signature)
+    if not params.is_from_follower and ctx.quotas is not None and ctx.quotas.enabled:
+        # a consumer's response may yet be throttled (sent empty): the session learns what it was told only
+        # once KafkaApis knows (Kafka's getResponseSize, then getThrottledResponse or updateAndGenerateResponseData)
+        def commit(throttle_ms: int) -> dict:
+            if throttle_ms:
+                error_code, throttled_session = context.throttled()
+                return _answer(error_code, throttled_session, [], throttle_ms)
+            return _answer(*context.response(answers, update=True, signatures=signatures))
+        ctx.fetch_commit = commit
+        return _answer(*context.response(answers, update=False))
+    return _answer(*context.response(answers, update=True, signatures=signatures))

@@ -102,6 +102,8 @@ class LogReadResult:
     #: read_committed: the aborted transactions overlapping the read (``AbortedTxn``s); else None
     aborted_transactions: list | None = None
     error_code: int = 0
+    #: the partition and its ``fetch_signature()`` just before the read (a fetch session's reads only)
+    signature: tuple | None = None
 
 
 class Partition(IsrMaintenance):
@@ -164,6 +166,14 @@ class Partition(IsrMaintenance):
     @property
     def is_leader(self) -> bool:
         return self.leader_id == self.local_broker_id
+
+    def fetch_signature(self) -> tuple:
+        """What a Fetch's answer for this partition depends on besides the request: the leader and partition
+        epochs, and the log's end, high watermark and start (a fetch session does not read a partition again
+        while this and the request stay as they were at its last empty answer)."""
+        log_ = self.log
+        return (self.leader_epoch, self.partition_epoch, log_.log_end_offset, log_.high_watermark,
+                log_.log_start_offset)
 
     def __repr__(self) -> str:
         return (f"Partition({self.name}, leader={self.leader_id}, leader_epoch={self.leader_epoch}, "

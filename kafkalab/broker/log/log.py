@@ -307,6 +307,8 @@ class UnifiedLog:
             raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
                              f"offset {offset} is outside [{self.log_start_offset}, {self.log_end_offset}] "
                              f"of {self.name}")
+        if offset == self.log_end_offset:   # nothing yet: a caught-up fetcher's read, the most frequent
+            return b""
         for seg in self.segments[self.segment_for(offset):]:
             data, position = seg.read(offset, max_bytes, max_offset, min_one_message)
             if position is not None:  # the batch holding ``offset`` (or the next one) is here, even if it

@@ -199,6 +199,8 @@ _BROKER_ONLY: list[ConfigDef] = [
     _d("replica.fetch.backoff.ms", "int", 1000, "Sleep after a follower's fetch failed", _nonneg),
     _d("replica.socket.timeout.ms", "int", 30_000, "Socket timeout of follower fetches", _positive),
     _d("num.replica.fetchers", "int", 1, "Fetcher threads per source broker", _positive),
+    _d("max.incremental.fetch.session.cache.slots", "int", 1000, "Incremental fetch sessions (KIP-227) the "
+       "broker keeps", _nonneg),
     _d("quota.window.num", "int", 11, "Samples kept to measure a client's rate against its quota", _positive),
     _d("quota.window.size.seconds", "int", 1, "Time span of each quota sample", _positive),
     _d("replica.high.watermark.checkpoint.interval.ms", "long", 5000, "How often high watermarks are "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any, Callable
 
 
 @dataclass
@@ -30,7 +31,7 @@ class FetchParams:
 @dataclass
 class FetchPartitionData:
     """One partition a Fetch asks for (Kafka's ``FetchRequest.PartitionData``); ``topic`` None: an unknown
-    topic id."""
+    topic id (``topic_id``: the id it was asked by, from Fetch v13, else the id the metadata gives the name)."""
     topic: str | None
     partition: int
     fetch_offset: int
@@ -38,22 +39,30 @@ class FetchPartitionData:
     last_fetched_epoch: int = -1
     log_start_offset: int = -1
     max_bytes: int = 2**31 - 1
+    topic_id: object = None
+
+
+#: an incremental fetch session's test for a partition it need not read: (the partition asked, the Partition)
+Unchanged = Callable[[FetchPartitionData, Any], bool]
 
 
 class DelayedFetch:
-    def __init__(self, replica_manager, params: FetchParams, fetch_infos: list[FetchPartitionData]):
+    def __init__(self, replica_manager, params: FetchParams, fetch_infos: list[FetchPartitionData],
+                 unchanged: Unchanged | None = None):
         self.replica_manager = replica_manager
         self.params = params
         self.fetch_infos = fetch_infos
+        self.unchanged = unchanged
         self.watched = [(p.topic, p.partition) for p in fetch_infos if p.topic is not None]
 
     async def run(self) -> list:
-        """The partitions' ``LogReadResult``s, in the order asked, once there is enough or time is up."""
+        """The partitions' ``LogReadResult``s (None: unchanged, not read), in the order asked, once there is
+        enough or time is up. Every partition asked is watched, read or not."""
         deadline = time.monotonic() + max(self.params.max_wait_ms, 0) / 1000
         first_read = True
         while True:
             results, total, errors = self.replica_manager.read_from_local_log(self.params, self.fetch_infos,
-                                                                              first_read)
+                                                                              first_read, self.unchanged)
             first_read = False
             remaining = deadline - time.monotonic()
             if total >= self.params.min_bytes or errors or remaining <= 0 or not self.watched:

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from .admin_manager import AdminManager
     from .client_quota_manager import ClientQuotaManager
     from .credential_provider import CredentialProvider
+    from .fetch_session import FetchManager
     from .config import BrokerConfig
     from .metadata_cache import BrokerEndpoint, MetadataCache, TopicMetadata
     from .replica_manager import ReplicaManager
@@ -133,6 +134,8 @@ class KafkaBroker(Protocol):
     metadata_cache: MetadataCache
     replica_manager: ReplicaManager
     admin_manager: AdminManager
+    #: the incremental fetch sessions (KIP-227) Fetch uses
+    fetch_manager: FetchManager
 
     @property
     def socket_server(self) -> SocketServerLike: ...

@@ -36,8 +36,12 @@ not a separate OffsetForLeaderEpoch round before fetching as Kafka 2.x did:
 a new follower starts fetching at once from its log end offset with its last
 epoch, and the leader says if and where they diverge.
 
-Simplified: Fetch v12 with topic names and no fetch sessions (every request
-is a full fetch); no quotas or throttling; no tiered storage.
+Each fetcher keeps an incremental fetch session (KIP-227) with its leader through a
+:class:`~kafkalab.broker.server.fetch_session_handler.FetchSessionHandler`, as Kafka's does: after the first, full,
+fetch a request names only the partitions whose position changed and a response carries only the partitions with
+records or a new high watermark, so partitions where nothing happens cost neither side a request entry.
+
+Simplified: Fetch v12 with topic names; no quotas or throttling; no tiered storage.
 
 Metrics (Kafka's ``AbstractFetcherManager`` and ``FetcherLagStats``): each fetcher keeps a partition's lag,
 ``max(0, leader's high watermark in the fetch response - our next fetch offset)``, set when a response for it is
@@ -68,6 +72,7 @@ from ..utils.async_util import cancel_and_wait, wait_for
 from ..common.errors import ErrorCode
 from ..log.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from ..network.network_client import NetworkClient
+from .fetch_session_handler import FetchSessionHandler
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +122,7 @@ class ReplicaFetcherThread:
                                                   cfg["replica.fetch.wait.max.ms"] + 5000) / 1000,
                                     security=cfg.listener_configs.inter_broker_client_security())
         self.partitions: dict[tuple[str, int], PartitionFetchState] = {}
+        self.fetch_session_handler = FetchSessionHandler(self.name, source_id)
         self._wakeup = asyncio.Event()
         self.task: asyncio.Task | None = None
         self.fetches = 0   # responses processed (tests and notebooks)
@@ -168,6 +174,7 @@ class ReplicaFetcherThread:
             try:
                 response = await self.client.send(request)
             except (ConnectionError, OSError, asyncio.TimeoutError, ValueError) as exc:
+                self.fetch_session_handler.handle_error(exc)
                 log.info("%s: fetch from broker %d at %s:%d failed (%s); backing off", self.name, self.source_id,
                          self.host, self.port, exc)
                 await asyncio.sleep(backoff)
@@ -184,25 +191,39 @@ class ReplicaFetcherThread:
         return [k for k in keys if faults.replication_paused_until(*k) is not None]
 
     def build_fetch_request(self, ready: dict[tuple[str, int], PartitionFetchState]):
+        """The Fetch for the ``ready`` partitions: in the session, only those added or changed, and the ones not
+        ready any more forgotten (``FetchSessionHandler.build``)."""
         cfg = self.manager.config
-        topics: dict[str, list[dict]] = {}
-        for (topic, index), state in ready.items():
-            partition = self.replica_manager.partitions.get((topic, index))
+        max_bytes = cfg["replica.fetch.max.bytes"]
+        wanted = {}
+        for key, state in ready.items():
+            partition = self.replica_manager.partitions.get(key)
             start = partition.log.log_start_offset if partition is not None else -1
+            wanted[key] = (state.fetch_offset, start, state.current_leader_epoch, state.last_fetched_epoch, max_bytes)
+        data = self.fetch_session_handler.build(wanted)
+        topics: dict[str, list[dict]] = {}
+        for (topic, index), (offset, start, epoch, last_epoch, limit) in data.to_send.items():
             topics.setdefault(topic, []).append({
-                "partition": index, "current_leader_epoch": state.current_leader_epoch,
-                "fetch_offset": state.fetch_offset, "last_fetched_epoch": state.last_fetched_epoch,
-                "log_start_offset": start, "partition_max_bytes": cfg["replica.fetch.max.bytes"]})
+                "partition": index, "current_leader_epoch": epoch, "fetch_offset": offset,
+                "last_fetched_epoch": last_epoch, "log_start_offset": start, "partition_max_bytes": limit})
+        forgotten: dict[str, list[int]] = {}
+        for topic, index in data.to_forget:
+            forgotten.setdefault(topic, []).append(index)
         return build(FetchRequest, FETCH_VERSION, {
             "replica_id": self.broker_id, "max_wait_ms": cfg["replica.fetch.wait.max.ms"],
             "min_bytes": cfg["replica.fetch.min.bytes"], "max_bytes": cfg["replica.fetch.response.max.bytes"],
-            "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+            "isolation_level": 0, "session_id": data.metadata.session_id, "session_epoch": data.metadata.epoch,
             "topics": [{"topic": t, "partitions": parts} for t, parts in topics.items()],
-            "forgotten_topics_data": [], "rack_id": ""})
+            "forgotten_topics_data": [{"topic": t, "partitions": parts} for t, parts in forgotten.items()],
+            "rack_id": ""})
 
     async def process_fetch_response(self, requested, response) -> None:
         loop = asyncio.get_running_loop()
         backoff = self.manager.config["replica.fetch.backoff.ms"] / 1000
+        keys = [(t.topic, p.partition_index) for t in response.responses for p in t.partitions]
+        if not self.fetch_session_handler.handle_response(response.error_code, response.session_id, keys,
+                                                          response.throttle_time_ms):
+            return   # a session error, or an answer that does not fit the session: the next fetch is full
         paused = set(self._paused(requested))   # a fault came while the fetch was out: drop its data
         for t in response.responses:
             for p in t.partitions:

@@ -53,7 +53,7 @@ from . import replica_manager_metrics
 from .alter_partition_manager import AlterPartitionManager
 from .broker_topic_stats import BrokerTopicStats
 from .delayed_delete_records import DelayedDeleteRecords
-from .delayed_fetch import DelayedFetch, FetchParams, FetchPartitionData
+from .delayed_fetch import DelayedFetch, FetchParams, FetchPartitionData, Unchanged
 from .delayed_operation import DelayedOperationPurgatory
 from .delayed_produce import DelayedProduce
 from ..common.errors import ErrorCode, KafkaError
@@ -270,15 +270,17 @@ class ReplicaManager:
 
     # -- fetch -------------------------------------------------------------------------------
 
-    async def fetch_messages(self, params: FetchParams, fetch_infos: list[FetchPartitionData]) -> list[LogReadResult]:
+    async def fetch_messages(self, params: FetchParams, fetch_infos: list[FetchPartitionData],
+                             unchanged: Unchanged | None = None) -> list[LogReadResult | None]:
         """Kafka's ``fetchMessages``, for consumers and followers: read each partition
         (:meth:`read_from_local_log`) and, when fewer than ``min_bytes`` are ready, wait in the fetch
         purgatory (:class:`~kafkalab.broker.server.delayed_fetch.DelayedFetch`) up to ``max_wait_ms``.
-        One ``LogReadResult`` per partition, in the order asked."""
-        return await DelayedFetch(self, params, fetch_infos).run()
+        One ``LogReadResult`` per partition, in the order asked (None: not read, ``unchanged``)."""
+        return await DelayedFetch(self, params, fetch_infos, unchanged).run()
 
     def read_from_local_log(self, params: FetchParams, fetch_infos: list[FetchPartitionData],
-                            update_fetch_state: bool) -> tuple[list[LogReadResult], int, bool]:
+                            update_fetch_state: bool, unchanged: Unchanged | None = None
+                            ) -> tuple[list[LogReadResult | None], int, bool]:
         """Kafka's ``readFromLocalLog``: each partition's read (``Partition.fetch_records``) within
         ``params.max_bytes`` in all and the partition's own ``max_bytes``, except that the first batch of
         the first non-empty partition is returned whole (KIP-74). Returns the results, the bytes read and
@@ -288,8 +290,12 @@ class ReplicaManager:
         FailedFetchRequestsPerSec) in BrokerTopicStats, as Kafka's ``readFromLocalLog`` marks them when it reads;
         the reads after waiting in the purgatory do not (Kafka's DelayedFetch reads again and marks again), so a
         Fetch is counted once, and one that was parked when its topic was deleted does not bring the topic's
-        series back when it completes."""
-        results, total, errors = [], 0, False
+        series back when it completes.
+
+        ``unchanged(info, partition)`` (an incremental fetch session's): True for a partition whose answer would
+        be the same empty one the fetcher was last given; it is not read (None in the results) and not marked."""
+        results: list[LogReadResult | None] = []
+        total, errors = 0, False
         stats = self.broker_topic_stats if update_fetch_state else None
         for info in fetch_infos:
             if info.topic is None:
@@ -297,10 +303,17 @@ class ReplicaManager:
             else:
                 try:
                     partition = self.get_partition(info.topic, info.partition)
+                    signature = None
+                    if unchanged is not None:
+                        if unchanged(info, partition):
+                            results.append(None)
+                            continue
+                        signature = (partition, *partition.fetch_signature())   # before the read moves the HW
                     result = partition.fetch_records(
                         params.replica_id, info.fetch_offset, info.current_leader_epoch, info.last_fetched_epoch,
                         info.log_start_offset, min(info.max_bytes, max(params.max_bytes - total, 0)), total == 0,
                         params.read_committed, update_fetch_state)
+                    result.signature = signature
                 except KafkaError as exc:
                     result = LogReadResult(error_code=exc.code)
             errors = errors or result.error_code != 0 or result.diverging_epoch is not None

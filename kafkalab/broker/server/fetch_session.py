@@ -1,0 +1,390 @@
+"""Incremental fetch sessions (KIP-227), the broker's side, as Kafka's ``FetchSession.scala`` (3.9).
+
+A Fetch without a session names every partition it wants, and its response carries every one of them, whether
+anything changed or not: a follower of 200 idle partitions sends and gets 200 entries several times a second. With
+a session the broker remembers the fetcher's partitions and their last answer, and both sides send only what
+changed:
+
+* a **full** fetch (``session_epoch`` 0, INITIAL) names every partition; the broker answers all of them and, when
+  the cache has room, a new ``session_id`` (the session's next epoch is then 1). ``session_epoch`` -1 (FINAL) is a
+  full fetch that asks for no session (librdkafka's fetches, and closing one: ``session_id`` then names it);
+* an **incremental** fetch (``session_id`` and the epoch the broker expects) names only the partitions whose fetch
+  position, log start offset, leader epoch or ``partition_max_bytes`` changed, and in ``forgotten_topics_data``
+  the ones to drop; the broker reads *every* partition of the session and answers only those with records, a
+  new high watermark or log start offset, an error, a diverging epoch or a preferred read replica
+  (``CachedPartition.maybeUpdateResponseData``). Partitions that returned records move to the session's end, so
+  a ``max_bytes`` limit serves them all in turn;
+* errors, answered with no partitions: FETCH_SESSION_ID_NOT_FOUND (no such session, e.g. evicted or the broker
+  restarted: the client starts over with a full fetch), INVALID_FETCH_SESSION_EPOCH (the epoch is not the one
+  expected, e.g. a duplicate request), FETCH_SESSION_TOPIC_ID_ERROR (a session made with topic ids used by a
+  version without them, or the other way round).
+
+:class:`FetchSessionCache` holds at most ``max.incremental.fetch.session.cache.slots`` sessions (Kafka: 1000). A new
+session takes a slot from a session unused for 120 s (``MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS``), else from the
+least valuable evictable one: a follower's (privileged) session may evict a consumer's, and a session with more
+partitions one with fewer that is older than 120 s. Kafka's metrics ``kafka.server:type=FetchSessionCache``:
+``NumIncrementalFetchSessions``, ``NumIncrementalFetchPartitionsCached``, ``IncrementalFetchSessionEvictionsPerSec``.
+
+Simplified: one cache shard (Kafka 3.9 has eight, KAFKA-9401) and one asyncio loop instead of locks; a session's
+epoch is checked again when its response is made, as Kafka does, since a request may wait in the purgatory.
+"""
+from __future__ import annotations
+
+import logging
+import random
+import time
+from typing import Callable, Hashable
+
+from ..common.errors import ErrorCode
+from .delayed_fetch import FetchPartitionData
+
+log = logging.getLogger(__name__)
+
+INVALID_SESSION_ID = 0
+#: FetchMetadata's epochs: INITIAL creates a session, FINAL asks for none
+INITIAL_EPOCH, FINAL_EPOCH = 0, -1
+#: Kafka's KafkaBroker.MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS
+EVICTION_MS = 120_000
+MAX_INT = 2**31 - 1
+
+
+def next_epoch(epoch: int) -> int:
+    """FetchMetadata.nextEpoch: after FINAL stays FINAL, after the largest int comes 1."""
+    if epoch < 0:
+        return FINAL_EPOCH
+    return 1 if epoch == MAX_INT else epoch + 1
+
+
+class CachedPartition:
+    """A partition of a session: what the fetcher last asked for, and what it was last told. ``idle``: the
+    partition's signature (``Partition.fetch_signature``) when it read nothing new for the fetcher, None after any
+    other answer or a new request for it."""
+    __slots__ = ("request", "high_watermark", "local_log_start_offset", "idle")
+
+    def __init__(self, request: FetchPartitionData, response: dict | None = None):
+        self.request = request
+        self.high_watermark = response["high_watermark"] if response is not None else -1
+        self.local_log_start_offset = response["log_start_offset"] if response is not None else -1
+        self.idle: tuple | None = None
+
+    def maybe_update_response_data(self, response: dict, update: bool) -> bool:
+        """Kafka's ``maybeUpdateResponseData``: whether the fetcher must hear of this partition; ``update``: the
+        answer is being sent, so remember what it says."""
+        must_respond = bool(response["records"])
+        if self.high_watermark != response["high_watermark"]:
+            must_respond = True
+            if update:
+                self.high_watermark = response["high_watermark"]
+        if self.local_log_start_offset != response["log_start_offset"]:
+            must_respond = True
+            if update:
+                self.local_log_start_offset = response["log_start_offset"]
+        if response.get("preferred_read_replica", -1) >= 0:
+            must_respond = True
+        if response["error_code"] != ErrorCode.NONE:
+            if update:   # an invalid high watermark: once the error is gone the partition is sent again
+                self.high_watermark = -1
+            must_respond = True
+        if response.get("diverging_epoch") is not None:
+            must_respond = True
+        return must_respond
+
+
+def session_key(request: FetchPartitionData, uses_topic_ids: bool) -> Hashable:
+    """How a session knows a partition: by topic id from Fetch v13, by name before."""
+    return (request.topic_id if uses_topic_ids else request.topic, request.partition)
+
+
+class FetchSession:
+    """One fetcher's session: its partitions in order, its epoch (the one the next request must carry)."""
+
+    def __init__(self, session_id: int, privileged: bool, partitions: dict, uses_topic_ids: bool, now_ms: int):
+        self.id = session_id
+        self.privileged = privileged
+        self.partitions: dict[Hashable, CachedPartition] = partitions
+        self.uses_topic_ids = uses_topic_ids
+        self.creation_ms = self.last_used_ms = now_ms
+        self.epoch = next_epoch(INITIAL_EPOCH)
+        self.cached_size = -1                  # the size the cache last counted; -1: not in the cache
+        self.evictable_by_all = self.evictable_by_privileged = False
+
+    def update(self, fetch_data: list[FetchPartitionData], to_forget: list[Hashable]) -> None:
+        """An incremental request's changes: the partitions it names added or updated, the forgotten removed."""
+        for request in fetch_data:
+            key = session_key(request, self.uses_topic_ids)
+            cached = self.partitions.get(key)
+            if cached is None:
+                self.partitions[key] = CachedPartition(request)
+            else:
+                if request.topic is None and cached.request.topic is not None:
+                    request.topic = cached.request.topic
+                cached.request = request
+                cached.idle = None
+        for key in to_forget:
+            self.partitions.pop(key, None)
+
+    def __repr__(self) -> str:
+        return (f"FetchSession(id={self.id}, privileged={self.privileged}, partitions={len(self.partitions)}, "
+                f"uses_topic_ids={self.uses_topic_ids}, epoch={self.epoch})")
+
+
+class FetchSessionCache:
+    """The broker's sessions, at most ``max_entries`` of them (``max.incremental.fetch.session.cache.slots``)."""
+
+    def __init__(self, max_entries: int, eviction_ms: int = EVICTION_MS, clock: Callable[[], int] | None = None,
+                 metrics=None):
+        self.max_entries = max_entries
+        self.eviction_ms = eviction_ms
+        self.clock = clock or (lambda: int(time.time() * 1000))
+        self.sessions: dict[int, FetchSession] = {}
+        self.num_partitions = 0
+        self._evictions = None
+        if metrics is not None:
+            from ..common.metrics import KafkaMetricsGroup
+            group = KafkaMetricsGroup(metrics, "kafka.server", "FetchSessionCache")
+            group.new_gauge("NumIncrementalFetchSessions", lambda: len(self.sessions))
+            group.new_gauge("NumIncrementalFetchPartitionsCached", lambda: self.num_partitions)
+            self._evictions = group.new_meter("IncrementalFetchSessionEvictionsPerSec")
+
+    def get(self, session_id: int) -> FetchSession | None:
+        return self.sessions.get(session_id)
+
+    def new_session_id(self) -> int:
+        while True:
+            session_id = random.randint(1, MAX_INT - 1)
+            if session_id not in self.sessions:
+                return session_id
+
+    def maybe_create_session(self, now_ms: int, privileged: bool, size: int, uses_topic_ids: bool,
+                             create_partitions: Callable[[], dict]) -> int:
+        """A new session's id, or INVALID_SESSION_ID when the cache is full and nothing may be evicted."""
+        if len(self.sessions) < self.max_entries or self._try_evict(privileged, size, now_ms):
+            session = FetchSession(self.new_session_id(), privileged, create_partitions(), uses_topic_ids, now_ms)
+            self.sessions[session.id] = session
+            self.touch(session, now_ms)
+            log.debug("created %r", session)
+            return session.id
+        log.debug("no fetch session created for privileged=%s, size=%d", privileged, size)
+        return INVALID_SESSION_ID
+
+    def _try_evict(self, privileged: bool, size: int, now_ms: int) -> bool:
+        """Kafka's ``tryEvict``: a session unused for ``eviction_ms``, else the least valuable evictable one if it
+        is worth less than the new one (privileged first, then more partitions, then the id)."""
+        if not self.sessions:
+            return False
+        stale = min(self.sessions.values(), key=lambda s: (s.last_used_ms, s.id))
+        if now_ms - stale.last_used_ms > self.eviction_ms:
+            log.debug("evicting stale %r", stale)
+            return self._evict(stale)
+        candidates = [s for s in self.sessions.values()
+                      if (s.evictable_by_privileged if privileged else s.evictable_by_all)]
+        if not candidates:
+            return False
+        cheapest = min(candidates, key=lambda s: (s.privileged, s.cached_size, s.id))
+        if (privileged, size, 0) < (cheapest.privileged, cheapest.cached_size, cheapest.id):
+            return False
+        log.debug("evicting %r for a new session of %d partitions", cheapest, size)
+        return self._evict(cheapest)
+
+    def _evict(self, session: FetchSession) -> bool:
+        self.remove(session.id)
+        if self._evictions is not None:
+            self._evictions.mark()
+        return True
+
+    def remove(self, session_id: int) -> FetchSession | None:
+        session = self.sessions.pop(session_id, None)
+        if session is not None:
+            self.num_partitions -= max(session.cached_size, 0)
+            session.cached_size = -1
+        return session
+
+    def touch(self, session: FetchSession, now_ms: int) -> None:
+        """The session was used: its last use, size and evictability as of now."""
+        session.last_used_ms = now_ms
+        if session.cached_size != -1:
+            self.num_partitions -= session.cached_size
+        session.cached_size = len(session.partitions)
+        self.num_partitions += session.cached_size
+        old = now_ms - session.creation_ms > self.eviction_ms
+        session.evictable_by_privileged = not session.privileged or old
+        session.evictable_by_all = old
+
+
+class FetchContext:
+    """What one Fetch reads and answers (Kafka's ``FetchContext``)."""
+    error = ErrorCode.NONE
+
+    def partitions(self) -> list[FetchPartitionData]:
+        """The partitions to read, in order."""
+        return []
+
+    #: the test for partitions a read may skip (ReplicaManager.read_from_local_log's ``unchanged``), if any
+    unchanged = None
+
+    def response(self, results: list[tuple[FetchPartitionData, dict]], update: bool,
+                 signatures: list | None = None) -> tuple[int, int, list]:
+        """(error code, session id, the (partition, answer) pairs to send). ``update`` False: only what would be
+        sent (a throttled response must leave the session as it was). ``signatures``: each read's
+        ``LogReadResult.signature``, for an incremental context."""
+        return ErrorCode.NONE, INVALID_SESSION_ID, results
+
+    def throttled(self) -> tuple[int, int]:
+        """(error code, session id) of the empty response a throttled fetcher gets."""
+        return ErrorCode.NONE, INVALID_SESSION_ID
+
+
+class SessionErrorContext(FetchContext):
+    """A Fetch whose session cannot be used: answered with the error and no partitions."""
+
+    def __init__(self, error: int):
+        self.error = error
+
+    def response(self, results, update, signatures=None):
+        return self.error, INVALID_SESSION_ID, []
+
+    def throttled(self):
+        return self.error, INVALID_SESSION_ID
+
+
+class SessionlessFetchContext(FetchContext):
+    """A full Fetch that asked for no session (epoch FINAL): every partition asked is answered."""
+
+    def __init__(self, fetch_data: list[FetchPartitionData]):
+        self.fetch_data = fetch_data
+
+    def partitions(self):
+        return self.fetch_data
+
+
+class FullFetchContext(SessionlessFetchContext):
+    """A full Fetch (epoch INITIAL): every partition is answered, and a new session made of them if there is room."""
+
+    def __init__(self, cache: FetchSessionCache, fetch_data: list[FetchPartitionData], uses_topic_ids: bool,
+                 is_from_follower: bool):
+        super().__init__(fetch_data)
+        self.cache = cache
+        self.uses_topic_ids = uses_topic_ids
+        self.is_from_follower = is_from_follower
+
+    def response(self, results, update, signatures=None):
+        if not update:
+            return ErrorCode.NONE, INVALID_SESSION_ID, results
+
+        def create_partitions() -> dict:
+            return {session_key(request, self.uses_topic_ids): CachedPartition(request, answer)
+                    for request, answer in results}
+        session_id = self.cache.maybe_create_session(self.cache.clock(), self.is_from_follower, len(results),
+                                                     self.uses_topic_ids, create_partitions)
+        return ErrorCode.NONE, session_id, results
+
+
+class IncrementalFetchContext(FetchContext):
+    """An incremental Fetch: every partition of the session is read, those that changed are answered.
+
+    Where the mini broker saves work Kafka does: a partition whose last answer held nothing new (no records, no
+    error) is not read again while neither the fetcher's request for it nor the partition's leader epoch, log end,
+    high watermark and log start have changed (and, for a follower, while it stays in the ISR): its answer would
+    be the same, left out of the response. Kafka reads it every time (cheaply), which also marks its
+    TotalFetchRequestsPerSec and the follower's fetch time; here a caught-up follower of an idle partition is in sync
+    anyway, since its log ends where the leader's does."""
+
+    def __init__(self, request_epoch: int, session: FetchSession, topic_names: Callable[[object], str | None],
+                 replica_id: int = -1):
+        self.request_epoch = request_epoch
+        self.session = session
+        self.topic_names = topic_names
+        self.replica_id = replica_id
+
+    def unchanged(self, request: FetchPartitionData, partition) -> bool:
+        cached = self.session.partitions.get(session_key(request, self.session.uses_topic_ids))
+        idle = cached.idle if cached is not None else None
+        if idle is None or idle[0] is not partition:
+            return False
+        if self.replica_id < 0:
+            return idle[1:] == partition.fetch_signature()
+        if self.replica_id not in partition.partition_state.isr:
+            return False   # a follower out of the ISR: every fetch may bring it back in
+        if idle[1:] != partition.fetch_signature():
+            return False
+        replica = partition.remote_replicas.get(self.replica_id)
+        if replica is not None:   # still caught up as of now, as Kafka's read would record
+            replica.update_fetch_state(request.fetch_offset, request.log_start_offset, partition.clock(),
+                                       partition.log.log_end_offset)
+        return True
+
+    def partitions(self):
+        out = []
+        for cached in self.session.partitions.values():
+            request = cached.request
+            if request.topic is None and self.session.uses_topic_ids:   # maybeResolveUnknownName
+                request.topic = self.topic_names(request.topic_id)
+            out.append(request)
+        return out
+
+    def response(self, results, update, signatures=None):
+        session = self.session
+        if session.epoch != next_epoch(self.request_epoch):
+            log.info("incremental fetch session %d expected epoch %d, but got %d: possible duplicate request",
+                     session.id, next_epoch(self.request_epoch), session.epoch)
+            return ErrorCode.INVALID_FETCH_SESSION_EPOCH, session.id, []
+        sent = []
+        for i, (request, answer) in enumerate(results):
+            if answer is None:   # not read: unchanged since its last, empty, answer
+                continue
+            key = session_key(request, session.uses_topic_ids)
+            cached = session.partitions.get(key)
+            if cached is None:
+                continue
+            must_respond = cached.maybe_update_response_data(answer, update)
+            if update:
+                empty = not answer["records"] and answer["error_code"] == ErrorCode.NONE and \
+                    answer.get("diverging_epoch") is None
+                cached.idle = signatures[i] if empty and signatures is not None else None
+            if not must_respond:
+                continue
+            sent.append((request, answer))
+            if update and answer["records"]:   # to the end: the next fetch serves the others first
+                session.partitions[key] = session.partitions.pop(key)
+        return ErrorCode.NONE, session.id, sent
+
+    def throttled(self):
+        session = self.session
+        if session.epoch != next_epoch(self.request_epoch):
+            return ErrorCode.INVALID_FETCH_SESSION_EPOCH, session.id
+        return ErrorCode.NONE, session.id
+
+
+class FetchManager:
+    """Makes each Fetch's context from its session id and epoch (Kafka's ``FetchManager.newContext``)."""
+
+    def __init__(self, cache: FetchSessionCache):
+        self.cache = cache
+
+    def new_context(self, version: int, session_id: int, epoch: int, replica_id: int,
+                    fetch_data: list[FetchPartitionData], to_forget: list[Hashable],
+                    topic_names: Callable[[object], str | None]) -> FetchContext:
+        """``replica_id``: the follower's broker id, -1 for a consumer."""
+        cache = self.cache
+        is_follower = replica_id >= 0
+        if epoch in (INITIAL_EPOCH, FINAL_EPOCH):   # full: any session named is closed
+            if session_id != INVALID_SESSION_ID and cache.remove(session_id) is not None:
+                log.debug("full fetch: removed fetch session %d", session_id)
+            if epoch == FINAL_EPOCH:
+                return SessionlessFetchContext(fetch_data)
+            return FullFetchContext(cache, fetch_data, version >= 13, is_follower)
+        session = cache.get(session_id)
+        if session is None:
+            return SessionErrorContext(ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
+        if session.epoch != epoch:
+            log.debug("fetch session %d: expected epoch %d, got %d", session_id, session.epoch, epoch)
+            return SessionErrorContext(ErrorCode.INVALID_FETCH_SESSION_EPOCH)
+        if session.uses_topic_ids != (version >= 13):
+            return SessionErrorContext(ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR)
+        session.update(fetch_data, to_forget)
+        if not session.partitions:   # nothing left: the session is closed, the fetch answered without one
+            cache.remove(session.id)
+            return SessionlessFetchContext(fetch_data)
+        cache.touch(session, cache.clock())
+        session.epoch = next_epoch(session.epoch)
+        return IncrementalFetchContext(epoch, session, topic_names, replica_id)
