@@ -160,7 +160,7 @@ class BaseBroker:
             raise StartupError(f"Failed to create or validate data directory log.dirs={self.log_dir}: {exc}") from exc
         self.replica_manager = ReplicaManager(self.broker_id, self)
         self.fetch_manager = FetchManager(FetchSessionCache(config["max.incremental.fetch.session.cache.slots"],
-                                                            metrics=self.metrics))
+                                                            metrics=self.metrics, changes=self.replica_manager))
         self.admin_manager: AdminManager = self._new_admin_manager()
         self.topic_configs: dict[str, LogConfig] = {}
         self.cluster_id = config["cluster.id"] or self._derive_cluster_id()

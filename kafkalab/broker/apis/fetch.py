@@ -54,7 +54,7 @@ from ..common.errors import ErrorCode
 from ..security.auth_helper import AclOperation, ResourceType, authorize_cluster, authorizer_of, filter_by_authorized
 from ..server.client_quota_manager import CONSUMER_BYTE_RATE
 from ..server.delayed_fetch import FetchParams, FetchPartitionData
-from ..server.fetch_session import FINAL_EPOCH, INVALID_SESSION_ID
+from ..server.fetch_session import FINAL_EPOCH, INVALID_SESSION_ID, IncrementalFetchContext
 from ..server.metadata_cache import NULL_UUID
 from . import api
 
@@ -176,7 +176,9 @@ async def handle_fetch(ctx, request):
                                                fetch_data, forgotten, _topic_name(ctx))
     if context.error:
         return _answer(context.error, INVALID_SESSION_ID, [])
-    wanted = context.partitions()   # a session's: all of its partitions, named in this request or not
+    if isinstance(context, IncrementalFetchContext):
+        return await _incremental_fetch(ctx, params, context)
+    wanted = context.partitions()
     denied = _denied_topics(ctx, params, wanted)
     fetch_infos = [p for p in wanted if p.topic is None or p.topic not in denied]
     # read, and wait for min_bytes in the fetch purgatory
@@ -197,6 +199,32 @@ async def handle_fetch(ctx, request):
         result = next(results)   # None: the session's partition is unchanged, not read
         answers.append((p, None if result is None else _partition_response(ctx, p.topic, p.partition, result)))
         signatures.append(None if result is None else result.signature)
+    return _respond(ctx, params, context, answers, signatures)
+
+
+async def _incremental_fetch(ctx, params, context: IncrementalFetchContext) -> dict:
+    """A Fetch in an incremental session: only the session's partitions that may have changed are read, and the
+    ones of a topic the fetcher may not read answered TOPIC_AUTHORIZATION_FAILED, as every time."""
+    broker = ctx.broker
+    denied = _denied_topics(ctx, params, context.partitions()) if authorizer_of(ctx) is not None else set()
+    read = await broker.replica_manager.fetch_session_messages(params, context, denied)
+    stats = broker.replica_manager.broker_topic_stats
+    answers: list = []
+    signatures: list = []
+    if denied:
+        for p in context.partitions():
+            if p.topic in denied:
+                answers.append((p, _error(p.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)))
+                signatures.append(None)
+    for p, result in read:
+        if stats is not None and not params.is_from_follower and p.topic is not None and result.records:
+            stats.bytes_out(p.topic, len(result.records))
+        answers.append((p, _partition_response(ctx, p.topic, p.partition, result)))
+        signatures.append(result.signature)
+    return _respond(ctx, params, context, answers, signatures)
+
+
+def _respond(ctx, params, context, answers: list, signatures: list) -> dict:
     if not params.is_from_follower and ctx.quotas is not None and ctx.quotas.enabled:
         # a consumer's response may yet be throttled (sent empty): the session learns what it was told only
         # once KafkaApis knows (Kafka's getResponseSize, then getThrottledResponse or updateAndGenerateResponseData)

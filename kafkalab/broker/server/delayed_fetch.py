@@ -68,3 +68,28 @@ class DelayedFetch:
             if total >= self.params.min_bytes or errors or remaining <= 0 or not self.watched:
                 return results
             await self.replica_manager.wait_for_data(self.watched, remaining)
+
+    async def run_session(self, context, denied: set) -> list:
+        """An incremental fetch session's Fetch (``context``: its IncrementalFetchContext): the (partition asked,
+        ``LogReadResult``) of each partition read, once there is enough or time is up. Only the session's
+        candidates are read (changed, or not idle); parked, the Fetch waits on the session, which any change to
+        one of its partitions wakes, and then reads those that changed."""
+        rm = self.replica_manager
+        deadline = time.monotonic() + max(self.params.max_wait_ms, 0) / 1000
+        read: dict = {}
+        first = True
+        while True:
+            again = [k for k, (_, r) in read.items() if r.records]
+            infos = context.candidates(first, again, denied)
+            results, _, errors = rm.read_from_local_log(self.params, infos, first, context.unchanged)
+            first = False
+            for info, result in zip(infos, results):
+                if result is not None:
+                    read[context.key(info)] = (info, result)
+            total = sum(len(r.records) for _, r in read.values())
+            remaining = deadline - time.monotonic()
+            if total >= self.params.min_bytes or errors or remaining <= 0:
+                return list(read.values())
+            if not context.session.dirty:   # (changed while reading, e.g. the HW this read moved: read again)
+                await rm.wait_for_session(context.session, remaining)
+

@@ -45,6 +45,9 @@ INVALID_SESSION_ID = 0
 INITIAL_EPOCH, FINAL_EPOCH = 0, -1
 #: Kafka's KafkaBroker.MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS
 EVICTION_MS = 120_000
+#: how often a follower's session looks at its idle partitions again (the mini broker's, see
+#: IncrementalFetchContext): Kafka's default replica.fetch.wait.max.ms, the longest a follower's fetch waits anyway
+IDLE_REFRESH_MS = 500
 MAX_INT = 2**31 - 1
 
 
@@ -96,17 +99,61 @@ def session_key(request: FetchPartitionData, uses_topic_ids: bool) -> Hashable:
 
 
 class FetchSession:
-    """One fetcher's session: its partitions in order, its epoch (the one the next request must carry)."""
+    """One fetcher's session: its partitions in order, its epoch (the one the next request must carry).
 
-    def __init__(self, session_id: int, privileged: bool, partitions: dict, uses_topic_ids: bool, now_ms: int):
+    With ``changes`` (the ReplicaManager) the session is told of every change to its partitions
+    (``partition_changed``): ``dirty`` holds those changed since they were last read, ``active`` those whose last
+    answer was not empty (records, an error) or whose request changed, so an incremental Fetch reads only these,
+    and a Fetch parked in the purgatory waits on the session (``waiter``) instead of on each partition."""
+
+    def __init__(self, session_id: int, privileged: bool, partitions: dict, uses_topic_ids: bool, now_ms: int,
+                 changes=None):
         self.id = session_id
         self.privileged = privileged
         self.partitions: dict[Hashable, CachedPartition] = partitions
         self.uses_topic_ids = uses_topic_ids
-        self.creation_ms = self.last_used_ms = now_ms
+        self.creation_ms = self.last_used_ms = self.last_refresh_ms = now_ms
         self.epoch = next_epoch(INITIAL_EPOCH)
         self.cached_size = -1                  # the size the cache last counted; -1: not in the cache
         self.evictable_by_all = self.evictable_by_privileged = False
+        self.dirty: set[Hashable] = set()
+        self.active: set[Hashable] = set(partitions)
+        self.waiter = None                     # the future of a Fetch of this session parked in the purgatory
+        self._changes = changes
+        self._watched: dict[tuple[str, int], Hashable] = {}   # (topic, partition) -> session key
+        self.unresolved: set[Hashable] = set()   # asked by a topic id the metadata did not know
+        for key, cached in partitions.items():
+            self._watch(key, cached)
+
+    def _watch(self, key: Hashable, cached: "CachedPartition") -> None:
+        topic = cached.request.topic
+        if topic is None:
+            self.unresolved.add(key)
+            return
+        self.unresolved.discard(key)
+        if self._changes is not None and (topic, cached.request.partition) not in self._watched:
+            self._watched[(topic, cached.request.partition)] = key
+            self._changes.watch_changes((topic, cached.request.partition), self)
+
+    def _unwatch(self, cached: "CachedPartition") -> None:
+        name_key = (cached.request.topic, cached.request.partition)
+        if self._watched.pop(name_key, None) is not None:
+            self._changes.unwatch_changes(name_key, self)
+
+    def partition_changed(self, name_key: tuple[str, int]) -> None:
+        key = self._watched.get(name_key)
+        if key is not None:
+            self.dirty.add(key)
+            waiter = self.waiter
+            if waiter is not None and not waiter.done():
+                waiter.set_result(None)
+
+    def set_idle(self, key: Hashable, cached: "CachedPartition", idle: tuple | None) -> None:
+        cached.idle = idle
+        if idle is None:
+            self.active.add(key)
+        else:
+            self.active.discard(key)
 
     def update(self, fetch_data: list[FetchPartitionData], to_forget: list[Hashable]) -> None:
         """An incremental request's changes: the partitions it names added or updated, the forgotten removed."""
@@ -114,14 +161,35 @@ class FetchSession:
             key = session_key(request, self.uses_topic_ids)
             cached = self.partitions.get(key)
             if cached is None:
-                self.partitions[key] = CachedPartition(request)
+                cached = self.partitions[key] = CachedPartition(request)
+                self._watch(key, cached)
             else:
                 if request.topic is None and cached.request.topic is not None:
                     request.topic = cached.request.topic
                 cached.request = request
-                cached.idle = None
+                self._watch(key, cached)
+            self.set_idle(key, cached, None)
         for key in to_forget:
-            self.partitions.pop(key, None)
+            cached = self.partitions.pop(key, None)
+            if cached is not None:
+                self._unwatch(cached)
+                self.active.discard(key)
+                self.dirty.discard(key)
+                self.unresolved.discard(key)
+
+    def resolve(self, key: Hashable, cached: "CachedPartition", name: str | None) -> None:
+        """A partition asked by a topic id the metadata did not know yet, now named."""
+        if name is not None:
+            cached.request.topic = name
+            self._watch(key, cached)
+
+    def close(self) -> None:
+        """Out of the cache: no more change notifications."""
+        for cached in self.partitions.values():
+            self._unwatch(cached)
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def __repr__(self) -> str:
         return (f"FetchSession(id={self.id}, privileged={self.privileged}, partitions={len(self.partitions)}, "
@@ -132,8 +200,10 @@ class FetchSessionCache:
     """The broker's sessions, at most ``max_entries`` of them (``max.incremental.fetch.session.cache.slots``)."""
 
     def __init__(self, max_entries: int, eviction_ms: int = EVICTION_MS, clock: Callable[[], int] | None = None,
-                 metrics=None):
+                 metrics=None, changes=None):
         self.max_entries = max_entries
+        #: the ReplicaManager, whose partitions' changes the sessions are told of (None: they read every partition)
+        self.changes = changes
         self.eviction_ms = eviction_ms
         self.clock = clock or (lambda: int(time.time() * 1000))
         self.sessions: dict[int, FetchSession] = {}
@@ -159,7 +229,8 @@ class FetchSessionCache:
                              create_partitions: Callable[[], dict]) -> int:
         """A new session's id, or INVALID_SESSION_ID when the cache is full and nothing may be evicted."""
         if len(self.sessions) < self.max_entries or self._try_evict(privileged, size, now_ms):
-            session = FetchSession(self.new_session_id(), privileged, create_partitions(), uses_topic_ids, now_ms)
+            session = FetchSession(self.new_session_id(), privileged, create_partitions(), uses_topic_ids, now_ms,
+                                   self.changes)
             self.sessions[session.id] = session
             self.touch(session, now_ms)
             log.debug("created %r", session)
@@ -197,6 +268,7 @@ class FetchSessionCache:
         if session is not None:
             self.num_partitions -= max(session.cached_size, 0)
             session.cached_size = -1
+            session.close()
         return session
 
     def touch(self, session: FetchSession, now_ms: int) -> None:
@@ -280,21 +352,28 @@ class FullFetchContext(SessionlessFetchContext):
 
 
 class IncrementalFetchContext(FetchContext):
-    """An incremental Fetch: every partition of the session is read, those that changed are answered.
+    """An incremental Fetch: the session's partitions are read, those that changed are answered.
 
-    Where the mini broker saves work Kafka does: a partition whose last answer held nothing new (no records, no
-    error) is not read again while neither the fetcher's request for it nor the partition's leader epoch, log end,
-    high watermark and log start have changed (and, for a follower, while it stays in the ISR): its answer would
-    be the same, left out of the response. Kafka reads it every time (cheaply), which also marks its
-    TotalFetchRequestsPerSec and the follower's fetch time; here a caught-up follower of an idle partition is in sync
-    anyway, since its log ends where the leader's does."""
+    Where the mini broker saves work Kafka does: Kafka reads every partition of the session at every Fetch (cheaply,
+    in Java) and leaves the unchanged ones out of the response. Here a partition whose last answer held nothing
+    new (no records, no error) is not read again until the ReplicaManager reports a change to it (an append, a
+    new high watermark, log start, ISR or leader) or the fetcher's request for it changes (:meth:`candidates`);
+    its answer would be the same, left out. For a follower's session every partition is looked at again every
+    ``IDLE_REFRESH_MS`` (:meth:`unchanged`): an idle partition whose follower is in the ISR and whose state did not
+    change is not read, but the follower's fetch is recorded on its replica, as Kafka's read records it, so that
+    it stays caught up (``replica.lag.time.max.ms``) with at most that much delay. Not marked for a partition not
+    read: its TotalFetchRequestsPerSec."""
 
     def __init__(self, request_epoch: int, session: FetchSession, topic_names: Callable[[object], str | None],
-                 replica_id: int = -1):
+                 replica_id: int = -1, clock: Callable[[], int] | None = None):
         self.request_epoch = request_epoch
         self.session = session
         self.topic_names = topic_names
         self.replica_id = replica_id
+        self.clock = clock or (lambda: int(time.time() * 1000))
+
+    def key(self, request: FetchPartitionData) -> Hashable:
+        return session_key(request, self.session.uses_topic_ids)
 
     def unchanged(self, request: FetchPartitionData, partition) -> bool:
         cached = self.session.partitions.get(session_key(request, self.session.uses_topic_ids))
@@ -313,12 +392,38 @@ class IncrementalFetchContext(FetchContext):
                                        partition.log.log_end_offset)
         return True
 
+    def candidates(self, first: bool, again: list[Hashable], denied: set) -> list[FetchPartitionData]:
+        """The partitions to read now: at the first read, those ``active`` or changed (every one, for a
+        follower's session, once per ``IDLE_REFRESH_MS``); after waiting, those changed meanwhile and ``again``
+        (those that read records before). Never those of a ``denied`` topic."""
+        session = self.session
+        if first:
+            for key in list(session.unresolved):   # names for topic ids the metadata now knows
+                cached = session.partitions[key]
+                session.resolve(key, cached, self.topic_names(cached.request.topic_id))
+            now = self.clock()
+            if session.privileged and now - session.last_refresh_ms >= IDLE_REFRESH_MS:
+                session.last_refresh_ms = now
+                session.dirty.clear()
+                return [c.request for c in session.partitions.values() if c.request.topic not in denied]
+            keys = session.dirty | session.active
+        else:
+            keys = session.dirty.union(again)
+        session.dirty = set()
+        parts = session.partitions
+        if len(keys) * 4 >= len(parts):   # most of them: in the session's order
+            chosen = [c.request for k, c in parts.items() if k in keys]
+        else:
+            chosen = [parts[k].request for k in sorted(keys, key=str) if k in parts]
+        return [r for r in chosen if r.topic not in denied] if denied else chosen
+
     def partitions(self):
         out = []
-        for cached in self.session.partitions.values():
+        session = self.session
+        for key, cached in session.partitions.items():
             request = cached.request
-            if request.topic is None and self.session.uses_topic_ids:   # maybeResolveUnknownName
-                request.topic = self.topic_names(request.topic_id)
+            if request.topic is None and session.uses_topic_ids:   # maybeResolveUnknownName
+                session.resolve(key, cached, self.topic_names(request.topic_id))
             out.append(request)
         return out
 
@@ -340,7 +445,7 @@ class IncrementalFetchContext(FetchContext):
             if update:
                 empty = not answer["records"] and answer["error_code"] == ErrorCode.NONE and \
                     answer.get("diverging_epoch") is None
-                cached.idle = signatures[i] if empty and signatures is not None else None
+                session.set_idle(key, cached, signatures[i] if empty and signatures is not None else None)
             if not must_respond:
                 continue
             sent.append((request, answer))
@@ -387,4 +492,4 @@ class FetchManager:
             return SessionlessFetchContext(fetch_data)
         cache.touch(session, cache.clock())
         session.epoch = next_epoch(session.epoch)
-        return IncrementalFetchContext(epoch, session, topic_names, replica_id)
+        return IncrementalFetchContext(epoch, session, topic_names, replica_id, cache.clock)

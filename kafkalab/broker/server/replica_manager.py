@@ -40,15 +40,12 @@ and it runs two jobs, started by the first LeaderAndIsr, as Kafka's:
 from __future__ import annotations
 
 import asyncio
-import collections
 import logging
 import os
 import shutil
-import time
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from ..utils.async_util import wait_done
 from . import replica_manager_metrics
 from .alter_partition_manager import AlterPartitionManager
 from .broker_topic_stats import BrokerTopicStats
@@ -56,12 +53,12 @@ from .delayed_delete_records import DelayedDeleteRecords
 from .delayed_fetch import DelayedFetch, FetchParams, FetchPartitionData, Unchanged
 from .delayed_operation import DelayedOperationPurgatory
 from .delayed_produce import DelayedProduce
+from .fetch_purgatory import FetchPurgatory
 from ..common.errors import ErrorCode, KafkaError
 from ..log.offset_checkpoint import read_checkpoint, write_checkpoint
 from ..cluster.partition import LogReadResult, Partition
 from ..common.topic import INTERNAL_TOPICS
 from ..log.log import LogAppendInfo
-from ..network.request_channel import current_remote_time
 from .replica_fetcher_thread import InitialFetchState, ReplicaFetcherManager
 from .replica_fetcher_thread import register_metrics as register_fetcher_metrics
 from .replica_manager_metrics import AlterPartitionListener
@@ -97,8 +94,13 @@ class ReplicaManager:
         #: the broker (its config, log manager, live brokers and controller id); None in some unit tests
         self.broker = broker
         self.partitions: dict[tuple[str, int], Partition] = {}
-        #: the fetch purgatory: (topic, partition) -> futures of the Fetches watching it
-        self._fetch_waiters: dict[tuple[str, int], set[asyncio.Future]] = collections.defaultdict(set)
+        #: the fetch purgatory: the Fetches waiting for data, the fetch sessions told of changes
+        self.fetch_purgatory = FetchPurgatory()
+        self._fetch_waiters = self.fetch_purgatory.waiters
+        self.parked_sessions = self.fetch_purgatory.parked_sessions
+        self.watch_changes = self.fetch_purgatory.watch_changes
+        self.unwatch_changes = self.fetch_purgatory.unwatch_changes
+        self.wait_for_session = self.fetch_purgatory.wait_for_session
         #: the produce purgatory (acks=all)
         self.produce_purgatory = DelayedOperationPurgatory(self.partitions)
         #: the delete-records purgatory
@@ -278,6 +280,11 @@ class ReplicaManager:
         One ``LogReadResult`` per partition, in the order asked (None: not read, ``unchanged``)."""
         return await DelayedFetch(self, params, fetch_infos, unchanged).run()
 
+    async def fetch_session_messages(self, params: FetchParams, context, denied: set) -> list:
+        """:meth:`fetch_messages` for an incremental fetch session (``context``): the (partition, LogReadResult)
+        of each partition read (``DelayedFetch.run_session``)."""
+        return await DelayedFetch(self, params, []).run_session(context, denied)
+
     def read_from_local_log(self, params: FetchParams, fetch_infos: list[FetchPartitionData],
                             update_fetch_state: bool, unchanged: Unchanged | None = None
                             ) -> tuple[list[LogReadResult | None], int, bool]:
@@ -323,33 +330,15 @@ class ReplicaManager:
                 stats.fetch_read(info.topic, result.error_code)
         return results, total, errors
 
-    # -- the fetch purgatory -------------------------------------------------------------------
+    # -- the fetch purgatory (fetch_purgatory.py) ---------------------------------------------------
 
     def notify_data_arrived(self, topic: str, index: int) -> None:
-        """Wake the Fetches watching this partition, so they read again and check for min_bytes."""
-        for fut in self._fetch_waiters.pop((topic, index), ()):
-            if not fut.done():
-                fut.set_result(None)
+        """Wake the Fetches watching this partition and tell the fetch sessions holding it that it changed."""
+        self.fetch_purgatory.notify_data_arrived(topic, index)
 
     async def wait_for_data(self, watched: Iterable[tuple[str, int]], timeout_s: float) -> None:
         """Park until one of the ``watched`` (topic, partition)s changes, or ``timeout_s`` passes."""
-        watched = list(watched)
-        fut = asyncio.get_running_loop().create_future()
-        for key in watched:
-            self._fetch_waiters[key].add(fut)
-        remote = current_remote_time.get()
-        parked = time.perf_counter()
-        try:   # (never asyncio.wait_for here: it can lose the cancellation at shutdown, see async_util)
-            await wait_done(fut, timeout_s)
-        finally:
-            if remote is not None:   # the Fetch's remote time (RequestMetrics RemoteTimeMs)
-                remote.seconds += time.perf_counter() - parked
-            for key in watched:
-                waiters = self._fetch_waiters.get(key)
-                if waiters is not None:
-                    waiters.discard(fut)
-                    if not waiters:
-                        del self._fetch_waiters[key]
+        await self.fetch_purgatory.wait_for_data(watched, timeout_s)
 
     # -- the controller's requests ---------------------------------------------------------------
 
@@ -404,6 +393,7 @@ class ReplicaManager:
             key = (partition.topic, partition.index)
             try:
                 partition.make_leader(state, checkpoints.get(key))
+                self.notify_data_arrived(*key)   # Kafka's completeDelayedFetchOrProduceRequests
                 errors[key] = ErrorCode.NONE
             except Exception:
                 log.exception("broker %d: error making %s the leader", self.broker_id, partition.name)
@@ -414,6 +404,7 @@ class ReplicaManager:
             try:
                 if partition.make_follower(state, checkpoints.get(key)):
                     restart[key] = state
+                self.notify_data_arrived(*key)   # a Fetch parked here as at the leader answers NOT_LEADER
                 errors[key] = ErrorCode.NONE
             except Exception:
                 log.exception("broker %d: error making %s a follower", self.broker_id, partition.name)

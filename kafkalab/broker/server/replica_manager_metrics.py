@@ -59,7 +59,10 @@ def register(rm, registry: MetricsRegistry) -> AlterPartitionListener:
     fetch = {"delayedOperation": "Fetch"}
     purgatory.new_gauge("PurgatorySize", lambda: rm.produce_purgatory.watched(), produce)
     purgatory.new_gauge("NumDelayedOperations", lambda: len(rm.produce_purgatory), produce)
-    purgatory.new_gauge("PurgatorySize", lambda: sum(len(w) for w in list(rm._fetch_waiters.values())), fetch)
+    # a Fetch parked with an incremental session watches each of its partitions as one
+    purgatory.new_gauge("PurgatorySize", lambda: sum(len(w) for w in list(rm._fetch_waiters.values()))
+                        + sum(len(s.partitions) for s in list(rm.parked_sessions)), fetch)
     purgatory.new_gauge("NumDelayedOperations",
-                        lambda: len({f for w in list(rm._fetch_waiters.values()) for f in w}), fetch)
+                        lambda: len({f for w in list(rm._fetch_waiters.values()) for f in w})
+                        + len(rm.parked_sessions), fetch)
     return listener
