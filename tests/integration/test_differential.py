@@ -569,6 +569,55 @@ def fetch_diverging_epoch(side):
     return fetched(side, DATA, 4, last_fetched_epoch=0)
 
 
+# Fetch sessions (KIP-227)
+
+SESSION_TOPIC = "diff-session"
+
+
+def session_fetch(session_id: int, epoch: int, partitions: dict[int, int], forgotten=()) -> dict:
+    return {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
+            "session_id": session_id, "session_epoch": epoch, "rack_id": "",
+            "forgotten_topics_data": [{"topic": SESSION_TOPIC, "partitions": list(forgotten)}] if forgotten else [],
+            "topics": [{"topic": SESSION_TOPIC, "partitions": [{
+                "partition": p, "current_leader_epoch": -1, "fetch_offset": o, "last_fetched_epoch": -1,
+                "log_start_offset": -1, "partition_max_bytes": 1 << 20} for p, o in partitions.items()]}]
+            if partitions else []}
+
+
+@case
+def fetch_session(side):
+    """A consumer's session over one topic of two partitions: what each step answers (partitions by index, the
+    session id as zero or not), the same on both."""
+    side.create_topic(SESSION_TOPIC, 2)
+    steps = {}
+
+    def step(name, session_id, epoch, partitions=None, forgotten=()):
+        r = side.call(FetchRequest, FetchResponse, V_FETCH, session_fetch(session_id, epoch, partitions or {},
+                                                                          forgotten))
+        steps[name] = {"error": ErrorCode(r["error_code"]).name, "session": "none" if r["session_id"] == 0 else "new",
+                       "partitions": {p["partition_index"]: normal(p) for t in r["responses"] for p in t["partitions"]}}
+        return r["session_id"]
+
+    def produce_to(partition, value):
+        r = side.call(ProduceRequest, ProduceResponse, V_PRODUCE, {
+            "transactional_id": None, "acks": -1, "timeout_ms": 30000, "topic_data": [{
+                "name": SESSION_TOPIC, "partition_data": [{"index": partition, "records": batch(value)}]}]})
+        assert r["responses"][0]["partition_responses"][0]["error_code"] == 0, r
+
+    sid = step("full, epoch 0: a new session", 0, 0, {0: 0, 1: 0})
+    step("incremental, nothing changed", sid, 1)
+    produce_to(1, b"into one")
+    step("incremental, partition 1 has a record", sid, 2)
+    step("incremental, partition 1 asked at 1, 0 forgotten", sid, 3, {1: 1}, forgotten=[0])
+    produce_to(0, b"into the forgotten one")
+    step("incremental, a record where none is asked", sid, 4)
+    step("the same epoch again", sid, 4)
+    step("an unknown session", sid + 1 if sid < 2**31 - 2 else 1, 1)
+    step("epoch -1 with the session's id: closed, answered without", sid, -1, {0: 0})
+    step("the closed session", sid, 5)
+    return steps
+
+
 # ListOffsets, OffsetForLeaderEpoch
 
 def list_offsets(topic: str, timestamp: int, current_leader_epoch: int = -1):
