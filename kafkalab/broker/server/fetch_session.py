@@ -45,8 +45,8 @@ INVALID_SESSION_ID = 0
 INITIAL_EPOCH, FINAL_EPOCH = 0, -1
 #: Kafka's KafkaBroker.MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS
 EVICTION_MS = 120_000
-#: how often a follower's session looks at its idle partitions again (the mini broker's, see
-#: IncrementalFetchContext): Kafka's default replica.fetch.wait.max.ms, the longest a follower's fetch waits anyway
+#: how often a session looks at its idle partitions again (the mini broker's, see IncrementalFetchContext): Kafka's
+#: default replica.fetch.wait.max.ms, the longest a follower's fetch waits anyway
 IDLE_REFRESH_MS = 500
 MAX_INT = 2**31 - 1
 
@@ -119,7 +119,7 @@ class FetchSession:
         self.dirty: set[Hashable] = set()
         self.active: set[Hashable] = set(partitions)
         self.waiter = None                     # the future of a Fetch of this session parked in the purgatory
-        self._changes = changes
+        self.changes = changes
         self._watched: dict[tuple[str, int], Hashable] = {}   # (topic, partition) -> session key
         self.unresolved: set[Hashable] = set()   # asked by a topic id the metadata did not know
         for key, cached in partitions.items():
@@ -131,14 +131,14 @@ class FetchSession:
             self.unresolved.add(key)
             return
         self.unresolved.discard(key)
-        if self._changes is not None and (topic, cached.request.partition) not in self._watched:
+        if self.changes is not None and (topic, cached.request.partition) not in self._watched:
             self._watched[(topic, cached.request.partition)] = key
-            self._changes.watch_changes((topic, cached.request.partition), self)
+            self.changes.watch_changes((topic, cached.request.partition), self)
 
     def _unwatch(self, cached: "CachedPartition") -> None:
         name_key = (cached.request.topic, cached.request.partition)
         if self._watched.pop(name_key, None) is not None:
-            self._changes.unwatch_changes(name_key, self)
+            self.changes.unwatch_changes(name_key, self)
 
     def partition_changed(self, name_key: tuple[str, int]) -> None:
         key = self._watched.get(name_key)
@@ -358,11 +358,11 @@ class IncrementalFetchContext(FetchContext):
     in Java) and leaves the unchanged ones out of the response. Here a partition whose last answer held nothing
     new (no records, no error) is not read again until the ReplicaManager reports a change to it (an append, a
     new high watermark, log start, ISR or leader) or the fetcher's request for it changes (:meth:`candidates`);
-    its answer would be the same, left out. For a follower's session every partition is looked at again every
-    ``IDLE_REFRESH_MS`` (:meth:`unchanged`): an idle partition whose follower is in the ISR and whose state did not
-    change is not read, but the follower's fetch is recorded on its replica, as Kafka's read records it, so that
-    it stays caught up (``replica.lag.time.max.ms``) with at most that much delay. Not marked for a partition not
-    read: its TotalFetchRequestsPerSec."""
+    its answer would be the same, left out. Every ``IDLE_REFRESH_MS`` every partition of the session is looked at
+    again (:meth:`unchanged`), so that no change goes unanswered longer than that: an idle partition whose state did
+    not change is not read, and for a follower in the ISR its fetch is recorded on its replica, as Kafka's read
+    records it, so that it stays caught up (``replica.lag.time.max.ms``). Not marked for a partition not read: its
+    TotalFetchRequestsPerSec."""
 
     def __init__(self, request_epoch: int, session: FetchSession, topic_names: Callable[[object], str | None],
                  replica_id: int = -1, clock: Callable[[], int] | None = None):
@@ -393,16 +393,16 @@ class IncrementalFetchContext(FetchContext):
         return True
 
     def candidates(self, first: bool, again: list[Hashable], denied: set) -> list[FetchPartitionData]:
-        """The partitions to read now: at the first read, those ``active`` or changed (every one, for a
-        follower's session, once per ``IDLE_REFRESH_MS``); after waiting, those changed meanwhile and ``again``
-        (those that read records before). Never those of a ``denied`` topic."""
+        """The partitions to read now: at the first read, those ``active`` or changed (every one once per
+        ``IDLE_REFRESH_MS``, and always for a session told of no changes); after waiting, those changed meanwhile
+        and ``again`` (those that read records before). Never those of a ``denied`` topic."""
         session = self.session
         if first:
             for key in list(session.unresolved):   # names for topic ids the metadata now knows
                 cached = session.partitions[key]
                 session.resolve(key, cached, self.topic_names(cached.request.topic_id))
             now = self.clock()
-            if session.privileged and now - session.last_refresh_ms >= IDLE_REFRESH_MS:
+            if session.changes is None or now - session.last_refresh_ms >= IDLE_REFRESH_MS:
                 session.last_refresh_ms = now
                 session.dirty.clear()
                 return [c.request for c in session.partitions.values() if c.request.topic not in denied]
