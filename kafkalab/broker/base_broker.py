@@ -526,8 +526,9 @@ class BaseBroker:
         with its log created if it is new. Called by ``ReplicaManager.become_leader_or_follower``.
 
         The topic's configs come from ``/config/topics/<t>``; the metadata cache gets an entry for the
-        topic if UpdateMetadata has not brought one yet. A partition directory holding another topic id
-        (the topic was deleted and re-created while this broker was away) is INCONSISTENT_TOPIC_ID."""
+        topic if UpdateMetadata has not brought one yet (Metadata does not show it until then). A partition
+        directory holding another topic id (the topic was deleted and re-created while this broker was away) is
+        INCONSISTENT_TOPIC_ID."""
         existing = self.replica_manager.partitions.get((topic, index))
         if existing is not None:
             return existing

@@ -116,9 +116,12 @@ class Group:
 
 
 def produce(producer: Producer, topic: str, start: int, n: int) -> int:
+    failed: list[str] = []
     for i in range(start, start + n):
-        producer.produce(topic, value=b"%d" % i, partition=i % PARTITIONS)
-    producer.flush(30)
+        producer.produce(topic, value=b"%d" % i, partition=i % PARTITIONS,
+                         on_delivery=lambda err, msg: err is not None and failed.append(f"{msg.partition()}: {err}"))
+    assert producer.flush(30) == 0, "records still unsent after 30 s"
+    assert not failed, f"records not delivered: {failed[:5]}"
     return start + n
 
 

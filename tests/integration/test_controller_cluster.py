@@ -274,3 +274,38 @@ def test_elect_leaders_preferred_through_admin_clients(cluster_without_rebalance
         s = state(c, topic, p)
         assert s.leader_epoch == 2 and sorted(s.isr) == sorted([preferred, other])
     produce(c, topic, 2)
+
+
+def test_a_topic_is_shown_by_update_metadata_not_by_an_earlier_leader_and_isr(cluster, all_brokers_up):
+    """A broker's LeaderAndIsr for its own replicas of a new topic can come before the UpdateMetadata that brings
+    the whole topic. Kafka's metadata cache is filled by UpdateMetadata only: until then Metadata does not know
+    the topic, rather than showing it with the partitions up to this broker's highest one (a producer that saw 4
+    of 6 partitions failed its records for partitions 4 and 5 with UNKNOWN_PARTITION). Here the LeaderAndIsr is
+    sent by hand, for partition 3 of a topic no UpdateMetadata will ever bring."""
+    from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
+
+    from kafkalab.broker.common.message.codec import build
+    from kafkalab.broker.common.message.zk_messages import (LEADER_AND_ISR_VERSION, LeaderAndIsrRequest,
+                                                            LeaderAndIsrResponse)
+    from tests.helpers import kafka_wire as wire
+
+    broker_id = cluster.broker_ids[0]
+    address = cluster.bootstrap_servers.split(",")[0]
+    topic = f"ghost-{uuid.uuid4().hex[:6]}"
+    request = build(LeaderAndIsrRequest, LEADER_AND_ISR_VERSION, dict(
+        controller_id=cluster.controller, is_kraft_controller=False, controller_epoch=controller_epoch(cluster),
+        broker_epoch=-1, request_type=0, live_leaders=[dict(broker_id=broker_id, host_name=address.split(":")[0],
+                                                            port=int(address.split(":")[1]))],
+        topic_states=[dict(topic_name=topic, topic_id=uuid.uuid4(), partition_states=[dict(
+            partition_index=3, controller_epoch=controller_epoch(cluster), leader=broker_id, leader_epoch=0,
+            isr=[broker_id], partition_epoch=0, replicas=[broker_id], adding_replicas=[], removing_replicas=[],
+            is_new=True, leader_recovery_state=0)])]))
+    answer = wire.call(address, request, LeaderAndIsrResponse, LEADER_AND_ISR_VERSION)
+    assert answer.error_code == 0 and answer.topics[0].partition_errors[0].error_code == 0, answer
+
+    named = wire.call(address, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+                                               allow_auto_topic_creation=False), MetadataResponse, 9)
+    [entry] = named.topics
+    assert (entry.name, entry.error_code, entry.partitions) == (topic, 3, []), entry   # UNKNOWN_TOPIC_OR_PARTITION
+    every = wire.call(address, MetadataRequest(topics=None, allow_auto_topic_creation=False), MetadataResponse, 9)
+    assert topic not in [t.name for t in every.topics]

@@ -32,7 +32,9 @@ The brokers are those of the listener the request came in on, at that listener's
 In cluster mode the answer comes from the metadata cache the controller's
 UpdateMetadata fills (Kafka's ``ZkMetadataCache``): the live brokers with
 their racks, the controller id, and per partition the leader, leader epoch,
-replicas, ISR and offline replicas. A partition whose leader is not alive
+replicas, ISR and offline replicas. A topic is listed once UpdateMetadata has
+brought it, with every partition it holds a state for (a LeaderAndIsr that
+came first does not show it). A partition whose leader is not alive
 gets LEADER_NOT_AVAILABLE with leader -1 (v0 also filters dead replicas out and
 says REPLICA_NOT_AVAILABLE). Auto-creation writes the topic to ZooKeeper and
 answers LEADER_NOT_AVAILABLE until the controller has created its partitions:
@@ -52,16 +54,22 @@ from . import api
 
 
 
+def _visible(broker, topic):
+    """The topic as Metadata may show it, or None. In cluster mode only UpdateMetadata (or, in KRaft, the
+    metadata records) makes a topic known, with all its partitions at once, as Kafka's metadata cache; the entry
+    a LeaderAndIsr makes for a broker's own replicas (before the UpdateMetadata) is not shown, or a client would
+    see a new topic with only the partitions up to this broker's highest one and count its partitions wrong."""
+    if topic is None or not broker.in_cluster or broker.metadata_cache.partition_states.get(topic.name):
+        return topic
+    return None
+
+
 def _cluster_topic_entry(broker, topic, version: int) -> dict:
     cache = broker.metadata_cache
     partitions = []
-    for index in range(topic.num_partitions):
-        st = cache.partition_state(topic.name, index)
-        if st is None:
-            partitions.append({"error_code": ErrorCode.LEADER_NOT_AVAILABLE, "partition_index": index,
-                               "leader_id": -1, "leader_epoch": -1, "replica_nodes": [], "isr_nodes": [],
-                               "offline_replicas": []})
-            continue
+    states = cache.partition_states.get(topic.name, {})
+    for index in sorted(states):   # Kafka's ZkMetadataCache lists the partitions it holds states for
+        st = states[index]
         replicas, isr = list(st.replicas), list(st.isr)
         error = ErrorCode.NONE
         if version == 0:  # Kafka's errorUnavailableEndpoints: v0 lists live replicas only
@@ -102,7 +110,7 @@ def error_entry(name, code, topic_id=NULL_UUID) -> dict:
 
 def _named_topic(broker, name, allow_auto, version: int) -> dict:
     """Kafka's getTopicMetadata for one name: existing, auto-created, or an error entry."""
-    found = broker.metadata_cache.get(name)
+    found = _visible(broker, broker.metadata_cache.get(name))
     if found is not None:
         return topic_entry(broker, found, version)
     in_cluster = broker.in_cluster
@@ -132,7 +140,7 @@ async def handle_metadata(ctx, request):
         allowed = (filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, list(cache.topics),
                                         log_if_denied=False) if checked else None)
         topics = [topic_entry(broker, t, ctx.api_version) for t in cache.topics.values()
-                  if allowed is None or t.name in allowed]
+                  if (allowed is None or t.name in allowed) and _visible(broker, t) is not None]
     else:
         allow_auto = request.allow_auto_topic_creation if ctx.api_version >= 4 else True
         denied = _Denied(ctx, request, allow_auto) if checked else None
@@ -143,7 +151,7 @@ async def handle_metadata(ctx, request):
                 if ctx.api_version < 12 or topic_id in (None, NULL_UUID):
                     raise InvalidRequest(f"Metadata v{ctx.api_version}: a topic needs a name"
                                          + (" or an id" if ctx.api_version >= 12 else ""))
-                found = cache.by_id(topic_id)
+                found = _visible(broker, cache.by_id(topic_id))
                 if found is not None and denied is not None and found.name in denied.describe:
                     denied.answers.append(error_entry(None, ErrorCode.TOPIC_AUTHORIZATION_FAILED, topic_id))
                     continue
